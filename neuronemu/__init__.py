@@ -1,0 +1,11 @@
+"""neuronemu: a functional, cycle-approximate emulator of the AWS NeuronCore ISA.
+
+Importing the package is light (no numba, no lark); they load on first assemble/run.
+"""
+
+from neuronemu.api import Result, assemble, assemble_file, run
+from neuronemu.errors import AsmError, InputError, NeuronemuError, RuntimeFault
+
+__version__ = "0.1.0"
+__all__ = ["AsmError", "InputError", "NeuronemuError", "Result", "RuntimeFault", "assemble",
+           "assemble_file", "run", "__version__"]

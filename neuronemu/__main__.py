@@ -1,0 +1,3 @@
+from neuronemu.cli import main
+
+main()

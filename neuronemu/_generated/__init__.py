@@ -1,0 +1,1 @@
+"""Files generated from isa/ by tools/gen_isa.py; do not edit."""

@@ -1,0 +1,175 @@
+"""Python API: assemble a kernel, run it with numpy inputs, read outputs and statistics.
+
+    import neuronemu
+    program = neuronemu.assemble_file("programs/examples/vector_add.s", target="trn2")
+    result = neuronemu.run(program, inputs={"a": a, "b": b}, seed=0)
+    result.outputs["c"], result.instructions
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from neuronemu.errors import InputError, RuntimeFault
+from neuronemu.program import HbmTensor, Program
+
+DEFAULT_MAX_INSTRUCTIONS = 50_000_000
+
+
+def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
+    """Assemble source text (raises ``AsmError`` with a located message)."""
+    from neuronemu.asm.assembler import assemble as _assemble
+
+    return _assemble(text, filename, target)
+
+
+def assemble_file(path: str | Path, target: str | None = None) -> Program:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(f"cannot read kernel {path}: {e.strerror}") from None
+    return assemble(text, str(path), target)
+
+
+@dataclass
+class Result:
+    """Outputs (name -> array of the declared dtype; bf16/fp8 as ml_dtypes) and run statistics."""
+
+    program: Program
+    outputs: dict[str, np.ndarray]
+    instructions: dict[str, int]
+    steps: int
+    wall_seconds: float
+    seed: int
+    tensors: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        return self.program.target.name
+
+
+def initial_values(tensor: HbmTensor, seed: int) -> np.ndarray:
+    """The default contents of a tensor: float64 values by its ``init``, before the dtype cast.
+
+    Random initialisers draw from PCG64 keyed by (seed, crc32(name)), so every tensor gets its
+    own reproducible stream whatever the declaration order."""
+    kind, *params = tensor.init
+    shape = tensor.shape
+    rng = np.random.default_rng([seed, zlib.crc32(tensor.name.encode())])
+    if kind == "zeros":
+        return np.zeros(shape)
+    if kind == "ones":
+        return np.ones(shape)
+    if kind == "full":
+        return np.full(shape, params[0])
+    if kind == "arange":
+        return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    if kind == "identity":
+        return np.eye(shape[0])
+    if kind == "normal":
+        return rng.normal(params[0], params[1], size=shape)
+    if kind == "uniform":
+        return rng.uniform(params[0], params[1], size=shape)
+    return np.full(shape, np.nan)
+
+
+def _tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
+    from neuronemu.numerics import dtypes
+
+    dt = dtypes.get(tensor.dtype)
+    if dt.kind != "float" and values.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            if np.isnan(values).any():
+                return np.full(values.shape, (1 << (8 * dt.itemsize)) - 1, dtype=np.uint64)
+    return np.ascontiguousarray(dtypes.to_bits(values, tensor.dtype))
+
+
+def _check_input(tensor: HbmTensor, value) -> np.ndarray:
+    from neuronemu.numerics import dtypes
+
+    array = np.asarray(value)
+    if tuple(array.shape) != tensor.shape:
+        raise InputError(f"input '{tensor.name}' has shape {tuple(array.shape)}, but the kernel "
+                         f"declares {tensor.dtype}{list(tensor.shape)}", tensor.location)
+    dt = dtypes.get(tensor.dtype)
+    if array.dtype == dtypes.numpy_dtype(tensor.dtype):
+        return array
+    if array.dtype.kind in "fiub" or array.dtype.name in ("bfloat16",) or "float8" in array.dtype.name:
+        if dt.kind != "float" and array.dtype.kind == "f":
+            as64 = array.astype(np.float64)
+            if not np.all(np.isfinite(as64)) or not np.all(as64 == np.round(as64)):
+                raise InputError(f"input '{tensor.name}' holds non-integer values but the kernel "
+                                 f"declares {tensor.dtype}", tensor.location)
+        return array
+    raise InputError(f"input '{tensor.name}' has dtype {array.dtype}, which cannot be converted to "
+                     f"{tensor.dtype}", tensor.location)
+
+
+def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int = 0,
+        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Result:
+    """Run an assembled program. ``inputs`` override the declared initialisers by tensor name;
+    arrays are cast to the declared dtype with round-to-nearest-even."""
+    from neuronemu.exec import layout as L
+    from neuronemu.exec.interpreter import NUM_ENGINE_SLOTS, make_memories, run_loop
+    from neuronemu.isa.table import load_isa
+    from neuronemu.numerics import dtypes
+
+    inputs = dict(inputs or {})
+    for name in inputs:
+        if name not in program.tensors:
+            known = ", ".join(t.name for t in program.inputs()) or "none"
+            raise InputError(f"kernel has no tensor '{name}' (inputs: {known})")
+    sbuf, psum, hbm = make_memories(program)
+    for tensor in program.tensors.values():
+        if tensor.name in inputs:
+            values = _check_input(tensor, inputs[tensor.name])
+        else:
+            values = initial_values(tensor, seed)
+        bits = _tensor_bits(tensor, values)
+        raw = bits.astype(f"<u{dtypes.get(tensor.dtype).itemsize}").view(np.uint8).ravel()
+        hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
+    regs = np.zeros(L.REG_COUNT, dtype=np.int64)
+    counts = np.zeros(NUM_ENGINE_SLOTS, dtype=np.int64)
+    start = time.perf_counter()
+    status, pc, steps = run_loop(program.instrs, program.ops, program.imms, (sbuf, psum, hbm), regs,
+                                 dtypes.format_table(), dtypes.decode_table(),
+                                 np.int64(max_instructions), counts)
+    wall = time.perf_counter() - start
+    if status != L.STATUS_OK:
+        raise _fault(program, status, pc, regs, max_instructions)
+    engine_names = load_isa().enums["engine"]
+    instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(counts) if c}
+    tensors = {}
+    for tensor in program.tensors.values():
+        dt = dtypes.get(tensor.dtype)
+        raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes].copy()
+        bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
+        tensors[tensor.name] = dtypes.from_bits(bits, tensor.dtype)
+    outputs = {t.name: tensors[t.name] for t in program.outputs()}
+    return Result(program, outputs, instructions, int(steps), wall, seed, tensors)
+
+
+def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeFault:
+    from neuronemu.exec import layout as L
+    from neuronemu.program import Tile
+
+    ins = program.instructions[pc] if pc < len(program.instructions) else None
+    location = ins.location if ins else None
+    if status == L.STATUS_LIMIT:
+        return RuntimeFault(f"instruction limit of {limit} reached (an endless loop?); raise it "
+                            f"with --max-instructions", location)
+    if status == L.STATUS_OUT_OF_BOUNDS and ins is not None:
+        arg = ins.definition.args[int(regs[L.REG_FAULT_ARG])]
+        tile = ins.args[arg.name]
+        if isinstance(tile, Tile):
+            values = ", ".join(f"r{r} = {int(regs[r])}" for r, _ in tile.regs)
+            return RuntimeFault(f"{ins.definition.name} argument '{arg.name}' leaves "
+                                f"'{tile.symbol}' at run time ({values}); the instruction was not "
+                                f"executed", tile.location)
+    return RuntimeFault(f"execution fault (status {status})", location)

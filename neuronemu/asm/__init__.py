@@ -1,0 +1,1 @@
+"""Assembler: lark front end, table-driven operand checks, lowering to program arrays."""

@@ -1,0 +1,556 @@
+"""Assemble a parse tree into a checked ``Program``: declarations, instructions, lowered arrays.
+
+Pass 1 reads ``.target`` first (capacities depend on it), then the other directives in order and
+the labels; pass 2 resolves every instruction's arguments against its table entry and runs the
+table's checks. Nothing is lowered unless every line is valid.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import numpy as np
+
+from neuronemu.asm.checks import RULES, CheckContext
+from neuronemu.asm.expr import Affine, Evaluator, register_number
+from neuronemu.errors import AsmError
+from neuronemu.exec import layout as L
+from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
+from neuronemu.numerics import dtypes
+from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile
+from neuronemu.source import SourceFile, location_of
+
+DEFAULT_TARGET = "trn2"
+ROLES = ("input", "output", "scratch")
+INITIALISERS = {
+    "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
+    "full": 1, "normal": 2, "uniform": 2,
+}
+DIRECTIVES = ("target", "hbm", "sbuf", "psum", "const")
+_ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _token_loc(source, token):
+    return location_of(source, token)
+
+
+class Assembler:
+    def __init__(self, source: SourceFile, target: str | None, isa: ISA):
+        self.source = source
+        self.isa = isa
+        self.target_override = target
+        self.target = None
+        self.constants: dict[str, float | int] = {}
+        self.tensors: dict[str, HbmTensor] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.labels: dict[str, int] = {}
+        self.eval = Evaluator(source, self.constants)
+        self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
+
+    def error(self, node, message, notes=()):
+        return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
+
+    # ----------------------------------------------------------------- pass 1: declarations
+    def assemble(self, tree) -> Program:
+        items = tree.children
+        self._choose_target(items)
+        statements = []
+        for item in items:
+            if item.data == "label":
+                name_tok = item.children[0]
+                name = str(name_tok)
+                if name in self.labels:
+                    raise AsmError(f"label '{name}' is defined twice",
+                                   _token_loc(self.source, name_tok))
+                self.labels[name] = len(statements)
+            elif item.data == "directive":
+                self._directive(item)
+            elif item.data == "instruction":
+                statements.append(item)
+        instructions = [self._instruction(node, pc) for pc, node in enumerate(statements)]
+        program = Program(self.source, self.target, self.tensors, self.allocations,
+                          instructions, self.labels)
+        lower(program)
+        return program
+
+    def _choose_target(self, items):
+        chosen = None
+        for item in items:
+            if item.data == "directive" and str(item.children[0]) == "target":
+                args = item.children[1:]
+                if len(args) != 1 or getattr(args[0], "data", None) != "name":
+                    raise self.error(item, "usage: .target trn1|trn2|trn3")
+                name = str(args[0].children[0])
+                if name not in self.isa.targets:
+                    raise self.error(args[0], f"unknown target '{name}'; targets: "
+                                              f"{', '.join(self.isa.targets)}"
+                                              f"{_suggest(name, self.isa.targets)}")
+                chosen = name
+        name = self.target_override or chosen or DEFAULT_TARGET
+        if name not in self.isa.targets:
+            raise AsmError(f"unknown target '{name}'; targets: {', '.join(self.isa.targets)}")
+        self.target = self.isa.targets[name]
+
+    def _directive(self, node):
+        name_tok, *args = node.children
+        name = str(name_tok)
+        if name == "target":
+            return
+        if name not in DIRECTIVES:
+            raise AsmError(f"unknown directive '.{name}'; directives: "
+                           f"{', '.join('.' + d for d in DIRECTIVES)}{_suggest(name, DIRECTIVES)}",
+                           _token_loc(self.source, name_tok))
+        if name == "const":
+            self._const(node, args)
+        elif name == "hbm":
+            self._hbm(node, args)
+        else:
+            self._onchip(node, name, args)
+
+    def _const(self, node, args):
+        if len(args) != 1 or args[0].data != "kwarg":
+            raise self.error(node, "usage: .const NAME = expression")
+        name_tok, value = args[0].children
+        name = str(name_tok)
+        self._check_new_symbol(name, name_tok)
+        self.constants[name] = self.eval.constant(value)
+
+    def _check_new_symbol(self, name, token):
+        if name in self.constants or name in self.tensors or name in self.allocations:
+            raise AsmError(f"'{name}' is already declared", _token_loc(self.source, token))
+        if register_number(name) is not None or name in ("inf", "nan", "true", "false"):
+            raise AsmError(f"'{name}' is reserved (registers are r0..r63)",
+                           _token_loc(self.source, token))
+
+    def _dtype_and_shape(self, node, usage):
+        if getattr(node, "data", None) != "indexed":
+            raise self.error(node, f"expected DTYPE[dims], e.g. float32[128, 512]; usage: {usage}")
+        dtype_tok, *dims = node.children
+        dtype = str(dtype_tok)
+        if dtype not in dtypes.names():
+            raise AsmError(f"unknown dtype '{dtype}'{_suggest(dtype, dtypes.names())}",
+                           _token_loc(self.source, dtype_tok),
+                           (f"dtypes: {', '.join(dtypes.names())}",))
+        shape = []
+        for d in dims:
+            if d.data != "index":
+                raise self.error(d, "dimensions are sizes, not slices")
+            size = self.eval.integer(d.children[0])
+            if size <= 0:
+                raise self.error(d, f"dimension sizes must be positive, got {size}")
+            shape.append(size)
+        return dtype, tuple(shape)
+
+    def _split_args(self, args):
+        positional, keywords = [], {}
+        for a in args:
+            if a.data == "kwarg":
+                keywords[str(a.children[0])] = a.children[1]
+            else:
+                positional.append(a)
+        return positional, keywords
+
+    def _hbm(self, node, args):
+        usage = ".hbm NAME DTYPE[dims] input|output|scratch [init=...]"
+        positional, keywords = self._split_args(args)
+        if len(positional) != 3 or positional[0].data != "name":
+            raise self.error(node, f"usage: {usage}")
+        name_tok = positional[0].children[0]
+        name = str(name_tok)
+        self._check_new_symbol(name, name_tok)
+        dtype, shape = self._dtype_and_shape(positional[1], usage)
+        role_node = positional[2]
+        role = str(role_node.children[0]) if role_node.data == "name" else ""
+        if role not in ROLES:
+            raise self.error(role_node, f"role must be one of {', '.join(ROLES)}"
+                                        f"{_suggest(role, ROLES)}")
+        for k in keywords:
+            if k != "init":
+                raise self.error(keywords[k], f"unknown option '{k}' for .hbm (options: init)")
+        init = self._init(keywords.get("init"), role)
+        if init[0] == "identity" and (len(shape) != 2 or shape[0] != shape[1]):
+            raise self.error(keywords["init"], "init=identity needs a square 2-D tensor")
+        offset = self.next_offset["hbm"]
+        tensor = HbmTensor(name, dtype, shape, role, init, offset, location_of(self.source, node))
+        if offset + tensor.nbytes > self.target.hbm_bytes:
+            raise self.error(node, f"HBM tensor '{name}' ({tensor.nbytes} bytes) does not fit in "
+                                   f"the {self.target.hbm_bytes} bytes of HBM on {self.target.name}")
+        self.next_offset["hbm"] = offset + (tensor.nbytes + 63) // 64 * 64
+        self.tensors[name] = tensor
+
+    def _init(self, node, role):
+        if node is None:
+            return ("normal", 0.0, 1.0) if role == "input" else ("nan",)
+        if node.data == "name":
+            kind, params = str(node.children[0]), []
+        elif node.data == "call":
+            kind, params = str(node.children[0]), list(node.children[1:])
+        else:
+            raise self.error(node, "init must be a name or a call such as normal(0, 1)")
+        if kind not in INITIALISERS:
+            raise self.error(node, f"unknown initialiser '{kind}'; initialisers: "
+                                   f"{', '.join(INITIALISERS)}{_suggest(kind, INITIALISERS)}")
+        wanted = INITIALISERS[kind]
+        if params and len(params) != wanted:
+            raise self.error(node, f"{kind} takes {wanted} parameter(s), got {len(params)}")
+        values = [float(self.eval.constant(p)) for p in params]
+        if not values:
+            values = {"normal": [0.0, 1.0], "uniform": [-1.0, 1.0], "full": None}.get(kind, [])
+            if values is None:
+                raise self.error(node, "full needs a value: init=full(3.0)")
+        return (kind, *values)
+
+    def _onchip(self, node, space, args):
+        usage = f".{space} NAME DTYPE[partitions, free dims...]"
+        positional, keywords = self._split_args(args)
+        if len(positional) != 2 or positional[0].data != "name" or keywords:
+            raise self.error(node, f"usage: {usage}")
+        name_tok = positional[0].children[0]
+        name = str(name_tok)
+        self._check_new_symbol(name, name_tok)
+        dtype, shape = self._dtype_and_shape(positional[1], usage)
+        if len(shape) < 2:
+            raise self.error(positional[1], f"on-chip tiles are at least 2-D [partitions, free...]; "
+                                            f"use {dtype}[{shape[0]}, 1] for one element per "
+                                            f"partition")
+        if len(shape) - 1 > L.MAX_FREE_DIMS:
+            raise self.error(positional[1], f"at most {L.MAX_FREE_DIMS} free dims")
+        if shape[0] > self.target.partitions:
+            raise self.error(positional[1], f"{shape[0]} partitions requested; {space.upper()} "
+                                            f"has {self.target.partitions}")
+        itemsize = dtypes.get(dtype).itemsize
+        size = int(np.prod(shape[1:])) * itemsize
+        capacity = (self.target.sbuf_partition_bytes if space == "sbuf"
+                    else self.target.psum_partition_bytes)
+        offset = -(-self.next_offset[space] // _ALIGN) * _ALIGN
+        if space == "psum":
+            bank = self.target.psum_bank_bytes
+            # a tile that fits in a bank never straddles two; larger tiles start on a bank
+            if size <= bank and offset // bank != (offset + size - 1) // bank:
+                offset = -(-offset // bank) * bank
+            elif size > bank:
+                offset = -(-offset // bank) * bank
+        if offset + size > capacity:
+            used = ", ".join(f"{a.name} {a.bytes_per_partition}"
+                             for a in self.allocations.values() if a.space == space)
+            raise self.error(node, f"{space.upper()} overflow on {self.target.name}: '{name}' needs "
+                                   f"{size} bytes per partition at offset {offset}, but "
+                                   f"{space.upper()} has {capacity} bytes per partition",
+                             (f"already allocated (bytes per partition): {used or 'nothing'}",))
+        self.next_offset[space] = offset + size
+        self.allocations[name] = Allocation(name, space, dtype, shape, offset,
+                                            location_of(self.source, node))
+
+    # ----------------------------------------------------------------- pass 2: instructions
+    def _lookup(self, node) -> InstrDef:
+        engine_tok, mnemonic_tok = node.children[0], node.children[1]
+        engine, mnemonic = str(engine_tok), str(mnemonic_tok)
+        name = f"{engine}.{mnemonic}"
+        table = self.isa.instructions
+        if name in table:
+            definition = table[name]
+            if definition.targets and self.target.name not in definition.targets:
+                raise AsmError(f"{name} is not available on {self.target.name} (only on "
+                               f"{', '.join(definition.targets)})", _token_loc(self.source,
+                                                                               engine_tok))
+            return definition
+        engines = sorted({d.engine for d in table.values()})
+        if engine not in engines:
+            raise AsmError(f"unknown engine '{engine}'; engines: {', '.join(engines)}"
+                           f"{_suggest(engine, engines)}", _token_loc(self.source, engine_tok))
+        elsewhere = [d.name for d in table.values() if d.mnemonic == mnemonic]
+        loc = location_of(self.source, node.meta)
+        loc = type(loc)(loc.source, loc.line, loc.column,
+                        getattr(mnemonic_tok, "end_column", None))
+        if elsewhere:
+            raise AsmError(f"{engine} has no instruction '{mnemonic}'; it exists as "
+                           f"{', '.join(elsewhere)}", loc)
+        same_engine = [d.mnemonic for d in table.values() if d.engine == engine]
+        raise AsmError(f"unknown instruction '{name}'{_suggest(mnemonic, same_engine)}", loc,
+                       (f"{engine} instructions: {', '.join(sorted(same_engine))}",))
+
+    def _instruction(self, node, pc) -> Instruction:
+        definition = self._lookup(node)
+        location = location_of(self.source, node.meta)
+        raw_args = node.children[2:]
+        given: dict[str, object] = {}
+        positional_defs = [a for a in definition.args if not a.keyword]
+        index = 0
+        for raw in raw_args:
+            if raw.data == "kwarg":
+                key_tok, value = raw.children
+                key = str(key_tok)
+                names = [a.name for a in definition.args]
+                if key not in names:
+                    raise AsmError(f"{definition.name} has no argument '{key}'"
+                                   f"{_suggest(key, names)}", _token_loc(self.source, key_tok),
+                                   (f"syntax: {definition.syntax}",))
+                if key in given:
+                    raise AsmError(f"argument '{key}' given twice", _token_loc(self.source, key_tok))
+                given[key] = value
+            else:
+                if given and any(definition.arg(k).keyword for k in given):
+                    raise self.error(raw, "positional argument after a keyword argument")
+                if index >= len(positional_defs):
+                    raise self.error(raw, f"{definition.name} takes {len(positional_defs)} "
+                                          f"positional argument(s) "
+                                          f"({', '.join(a.name for a in positional_defs)}); "
+                                          f"got more", (f"syntax: {definition.syntax}",))
+                given[positional_defs[index].name] = raw
+                index += 1
+        values = {}
+        for arg in definition.args:
+            if arg.name in given:
+                values[arg.name] = self._resolve(definition, arg, given[arg.name])
+            elif arg.required:
+                raise AsmError(f"{definition.name} needs argument '{arg.name}' "
+                               f"({arg.doc or arg.kind})", location,
+                               (f"syntax: {definition.syntax}",))
+            elif arg.default is not None:
+                values[arg.name] = self._default(arg, location)
+            else:
+                values[arg.name] = None
+        ctx = CheckContext(definition, values, self.target, location)
+        for check in definition.checks:
+            RULES[check.rule](ctx, *check.args)
+        line_text = self.source.line(location.line).strip()
+        return Instruction(definition, values, location, line_text)
+
+    def _default(self, arg: ArgDef, location):
+        if arg.kind == "scalar":
+            return Immediate(float(arg.default), location)
+        if arg.kind == "enum":
+            return self.isa.enums[arg.enum].values[arg.default]
+        return arg.default
+
+    def _resolve(self, definition: InstrDef, arg: ArgDef, node):
+        kind = arg.kind
+        what = f"{definition.name} argument '{arg.name}'"
+        if kind == "tile":
+            return self._tile(definition, arg, node)
+        if kind == "scalar":
+            if node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols():
+                return self._tile(definition, arg, node)
+            return Immediate(float(self.eval.constant(node)), location_of(self.source, node.meta))
+        if kind == "number":
+            return float(self.eval.constant(node))
+        if kind == "int":
+            value = self.eval.integer(node)
+            if arg.range and not arg.range[0] <= value <= arg.range[1]:
+                raise self.error(node, f"{what} must be in the range [{arg.range[0]}, "
+                                       f"{arg.range[1]}], got {value}")
+            return value
+        if kind == "bool":
+            word = str(node.children[0]) if node.data in ("name", "number") else ""
+            if word in ("true", "1"):
+                return True
+            if word in ("false", "0"):
+                return False
+            raise self.error(node, f"{what} must be true or false")
+        if kind == "enum":
+            enum = self.isa.enums[arg.enum]
+            word = str(node.children[0]) if node.data == "name" else ""
+            if word not in enum.values:
+                raise self.error(node, f"{what} must be one of: {', '.join(enum.values)}"
+                                       f"{_suggest(word, enum.values) if word else ''}")
+            return enum.values[word]
+        if kind in ("reg", "reg_or_int"):
+            if node.data == "name" and register_number(str(node.children[0])) is not None:
+                return ("reg", register_number(str(node.children[0])))
+            if kind == "reg":
+                raise self.error(node, f"{what} must be a register r0..r63")
+            return ("int", self.eval.integer(node))
+        if kind == "label":
+            word = str(node.children[0]) if node.data == "name" else ""
+            if word not in self.labels:
+                raise self.error(node, f"unknown label '{word}'{_suggest(word, self.labels)}")
+            return ("label", self.labels[word])
+        raise AssertionError(kind)
+
+    def _tile_symbols(self):
+        return {**self.tensors, **self.allocations}
+
+    def _tile(self, definition, arg, node) -> Tile:
+        if node.data not in ("name", "indexed"):
+            raise self.error(node, f"{definition.name} argument '{arg.name}' must be a tile, e.g. "
+                                   f"x or x[0:128, 0:512]")
+        name_tok = node.children[0]
+        name = str(name_tok)
+        symbols = self._tile_symbols()
+        if name not in symbols:
+            hint = _suggest(name, symbols)
+            raise AsmError(f"unknown tile '{name}'{hint}", _token_loc(self.source, name_tok),
+                           (f"declared tiles: {', '.join(symbols) or 'none'}",))
+        symbol = symbols[name]
+        slices = node.children[1:] if node.data == "indexed" else []
+        tile = self._access(symbol, slices, node)
+        if tile.space not in arg.spaces:
+            where = " or ".join(s.upper() for s in arg.spaces)
+            hint = ("; bring it on chip with dma.copy first" if tile.space == "hbm"
+                    else "")
+            raise self.error(node, f"{definition.name} argument '{arg.name}' must be in {where}, "
+                                   f"but '{name}' is in {tile.space.upper()}{hint}")
+        return tile
+
+    def _access(self, symbol, slices, node) -> Tile:
+        on_chip = isinstance(symbol, Allocation)
+        dims = symbol.shape
+        itemsize = dtypes.get(symbol.dtype).itemsize
+        if len(slices) > len(dims):
+            raise self.error(node, f"'{symbol.name}' has {len(dims)} dims, got {len(slices)} indices")
+        strides = [int(np.prod(dims[i + 1:], dtype=np.int64)) * itemsize for i in range(len(dims))]
+        if on_chip:
+            strides[0] = 0  # partitions are rows, not bytes
+        base = symbol.offset
+        regs: dict[int, int] = {}
+        kept = []  # (dim, stride, count)
+        partition_start = 0
+        for i, size in enumerate(dims):
+            item = slices[i] if i < len(slices) else None
+            if item is None:
+                start, count, keep = Affine(0), size, True
+            elif item.data == "slice":
+                lo = self.eval.affine(item.children[0]) if item.children[0] is not None else Affine(0)
+                hi = (self.eval.affine(item.children[1]) if item.children[1] is not None
+                      else Affine(size))
+                width = hi + lo.scale(-1)
+                if not width.is_const:
+                    raise self.error(item, "a slice's size must be constant: start and stop need "
+                                           "the same register terms (e.g. r0*64 : r0*64+64)")
+                count, start, keep = width.const, lo, True
+                if count != int(count) or count <= 0:
+                    raise self.error(item, f"empty or fractional slice (size {count})")
+            else:
+                start, count, keep = self.eval.affine(item.children[0]), 1, on_chip and i == 0
+            count = int(count)
+            if start.is_const:
+                if start.const != int(start.const):
+                    raise self.error(item, "indices must be integers")
+                if start.const < 0 or start.const + count > size:
+                    stop = int(start.const) + count
+                    raise self.error(item, f"index range {int(start.const)}:{stop} is out of "
+                                           f"bounds for dim {i} of '{symbol.name}' (size {size})")
+            if on_chip and i == 0:
+                if not start.is_const:
+                    raise self.error(item, "the partition range must be constant (registers may "
+                                           "offset free dims only)")
+                partition_start = int(start.const)
+                kept.append((i, 0, count))
+                continue
+            base += int(start.const) * strides[i]
+            for r, c in start.regs.items():
+                regs[r] = regs.get(r, 0) + int(c) * strides[i]
+            if keep:
+                kept.append((i, strides[i], count))
+        if on_chip:
+            partitions = kept[0][2]
+            free = [(s, c) for _, s, c in kept[1:]]
+            pitch = 0
+        elif kept:
+            partitions, pitch = kept[0][2], kept[0][1]
+            free = [(s, c) for _, s, c in kept[1:]]
+        else:
+            partitions, pitch, free = 1, 0, []
+        free = [(s, c) for s, c in free if c != 1] or free[-1:]
+        # merge dims that are contiguous in memory, so at most MAX_FREE_DIMS remain
+        merged: list[tuple[int, int]] = []
+        for s, c in free:
+            if merged and merged[-1][0] == s * c:
+                merged[-1] = (s, merged[-1][1] * c)
+            else:
+                merged.append((s, c))
+        if len(merged) > L.MAX_FREE_DIMS:
+            raise self.error(node, f"access pattern needs {len(merged)} free dims; at most "
+                                   f"{L.MAX_FREE_DIMS} are supported")
+        regs = {r: c for r, c in regs.items() if c}
+        if len(regs) > L.MAX_REG_TERMS:
+            raise self.error(node, f"at most {L.MAX_REG_TERMS} registers may offset one tile")
+        if on_chip:
+            window = (symbol.offset, symbol.offset + symbol.bytes_per_partition)
+        else:
+            window = (symbol.offset, symbol.offset + symbol.nbytes)
+        space = symbol.space if on_chip else "hbm"
+        return Tile(space, symbol.dtype, symbol.name, base, partition_start, partitions, pitch,
+                    tuple(merged), tuple(sorted(regs.items())), window,
+                    location_of(self.source, node.meta))
+
+
+def lower(program: Program) -> None:
+    """Fill ``program.instrs/ops/imms`` from the checked instructions."""
+    ops: list[list[int]] = []
+    imms: list[float] = []
+    rows = []
+    engine_codes = load_isa().enums["engine"].values
+
+    def operand(tile: Tile) -> int:
+        row = [0] * L.OP_WIDTH
+        dt = dtypes.get(tile.dtype)
+        row[L.OP_SPACE] = L.SPACE_CODES[tile.space]
+        row[L.OP_DTYPE] = dt.code
+        row[L.OP_BASE] = tile.base
+        on_chip = tile.space != "hbm"
+        row[L.OP_PSTART] = tile.partition_start
+        row[L.OP_PCOUNT] = tile.partitions
+        row[L.OP_PROWSTEP] = 1 if on_chip else 0
+        row[L.OP_PCOLSTEP] = 0 if on_chip else tile.partition_pitch
+        dims = list(tile.free_dims) or [(dt.itemsize, 1)]
+        dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
+        row[L.OP_NDIM] = len(tile.free_dims) or 1
+        for k, (s, c) in enumerate(dims):
+            row[L.OP_STRIDE + k] = s
+            row[L.OP_COUNT + k] = c
+        row[L.OP_NREG] = len(tile.regs)
+        for k, (r, c) in enumerate(tile.regs):
+            row[L.OP_REG + 2 * k] = r
+            row[L.OP_COEF + 2 * k] = c
+        row[L.OP_LO], row[L.OP_HI] = tile.window
+        row[L.OP_EXTENT] = tile.extent
+        row[L.OP_SIZE] = tile.free_size
+        row[L.OP_ITEMSIZE] = dt.itemsize
+        ops.append(row)
+        return len(ops) - 1
+
+    for ins in program.instructions:
+        d = ins.definition
+        row = [0] * L.INSTR_WIDTH
+        row[L.I_OPCODE] = d.opcode
+        row[L.I_ENGINE] = engine_codes[d.engine]
+        row[L.I_LINE] = ins.location.line
+        row[L.I_NARGS] = len(d.args)
+        for k, arg in enumerate(d.args):
+            value = ins.args[arg.name]
+            slot = L.I_ARGS + 2 * k
+            if value is None:
+                tag, v = L.TAG_NONE, 0
+            elif isinstance(value, Tile):
+                tag, v = L.TAG_OPERAND, operand(value)
+            elif isinstance(value, Immediate):
+                imms.append(value.value)
+                tag, v = L.TAG_FLOAT, len(imms) - 1
+            elif arg.kind == "number":
+                imms.append(float(value))
+                tag, v = L.TAG_FLOAT, len(imms) - 1
+            elif isinstance(value, tuple):
+                kind, v = value
+                tag = {"reg": L.TAG_REG, "int": L.TAG_INT, "label": L.TAG_LABEL}[kind]
+            else:
+                tag, v = L.TAG_INT, int(value)
+            row[slot], row[slot + 1] = tag, v
+        rows.append(row)
+    program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
+    program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)
+    program.imms = np.array(imms + [0.0], dtype=np.float64)
+
+
+def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
+    """Assemble source text into a checked, lowered ``Program`` (raises ``AsmError``)."""
+    from neuronemu.asm.parser import parse
+
+    source = SourceFile(filename, text)
+    tree = parse(source)
+    return Assembler(source, target, load_isa()).assemble(tree)

@@ -1,0 +1,221 @@
+"""Shape, dtype and memory rules named by the ``checks`` lists of the instruction tables.
+
+A check line is ``rule arg arg ...`` (numbers, dtype names or ``@target_field`` as parameters).
+Each rule gets the resolved argument values by name and raises ``AsmError`` at the offending
+operand. A missing optional argument or an immediate where a rule expects a tile passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from neuronemu.errors import AsmError
+from neuronemu.program import Tile
+
+RULES: dict[str, Callable] = {}
+
+
+def rule(fn: Callable) -> Callable:
+    RULES[fn.__name__] = fn
+    return fn
+
+
+def _shape(t: Tile) -> str:
+    return "[" + ", ".join(str(d) for d in (t.partitions, t.free_size)) + "]"
+
+
+def _tiles(ctx, names) -> list[tuple[str, Tile]]:
+    return [(n, ctx.args[n]) for n in names if isinstance(ctx.args.get(n), Tile)]
+
+
+def _param(ctx, word: str) -> int:
+    if word.startswith("@"):
+        return int(getattr(ctx.target, word[1:]))
+    return int(word)
+
+
+def _fail(tile_or_ctx, message: str, notes=()):
+    location = getattr(tile_or_ctx, "location", None)
+    raise AsmError(message, location, notes)
+
+
+class CheckContext:
+    """What a rule sees: instruction definition, argument values by name, target, location."""
+
+    def __init__(self, definition, args, target, location):
+        self.definition = definition
+        self.args = args
+        self.target = target
+        self.location = location
+
+
+@rule
+def same_shape(ctx, *names):
+    tiles = _tiles(ctx, names)
+    for name, tile in tiles[1:]:
+        first_name, first = tiles[0]
+        if (tile.partitions, tile.free_size) != (first.partitions, first.free_size):
+            _fail(tile, f"shape mismatch: {name} is {_shape(tile)} but {first_name} is "
+                        f"{_shape(first)}; {ctx.definition.name} needs the same partitions and "
+                        f"free size")
+
+
+@rule
+def same_partitions(ctx, *names):
+    tiles = _tiles(ctx, names)
+    for name, tile in tiles[1:]:
+        first_name, first = tiles[0]
+        if tile.partitions != first.partitions:
+            _fail(tile, f"partition mismatch: {name} spans {tile.partitions} partitions but "
+                        f"{first_name} spans {first.partitions}")
+
+
+@rule
+def same_free(ctx, *names):
+    tiles = _tiles(ctx, names)
+    for name, tile in tiles[1:]:
+        first_name, first = tiles[0]
+        if tile.free_size != first.free_size:
+            _fail(tile, f"free size mismatch: {name} has {tile.free_size} elements per "
+                        f"partition but {first_name} has {first.free_size}")
+
+
+@rule
+def max_partitions(ctx, name, limit):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.partitions > _param(ctx, limit):
+            _fail(tile, f"{name} spans {tile.partitions} partitions; {ctx.definition.name} "
+                        f"allows at most {_param(ctx, limit)}")
+
+
+@rule
+def partitions_eq(ctx, name, value):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.partitions != _param(ctx, value):
+            _fail(tile, f"{name} must span exactly {_param(ctx, value)} partition(s), "
+                        f"not {tile.partitions}")
+
+
+@rule
+def max_free(ctx, name, limit):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size > _param(ctx, limit):
+            where = f" on {ctx.target.name}" if limit.startswith("@") else ""
+            _fail(tile, f"{name} has {tile.free_size} elements per partition; "
+                        f"{ctx.definition.name} allows at most {_param(ctx, limit)}{where}")
+
+
+@rule
+def free_eq(ctx, name, value):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size != _param(ctx, value):
+            _fail(tile, f"{name} must have exactly {_param(ctx, value)} elements per partition, "
+                        f"not {tile.free_size}")
+
+
+@rule
+def free_multiple(ctx, name, value):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size % _param(ctx, value):
+            _fail(tile, f"{name} must have a multiple of {_param(ctx, value)} elements per "
+                        f"partition, not {tile.free_size}")
+
+
+@rule
+def divides(ctx, small, big):
+    tiles = dict(_tiles(ctx, [small, big]))
+    if len(tiles) == 2 and tiles[big].free_size % tiles[small].free_size:
+        _fail(tiles[small], f"{small} has {tiles[small].free_size} elements per partition, "
+                            f"which does not divide {big}'s {tiles[big].free_size}")
+
+
+@rule
+def column(ctx, name):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size != 1:
+            _fail(tile, f"{name} must be an immediate or a [P, 1] column tile, not "
+                        f"{_shape(tile)}")
+
+
+@rule
+def not_both_psum(ctx, a, b):
+    tiles = _tiles(ctx, [a, b])
+    if len(tiles) == 2 and all(t.space == "psum" for _, t in tiles):
+        _fail(tiles[1][1], f"{a} and {b} are both in PSUM; {ctx.definition.name} can read at "
+                           f"most one input from PSUM")
+
+
+@rule
+def dtype(ctx, name, *allowed):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.dtype not in allowed:
+            _fail(tile, f"{name} has dtype {tile.dtype}; {ctx.definition.name} accepts "
+                        f"{', '.join(allowed)}")
+
+
+@rule
+def same_dtype(ctx, a, b):
+    tiles = _tiles(ctx, [a, b])
+    if len(tiles) == 2 and tiles[0][1].dtype != tiles[1][1].dtype:
+        _fail(tiles[0][1], f"{a} has dtype {tiles[0][1].dtype} but {b} has "
+                           f"{tiles[1][1].dtype}; they must match")
+
+
+@rule
+def same_dtype_or_fp32(ctx, dst, src):
+    tiles = dict(_tiles(ctx, [dst, src]))
+    if len(tiles) == 2 and tiles[dst].dtype not in (tiles[src].dtype, "float32"):
+        _fail(tiles[dst], f"{dst} has dtype {tiles[dst].dtype}; it must be float32 or "
+                          f"{src}'s dtype {tiles[src].dtype}")
+
+
+_FP32_FAMILY = ("float32", "tfloat32")
+
+
+@rule
+def matmul_operands(ctx, a, b):
+    tiles = dict(_tiles(ctx, [a, b]))
+    if len(tiles) < 2:
+        return
+    wide = [tiles[n].dtype in _FP32_FAMILY for n in (a, b)]
+    if wide[0] != wide[1]:
+        _fail(tiles[b], f"{a} is {tiles[a].dtype} and {b} is {tiles[b].dtype}: if one matmul "
+                        f"operand is float32/tfloat32 the other must be too")
+
+
+@rule
+def matmul_dst(ctx, dst, stationary, moving):
+    tiles = dict(_tiles(ctx, [dst, stationary, moving]))
+    if len(tiles) < 3:
+        return
+    d, s, m = tiles[dst], tiles[stationary], tiles[moving]
+    if (d.partitions, d.free_size) != (s.free_size, m.free_size):
+        _fail(d, f"matmul output must be [M, N] = [{s.free_size}, {m.free_size}] "
+                 f"({stationary} free size x {moving} free size), but {dst} is {_shape(d)}")
+    allowed = ctx.target.matmul_psum_dtypes
+    if d.dtype not in allowed:
+        _fail(d, f"matmul writes {' or '.join(allowed)} into PSUM on {ctx.target.name}; "
+                 f"{dst} is {d.dtype}")
+
+
+@rule
+def psum_banks(ctx, name):
+    for _, tile in _tiles(ctx, [name]):
+        bank = ctx.target.psum_bank_bytes
+        first = tile.base
+        last = tile.base + tile.extent - 1
+        multi_bank = ctx.target.matmul_moving_fmax * 4 > bank
+        if not multi_bank and first // bank != last // bank:
+            _fail(tile, f"{name} bytes {first}..{last} of each partition cross a PSUM bank "
+                        f"boundary (banks are {bank} bytes: 512 fp32) on {ctx.target.name}",
+                  (f"{tile.symbol} starts {first % bank} bytes into bank {first // bank}",))
+
+
+@rule
+def transposed(ctx, dst, src):
+    tiles = dict(_tiles(ctx, [dst, src]))
+    if len(tiles) == 2:
+        d, s = tiles[dst], tiles[src]
+        if (d.partitions, d.free_size) != (s.free_size, s.partitions):
+            _fail(d, f"{dst} must be [{s.free_size}, {s.partitions}] (the transpose of {src} "
+                     f"{_shape(s)}), not {_shape(d)}")

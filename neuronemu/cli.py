@@ -1,0 +1,255 @@
+"""The ``neuronemu`` command line (click). Exit codes are listed in neuronemu/errors.py and the
+README: 0 ok, 1 runtime fault, 2 usage, 3 assembly error, 4 bad input/output file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from neuronemu.errors import InputError, NeuronemuError
+
+SCHEMA_VERSION = 1
+TARGETS = ("trn1", "trn2", "trn3")
+
+
+class _Failure(click.ClickException):
+    """Carries a NeuronemuError out of a command with its exit code, rendered once."""
+
+    def __init__(self, error: NeuronemuError, as_json: bool):
+        super().__init__(error.message)
+        self.error = error
+        self.exit_code = error.exit_code
+        self.as_json = as_json
+
+    def show(self, file=None) -> None:
+        if self.as_json:
+            doc = {"schema_version": SCHEMA_VERSION, "error": self.error.to_json()}
+            click.echo(json.dumps(doc, indent=2))
+        click.echo(self.error.render(), err=True)
+
+
+def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    pairs = {}
+    for text in values:
+        name, sep, path = text.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"expected NAME=FILE.npy, got {text!r}", param_hint=option)
+        pairs[name] = path
+    return pairs
+
+
+def _bundled(kernel: str) -> Path:
+    """A kernel path, or the name of a bundled program (``vector_add`` / ``examples/vector_add``)."""
+    path = Path(kernel)
+    if path.exists():
+        return path
+    from neuronemu.programs import find_program
+
+    found = find_program(kernel)
+    if found is None:
+        raise InputError(f"no such kernel file: {kernel} (bundled programs: "
+                         f"`neuronemu programs` lists them)")
+    return found
+
+
+def _load_inputs(pairs: dict[str, str]):
+    import numpy as np
+
+    arrays = {}
+    for name, path in pairs.items():
+        try:
+            arrays[name] = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise InputError(f"--input {name}: no such file {path}") from None
+        except (OSError, ValueError) as e:
+            raise InputError(f"--input {name}: cannot read {path} as .npy ({e})") from None
+    return arrays
+
+
+def _summary(array) -> dict:
+    import numpy as np
+
+    values = np.asarray(array).astype(np.float64)
+    finite = values[np.isfinite(values)]
+    doc = {"nan_count": int(np.isnan(values).sum())}
+    if finite.size:
+        doc.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()))
+    return doc
+
+
+def _savable(array):
+    """numpy cannot round-trip ml_dtypes through .npy, so bf16/fp8 are saved widened to float32
+    (exact); native numpy dtypes are saved as they are."""
+    import numpy as np
+
+    if array.dtype.name in ("bfloat16",) or array.dtype.name.startswith("float8"):
+        return array.astype(np.float32)
+    return array
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="neuronemu")
+def main() -> None:
+    """Emulate AWS NeuronCore (Trainium) kernels written in NeuronCore assembly."""
+
+
+@main.command()
+@click.argument("kernel")
+@click.option("--target", type=click.Choice(TARGETS), help="Target chip (default: the kernel's "
+              ".target directive, else trn2).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="Initial contents of an HBM tensor (repeatable).")
+@click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy",
+              help="Write one output tensor to a .npy file (repeatable).")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write every output tensor to DIR/NAME.npy.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random initialisers.")
+@click.option("--max-instructions", type=click.IntRange(min=1), default=50_000_000,
+              show_default=True, help="Stop with an error after this many dynamic instructions.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_json):
+    """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
+    import numpy as np
+
+    from neuronemu import api
+
+    input_files = _pairs(inputs, "--input")
+    output_files = _pairs(outputs, "--output")
+    try:
+        path = _bundled(kernel)
+        program = api.assemble_file(path, target=target)
+        for name in output_files:
+            if name not in program.tensors or program.tensors[name].role != "output":
+                names = ", ".join(t.name for t in program.outputs()) or "none"
+                raise InputError(f"--output {name}: the kernel has no output '{name}' "
+                                 f"(outputs: {names})")
+        result = api.run(program, _load_inputs(input_files), seed=seed,
+                         max_instructions=max_instructions)
+        written = {}
+        destinations = dict(output_files)
+        if output_dir is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            for t in program.outputs():
+                destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
+        for name, dest in destinations.items():
+            try:
+                np.save(dest, _savable(result.outputs[name]), allow_pickle=False)
+            except OSError as e:
+                raise InputError(f"--output {name}: cannot write {dest}: {e.strerror}") from None
+            written[name] = dest
+    except NeuronemuError as e:
+        raise _Failure(e, as_json) from None
+    total = sum(result.instructions.values())
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "kernel": str(path),
+        "target": result.target,
+        "seed": seed,
+        "instructions": {**result.instructions, "total": total},
+        "outputs": {},
+        "wall_seconds": round(result.wall_seconds, 6),
+    }
+    for t in program.outputs():
+        entry = {"shape": list(t.shape), "dtype": t.dtype, **_summary(result.outputs[t.name])}
+        if t.name in written:
+            entry["path"] = written[t.name]
+            entry["saved_dtype"] = str(_savable(result.outputs[t.name]).dtype)
+        doc["outputs"][t.name] = entry
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"kernel   {path}  (target {result.target}, {program.target.core}, seed {seed})")
+    per_engine = "  ".join(f"{k} {v}" for k, v in sorted(result.instructions.items()))
+    click.echo(f"executed {total} instructions: {per_engine}  ({result.wall_seconds:.3f} s)")
+    for name, entry in doc["outputs"].items():
+        stats = (f"min {entry['min']:.6g}  max {entry['max']:.6g}  mean {entry['mean']:.6g}"
+                 if "min" in entry else "no finite values")
+        nan = f"  nan {entry['nan_count']}" if entry["nan_count"] else ""
+        dest = f"  -> {entry['path']}" if "path" in entry else ""
+        shape = ", ".join(map(str, entry["shape"]))
+        click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{nan}{dest}")
+
+
+@main.command()
+@click.argument("kernel")
+@click.option("--target", type=click.Choice(TARGETS))
+@click.option("--json", "as_json", is_flag=True)
+def check(kernel, target, as_json):
+    """Assemble and validate KERNEL without running it."""
+    from neuronemu import api
+
+    try:
+        path = _bundled(kernel)
+        program = api.assemble_file(path, target=target)
+    except NeuronemuError as e:
+        raise _Failure(e, as_json) from None
+    counts = program.static_counts()
+    if as_json:
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "kernel": str(path),
+                               "target": program.target.name, "ok": True,
+                               "instructions": {**counts, "total": len(program.instructions)}},
+                              indent=2))
+        return
+    per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    click.echo(f"{path}: ok ({program.target.name}): {len(program.instructions)} instructions "
+               f"({per_engine})")
+
+
+@main.command()
+@click.argument("mnemonic", required=False)
+@click.option("--json", "as_json", is_flag=True)
+def isa(mnemonic, as_json):
+    """List the instructions, or describe one (ENGINE.MNEMONIC or MNEMONIC)."""
+    import difflib
+
+    from neuronemu.isa.table import load_isa
+
+    table = load_isa().instructions
+    entries = list(table.values())
+    if mnemonic:
+        entries = [d for d in entries if mnemonic in (d.name, d.mnemonic)]
+        if not entries:
+            close = difflib.get_close_matches(mnemonic, list(table) + [d.mnemonic for d in
+                                                                      table.values()], n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise _Failure(InputError(f"unknown instruction '{mnemonic}'{hint}"), as_json)
+    if as_json:
+        docs = [{"mnemonic": d.name, "engine": d.engine, "opcode": d.opcode,
+                 "targets": list(d.targets or TARGETS), "nki": d.nki, "summary": d.summary,
+                 "syntax": d.syntax, "cost_class": d.cost_class,
+                 "args": [{"name": a.name, "kind": a.kind, "spaces": list(a.spaces),
+                           "keyword": a.keyword, "default": a.default} for a in d.args]}
+                for d in entries]
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "instructions": docs}, indent=2))
+        return
+    if not mnemonic:
+        width = max(len(d.name) for d in entries)
+        for d in sorted(entries, key=lambda d: (d.engine, d.opcode)):
+            click.echo(f"{d.name:<{width}}  {d.summary}")
+        return
+    for d in entries:
+        click.echo(f"{d.name}  ({d.nki or 'sequencer control'})\n  {d.summary}\n"
+                   f"  syntax:  {d.syntax}\n  example: {d.example}")
+        for a in d.args:
+            kind = f"enum {a.enum}" if a.kind == "enum" else a.kind
+            where = f" in {'/'.join(a.spaces)}" if a.spaces else ""
+            default = f" (default {a.default})" if a.default is not None else ""
+            click.echo(f"    {a.name:<12} {kind}{where}{default} {a.doc}")
+
+
+@main.command()
+def programs():
+    """List the bundled example programs."""
+    from neuronemu.programs import bundled_programs
+
+    for name, path in bundled_programs().items():
+        first = path.read_text().splitlines()[0].lstrip("# ").strip()
+        click.echo(f"{name:<28} {first}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Exception hierarchy: every user-facing error knows its location and its CLI exit code.
+
+Exit codes (documented in the README):
+    0  success
+    1  runtime fault (dynamic out-of-bounds tile, instruction limit reached)
+    2  command-line usage error (click's own code)
+    3  assembly / validation error in the kernel source
+    4  bad input or output file (--input / --output)
+"""
+
+from __future__ import annotations
+
+from neuronemu.source import Location
+
+
+class NeuronemuError(Exception):
+    """Base class: a message, an optional source location and notes, and an exit code."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, location: Location | None = None, notes: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.notes = tuple(notes)
+
+    def render(self) -> str:
+        if self.location is None:
+            text = f"{self.kind}: {self.message}"
+        else:
+            text = self.location.render(self.kind, self.message)
+        for note in self.notes:
+            text += f"\nnote: {note}"
+        return text
+
+    def to_json(self) -> dict:
+        doc = {"type": type(self).__name__, "message": self.message, "exit_code": self.exit_code}
+        if self.location is not None:
+            doc.update(file=self.location.source.name, line=self.location.line,
+                       column=self.location.column)
+        if self.notes:
+            doc["notes"] = list(self.notes)
+        return doc
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class AsmError(NeuronemuError):
+    """The kernel source is malformed or violates an ISA or machine rule."""
+
+    exit_code = 3
+
+
+class RuntimeFault(NeuronemuError):
+    """The kernel assembled but faulted while running (e.g. a register-indexed tile out of bounds)."""
+
+    exit_code = 1
+
+
+class InputError(NeuronemuError):
+    """An --input/--output file or a Python API input is missing, mis-shaped or of the wrong dtype."""
+
+    exit_code = 4

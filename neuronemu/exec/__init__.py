@@ -1,0 +1,1 @@
+"""Execution: the numba-jitted interpreter core and its Python driver (imported lazily)."""

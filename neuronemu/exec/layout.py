@@ -1,0 +1,68 @@
+"""Field layout of the lowered program arrays shared by the assembler and the jitted interpreter.
+
+A program lowers to three arrays:
+  instrs  int64 [n, INSTR_WIDTH]    one row per static instruction
+  ops     int64 [m, OP_WIDTH]       one row per memory or scalar operand (access patterns)
+  imms    float64 [k]               floating-point immediates
+
+Instruction row: opcode, engine, source line, then (tag, value) pairs for the arguments in the
+order the ISA table declares them. These numbers are part of the program format: append only.
+"""
+
+# instruction row
+I_OPCODE = 0
+I_ENGINE = 1
+I_LINE = 2
+I_NARGS = 3
+I_ARGS = 4
+MAX_ARGS = 10
+INSTR_WIDTH = I_ARGS + 2 * MAX_ARGS
+
+# argument tags
+TAG_NONE = 0     # optional argument not given
+TAG_OPERAND = 1  # value = row of ops (tile, or immediate scalar stored as an IMM operand)
+TAG_INT = 2      # value = the integer (ints, bools, enum codes)
+TAG_FLOAT = 3    # value = index into imms
+TAG_REG = 4      # value = register number
+TAG_LABEL = 5    # value = target instruction index
+
+# operand row
+OP_SPACE = 0      # SPACE_* below
+OP_DTYPE = 1      # dtype code (isa/dtypes.toml)
+OP_BASE = 2       # static byte offset (column of the memory array); IMM: index into imms
+OP_PSTART = 3     # first row of the memory array (partition for SBUF/PSUM, 0 for HBM)
+OP_PCOUNT = 4     # number of partitions (rows of the logical tile)
+OP_PROWSTEP = 5   # memory rows advanced per logical partition (1 on-chip, 0 in HBM)
+OP_PCOLSTEP = 6   # bytes advanced per logical partition (0 on-chip, row pitch in HBM)
+OP_NDIM = 7       # free dims used (1..4), outer to inner, padded with count 1 on the outside
+OP_STRIDE = 8     # 4 byte strides, outer to inner
+OP_COUNT = 12     # 4 counts, outer to inner
+OP_NREG = 16      # number of register terms in the byte offset (0..2)
+OP_REG = 17       # register of term 0 / 1 at OP_REG, OP_REG + 2
+OP_COEF = 18      # bytes per unit of that register
+OP_LO = 21        # allowed column window [lo, hi) for register-offset tiles
+OP_HI = 22
+OP_EXTENT = 23    # bytes from the first to one past the last byte touched in a row
+OP_SIZE = 24      # free elements per partition
+OP_ITEMSIZE = 25
+OP_WIDTH = 26
+MAX_FREE_DIMS = 4
+MAX_REG_TERMS = 2
+
+SPACE_SBUF = 0
+SPACE_PSUM = 1
+SPACE_HBM = 2
+SPACE_IMM = 3
+SPACE_CODES = {"sbuf": SPACE_SBUF, "psum": SPACE_PSUM, "hbm": SPACE_HBM}
+
+NUM_REGS = 64
+REG_PC = 64        # next pc, written by branches
+REG_FAULT_ARG = 65  # argument index of a faulting operand
+REG_COUNT = 66
+
+# interpreter status codes
+STATUS_OK = 0
+STATUS_OUT_OF_BOUNDS = 1
+STATUS_LIMIT = 2
+STATUS_BAD_OPCODE = 3
+STATUS_BAD_VALUE = 4

@@ -1,0 +1,251 @@
+"""Load and validate the instruction tables (``isa/<engine>.toml``), enums and targets.
+
+The loader is also a linter (the riscv-opcodes lesson): unknown keys, duplicate opcodes, checks
+naming undeclared arguments, unknown enums or rules are reported as
+``isa/vector.toml: [tensor_tensor].args[2]: message`` instead of surfacing later as odd behaviour.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neuronemu.isa.resources import isa_dir
+
+ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "ctrl")
+
+ARG_KINDS = {
+    "tile": "a memory tile (named allocation or HBM tensor, optionally sliced)",
+    "scalar": "an fp32 immediate or a [P, 1] tile broadcast along the free axis",
+    "number": "an fp32 immediate",
+    "int": "an integer immediate",
+    "bool": "true or false",
+    "enum": "one name of an enum table (isa/enums.toml)",
+    "reg": "a register r0..r63",
+    "reg_or_int": "a register or an integer immediate",
+    "label": "a label defined in the same file",
+}
+SPACES = ("hbm", "sbuf", "psum")
+_ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
+             "range"}
+_INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
+               "targets"}
+
+
+class TableError(ValueError):
+    """An inconsistency in the ISA tables themselves (a maintainer's error, not a user's)."""
+
+
+@dataclass(frozen=True)
+class ArgDef:
+    name: str
+    kind: str
+    spaces: tuple[str, ...] = ()
+    access: str = "r"
+    keyword: bool = False
+    default: object = None
+    optional: bool = False
+    enum: str | None = None
+    doc: str = ""
+    range: tuple[int, int] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is None and not self.optional
+
+
+@dataclass(frozen=True)
+class Check:
+    rule: str
+    args: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class InstrDef:
+    engine: str
+    mnemonic: str
+    opcode: int
+    summary: str
+    semantics: str
+    cost_class: str
+    example: str
+    args: tuple[ArgDef, ...]
+    checks: tuple[Check, ...]
+    nki: str | None = None
+    targets: tuple[str, ...] | None = None
+    origin: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}.{self.mnemonic}"
+
+    def arg(self, name: str) -> ArgDef:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def syntax(self) -> str:
+        parts = []
+        for a in self.args:
+            text = f"{a.name}=<{a.kind if a.kind != 'enum' else a.enum}>" if a.keyword else a.name
+            parts.append(text if a.required else f"[{text}]")
+        return f"{self.name} " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class EnumDef:
+    name: str
+    summary: str
+    values: dict[str, int]
+
+    def name_of(self, code: int) -> str:
+        for k, v in self.values.items():
+            if v == code:
+                return k
+        raise KeyError(code)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    data: dict = field(repr=False)
+
+    def __getattr__(self, key: str):
+        try:
+            return self.data[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+@dataclass(frozen=True)
+class ISA:
+    instructions: dict[str, InstrDef]
+    enums: dict[str, EnumDef]
+    targets: dict[str, Target]
+
+    def engines(self) -> list[str]:
+        return sorted({i.engine for i in self.instructions.values()})
+
+
+def _read(path: Path) -> dict:
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def _fail(origin: str, message: str):
+    raise TableError(f"{origin}: {message}")
+
+
+def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
+    unknown = set(raw) - _ARG_KEYS
+    if unknown:
+        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_ARG_KEYS)}")
+    if "name" not in raw or "kind" not in raw:
+        _fail(origin, "every argument needs 'name' and 'kind'")
+    kind = raw["kind"]
+    if kind not in ARG_KINDS:
+        _fail(origin, f"kind '{kind}' is not one of {sorted(ARG_KINDS)}")
+    spaces: tuple[str, ...] = ()
+    if kind in ("tile", "scalar"):
+        spaces = tuple(raw.get("space", "sbuf|psum").split("|"))
+        for s in spaces:
+            if s not in SPACES:
+                _fail(origin, f"space '{s}' is not one of {list(SPACES)}")
+    elif "space" in raw:
+        _fail(origin, f"'space' only applies to tile/scalar arguments, not {kind}")
+    if kind == "enum":
+        if raw.get("enum") not in enums:
+            _fail(origin, f"enum '{raw.get('enum')}' is not a table of isa/enums.toml")
+        default = raw.get("default")
+        if default is not None and default not in enums[raw["enum"]].values:
+            _fail(origin, f"default '{default}' is not a value of enum {raw['enum']}")
+    access = raw.get("access", "r")
+    if access not in ("r", "w", "rw"):
+        _fail(origin, f"access must be r, w or rw, not {access!r}")
+    rng = raw.get("range")
+    return ArgDef(name=raw["name"], kind=kind, spaces=spaces, access=access,
+                  keyword=bool(raw.get("keyword", False)), default=raw.get("default"),
+                  optional=bool(raw.get("optional", False)), enum=raw.get("enum"),
+                  doc=raw.get("doc", ""), range=tuple(rng) if rng else None)
+
+
+def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
+                 enums: dict[str, EnumDef], rules: set[str]) -> InstrDef:
+    unknown = set(raw) - _INSTR_KEYS
+    if unknown:
+        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_INSTR_KEYS)}")
+    for key in ("opcode", "summary", "semantics", "cost_class", "example", "args"):
+        if key not in raw:
+            _fail(origin, f"missing required key '{key}'")
+    args = tuple(_parse_arg(f"{origin}.args[{i}]", a, enums) for i, a in enumerate(raw["args"]))
+    names = [a.name for a in args]
+    if len(set(names)) != len(names):
+        _fail(origin, f"duplicate argument names in {names}")
+    seen_keyword = False
+    for a in args:
+        if a.keyword:
+            seen_keyword = True
+        elif seen_keyword:
+            _fail(origin, f"positional argument '{a.name}' follows a keyword argument")
+    checks = []
+    for i, text in enumerate(raw.get("checks", [])):
+        words = text.split()
+        if not words or words[0] not in rules:
+            _fail(f"{origin}.checks[{i}]", f"unknown rule in {text!r}; known rules: {sorted(rules)}")
+        for w in words[1:]:
+            if w[0].isalpha() and w not in names and not _is_dtype_word(w):
+                _fail(f"{origin}.checks[{i}]", f"'{w}' is not an argument of {engine}.{mnemonic}")
+        checks.append(Check(words[0], tuple(words[1:]), text))
+    targets = raw.get("targets")
+    return InstrDef(engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
+                    summary=raw["summary"], semantics=raw["semantics"],
+                    cost_class=raw["cost_class"], example=raw["example"], args=args,
+                    checks=tuple(checks), nki=raw.get("nki"),
+                    targets=tuple(targets) if targets else None, origin=origin)
+
+
+def _is_dtype_word(word: str) -> bool:
+    from neuronemu.numerics import dtypes
+
+    return word in dtypes.names()
+
+
+def _parse_enums(raw: dict) -> dict[str, EnumDef]:
+    enums = {}
+    for name, table in raw.items():
+        values = {k: v for k, v in table.items() if k != "summary"}
+        if len(set(values.values())) != len(values):
+            _fail(f"isa/enums.toml: [{name}]", "two names share one code")
+        enums[name] = EnumDef(name, table.get("summary", ""), values)
+    return enums
+
+
+@functools.lru_cache(maxsize=None)
+def load_isa(directory: str | None = None) -> ISA:
+    """Read every table of the ISA directory (default: the bundled one) and validate it."""
+    from neuronemu.asm.checks import RULES
+
+    root = Path(directory) if directory else isa_dir()
+    enums = _parse_enums(_read(root / "enums.toml"))
+    targets = {name: Target(name, data) for name, data in _read(root / "targets.toml").items()}
+    instructions: dict[str, InstrDef] = {}
+    opcodes: dict[int, str] = {}
+    for engine in ENGINE_FILES:
+        path = root / f"{engine}.toml"
+        for mnemonic, raw in _read(path).items():
+            origin = f"isa/{engine}.toml: [{mnemonic}]"
+            instr = _parse_instr(engine, mnemonic, raw, origin, enums, set(RULES))
+            if instr.opcode in opcodes:
+                _fail(origin, f"opcode {instr.opcode:#06x} already used by {opcodes[instr.opcode]}")
+            if instr.targets:
+                for t in instr.targets:
+                    if t not in targets:
+                        _fail(origin, f"target '{t}' is not in isa/targets.toml")
+            opcodes[instr.opcode] = instr.name
+            instructions[instr.name] = instr
+    return ISA(instructions=instructions, enums=enums, targets=targets)

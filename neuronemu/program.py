@@ -1,0 +1,136 @@
+"""What the assembler produces: declarations, checked instructions and the lowered arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neuronemu.isa.table import InstrDef, Target
+from neuronemu.source import Location, SourceFile
+
+
+@dataclass(frozen=True)
+class HbmTensor:
+    """A tensor in device memory (HBM), declared with ``.hbm``."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    role: str                       # input | output | scratch
+    init: tuple                     # (kind, *params), e.g. ("normal", 0.0, 1.0)
+    offset: int                     # byte offset in the core's HBM image
+    location: Location
+
+    @property
+    def nbytes(self) -> int:
+        from neuronemu.numerics import dtypes
+
+        return int(np.prod(self.shape)) * dtypes.get(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A named on-chip buffer (``.sbuf`` / ``.psum``): partitions x free shape at a byte offset."""
+
+    name: str
+    space: str                      # sbuf | psum
+    dtype: str
+    shape: tuple[int, ...]          # (partitions, *free)
+    offset: int                     # byte offset inside every partition
+    location: Location
+
+    @property
+    def bytes_per_partition(self) -> int:
+        from neuronemu.numerics import dtypes
+
+        return int(np.prod(self.shape[1:], dtype=np.int64)) * dtypes.get(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A resolved memory operand: a partition range and a free-dim access pattern.
+
+    ``regs`` holds the register terms of the byte offset ((register, bytes per unit), ...)."""
+
+    space: str
+    dtype: str
+    symbol: str
+    base: int                       # byte offset (column) of element [0, 0...]
+    partition_start: int
+    partitions: int
+    partition_pitch: int            # HBM: bytes between consecutive logical partitions
+    free_dims: tuple[tuple[int, int], ...]   # ((byte stride, count), ...) outer to inner
+    regs: tuple[tuple[int, int], ...]
+    window: tuple[int, int]         # column window of the symbol, for register-offset bounds
+    location: Location
+
+    @property
+    def free_size(self) -> int:
+        return int(np.prod([c for _, c in self.free_dims], dtype=np.int64)) if self.free_dims else 1
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.partitions, *(c for _, c in self.free_dims))
+
+    @property
+    def extent(self) -> int:
+        """Bytes from the first byte of a partition row to one past the last one touched."""
+        from neuronemu.numerics import dtypes
+
+        itemsize = dtypes.get(self.dtype).itemsize
+        return sum(s * (c - 1) for s, c in self.free_dims) + itemsize
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"{self.symbol} ({self.space} {self.dtype}[{dims}])"
+
+
+@dataclass(frozen=True)
+class Immediate:
+    """A scalar immediate given where a [P, 1] tile is also allowed."""
+
+    value: float
+    location: Location
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One checked instruction: its table entry, argument values by name, and where it came from."""
+
+    definition: InstrDef
+    args: dict
+    location: Location
+    text: str
+
+
+@dataclass
+class Program:
+    """An assembled kernel, ready to run on its target."""
+
+    source: SourceFile
+    target: Target
+    tensors: dict[str, HbmTensor]
+    allocations: dict[str, Allocation]
+    instructions: list[Instruction]
+    labels: dict[str, int]
+    instrs: np.ndarray = field(repr=False, default=None)
+    ops: np.ndarray = field(repr=False, default=None)
+    imms: np.ndarray = field(repr=False, default=None)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def hbm_bytes(self) -> int:
+        return max((t.offset + t.nbytes for t in self.tensors.values()), default=0)
+
+    def inputs(self) -> list[HbmTensor]:
+        return [t for t in self.tensors.values() if t.role == "input"]
+
+    def outputs(self) -> list[HbmTensor]:
+        return [t for t in self.tensors.values() if t.role == "output"]
+
+    def static_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for ins in self.instructions:
+            counts[ins.definition.engine] = counts.get(ins.definition.engine, 0) + 1
+        return counts

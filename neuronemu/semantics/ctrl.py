@@ -1,0 +1,72 @@
+"""Sequencer control: integer registers and branches (next pc lives in regs[REG_PC])."""
+
+from __future__ import annotations
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.exec.memory import arg_tag, arg_value
+
+
+@jit(inline="always")
+def _operand(ins, slot, regs):
+    if arg_tag(ins, slot) == L.TAG_REG:
+        return regs[arg_value(ins, slot)]
+    return arg_value(ins, slot)
+
+
+@jit
+def mov(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs)
+    return L.STATUS_OK
+
+
+@jit
+def add(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs) + _operand(ins, 2, regs)
+    return L.STATUS_OK
+
+
+@jit
+def sub(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs) - _operand(ins, 2, regs)
+    return L.STATUS_OK
+
+
+@jit
+def mul(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs) * _operand(ins, 2, regs)
+    return L.STATUS_OK
+
+
+@jit
+def blt(ins, ops, imms, mems, regs, fmt, table):
+    if _operand(ins, 0, regs) < _operand(ins, 1, regs):
+        regs[L.REG_PC] = arg_value(ins, 2)
+    return L.STATUS_OK
+
+
+@jit
+def bge(ins, ops, imms, mems, regs, fmt, table):
+    if _operand(ins, 0, regs) >= _operand(ins, 1, regs):
+        regs[L.REG_PC] = arg_value(ins, 2)
+    return L.STATUS_OK
+
+
+@jit
+def bne(ins, ops, imms, mems, regs, fmt, table):
+    if _operand(ins, 0, regs) != _operand(ins, 1, regs):
+        regs[L.REG_PC] = arg_value(ins, 2)
+    return L.STATUS_OK
+
+
+@jit
+def beq(ins, ops, imms, mems, regs, fmt, table):
+    if _operand(ins, 0, regs) == _operand(ins, 1, regs):
+        regs[L.REG_PC] = arg_value(ins, 2)
+    return L.STATUS_OK
+
+
+@jit
+def jmp(ins, ops, imms, mems, regs, fmt, table):
+    regs[L.REG_PC] = arg_value(ins, 0)
+    return L.STATUS_OK

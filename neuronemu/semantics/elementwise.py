@@ -1,0 +1,138 @@
+"""Vector engine (and the Vector/GpSimd shared) elementwise, reduction and statistics ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu._generated import constants as C
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.exec.memory import (
+    arg_value, copy_tile, load_bits, load_f32, scalar_column, store_bits, store_f32,
+)
+from neuronemu.semantics.alu import binary, reduce_rows
+
+
+@jit
+def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
+    a = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    b = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, binary(arg_value(ins, 3), a, b))
+    return L.STATUS_OK
+
+
+@jit
+def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
+    """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    partitions = data.shape[0]
+    s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    s1 = scalar_column(ins, 6, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    s0 = s0 + np.zeros_like(data)
+    s1 = s1 + np.zeros_like(data)
+    if arg_value(ins, 4) != 0:
+        x = binary(arg_value(ins, 2), s0, data)
+    else:
+        x = binary(arg_value(ins, 2), data, s0)
+    op1 = arg_value(ins, 5)
+    if op1 != C.ALU_BYPASS:
+        if arg_value(ins, 7) != 0:
+            x = binary(op1, s1, x)
+        else:
+            x = binary(op1, x, s1)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, x)
+    return L.STATUS_OK
+
+
+@jit
+def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    out = reduce_rows(arg_value(ins, 2), data, dst[L.OP_SIZE])
+    if arg_value(ins, 3) != 0:
+        out = -out
+    store_f32(dst, mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def tensor_copy(ins, ops, imms, mems, regs, fmt, table):
+    copy_tile(ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    return L.STATUS_OK
+
+
+@jit
+def memset(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    values = np.full((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), np.float32(imms[arg_value(ins, 1)]))
+    store_f32(dst, mems, regs, fmt, values)
+    return L.STATUS_OK
+
+
+@jit
+def reciprocal(ins, ops, imms, mems, regs, fmt, table):
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, np.float32(1.0) / data)
+    return L.STATUS_OK
+
+
+@jit
+def bn_stats(ins, ops, imms, mems, regs, fmt, table):
+    """(count, mean, variance*count) of the even-indexed elements, then of the odd-indexed ones.
+
+    Two fp32 passes in index order: the mean, then the sum of squared deviations."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    rows, n = data.shape
+    out = np.zeros((rows, 6), dtype=np.float32)
+    for p in range(rows):
+        for parity in range(2):
+            count = 0
+            total = np.float32(0.0)
+            for i in range(parity, n, 2):
+                total += data[p, i]
+                count += 1
+            if count == 0:
+                continue
+            mean = total / np.float32(count)
+            m2 = np.float32(0.0)
+            for i in range(parity, n, 2):
+                d = data[p, i] - mean
+                m2 += d * d
+            out[p, 3 * parity] = np.float32(count)
+            out[p, 3 * parity + 1] = mean
+            out[p, 3 * parity + 2] = m2
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def bn_aggr(ins, ops, imms, mems, regs, fmt, table):
+    """Merge (count, mean, M2) triples (Chan et al.) into (mean, population variance), fp32."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    rows, n = data.shape
+    out = np.zeros((rows, 2), dtype=np.float32)
+    for p in range(rows):
+        count = np.float32(0.0)
+        mean = np.float32(0.0)
+        m2 = np.float32(0.0)
+        for g in range(n // 3):
+            c = data[p, 3 * g]
+            if c == 0:
+                continue
+            mu = data[p, 3 * g + 1]
+            total = count + c
+            delta = mu - mean
+            mean = mean + delta * (c / total)
+            m2 = m2 + data[p, 3 * g + 2] + delta * delta * (count * c / total)
+            count = total
+        out[p, 0] = mean
+        out[p, 1] = m2 / count if count > 0 else np.float32(0.0)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def transpose32(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    store_bits(dst, mems, regs, load_bits(ops[arg_value(ins, 1)], mems, regs).T.copy())
+    return L.STATUS_OK

@@ -1,0 +1,89 @@
+"""Scalar engine: activation = func(data * scale + bias) with an optional add-reduction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from neuronemu._generated import constants as C
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+
+
+@jit
+def apply_function(func, x):
+    """func(x) for an fp32 array: evaluated in float64 and rounded once to fp32.
+
+    The hardware uses piecewise-polynomial tables whose exact error is not public; a correctly
+    rounded result is the documented, reproducible stand-in (see docs/numerics.md)."""
+    v = x.astype(np.float64)
+    if func == C.ACT_COPY:
+        return x.copy()
+    if func == C.ACT_EXP:
+        y = np.exp(v)
+    elif func == C.ACT_LOG:
+        y = np.log(v)
+    elif func == C.ACT_TANH:
+        y = np.tanh(v)
+    elif func == C.ACT_SIGMOID:
+        y = 1.0 / (1.0 + np.exp(-v))
+    elif func == C.ACT_RELU:
+        y = np.maximum(v, 0.0)
+    elif func == C.ACT_SILU:
+        y = v / (1.0 + np.exp(-v))
+    elif func == C.ACT_SQRT:
+        y = np.sqrt(v)
+    elif func == C.ACT_RSQRT:
+        y = 1.0 / np.sqrt(v)
+    elif func == C.ACT_RECIPROCAL:
+        y = 1.0 / v
+    elif func == C.ACT_SQUARE:
+        y = v * v
+    elif func == C.ACT_ABS:
+        y = np.abs(v)
+    elif func == C.ACT_SIGN:
+        y = np.sign(v)
+    elif func == C.ACT_SOFTPLUS:
+        y = np.logaddexp(0.0, v)
+    elif func == C.ACT_SIN:
+        y = np.sin(v)
+    elif func == C.ACT_ARCTAN:
+        y = np.arctan(v)
+    elif func == C.ACT_GELU_APPRX_TANH:
+        y = 0.5 * v * (1.0 + np.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+    elif func == C.ACT_MISH:
+        y = v * np.tanh(np.logaddexp(0.0, v))
+    else:  # gelu and erf need math.erf, which numba offers for scalars only
+        y = np.empty_like(v)
+        flat_v = v.ravel()
+        flat_y = y.ravel()
+        for i in range(flat_v.size):
+            if func == C.ACT_ERF:
+                flat_y[i] = math.erf(flat_v[i])
+            else:
+                flat_y[i] = 0.5 * flat_v[i] * (1.0 + math.erf(flat_v[i] / math.sqrt(2.0)))
+    return y.astype(np.float32)
+
+
+@jit
+def activation(ins, ops, imms, mems, regs, fmt, table):
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    partitions = data.shape[0]
+    scale = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    bias = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    # two fp32 roundings (multiply, then add), no fused multiply-add
+    pre = (data * scale).astype(np.float32)
+    pre = (pre + bias).astype(np.float32)
+    out = apply_function(arg_value(ins, 2), pre)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    if arg_tag(ins, 5) == L.TAG_OPERAND:
+        sums = np.empty((partitions, 1), dtype=np.float32)
+        for p in range(partitions):
+            acc = np.float32(0.0)
+            for i in range(out.shape[1]):
+                acc += out[p, i]
+            sums[p, 0] = acc
+        store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, sums)
+    return L.STATUS_OK

@@ -1,0 +1,129 @@
+"""Generate the glue derived from the ISA tables (run after editing anything in isa/).
+
+Writes, all committed and checked for freshness by tests/test_generated_fresh.py:
+  neuronemu/_generated/constants.py   opcode, engine and enum constants
+  neuronemu/_generated/dispatch.py    the jitted opcode -> semantics dispatcher
+  docs/isa.md                         the instruction reference
+
+Usage: python tools/gen_isa.py [--check]   (--check: exit 1 if any file is stale, write nothing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from neuronemu.isa.table import load_isa  # noqa: E402
+
+HEADER = "# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.\n"
+
+
+def _const_name(text: str) -> str:
+    return text.upper().replace(".", "_")
+
+
+def constants(isa) -> str:
+    lines = [HEADER, '"""Opcode, engine and enum constants of the ISA tables."""', ""]
+    for name, d in sorted(isa.instructions.items(), key=lambda kv: kv[1].opcode):
+        lines.append(f"OP_{_const_name(name)} = {d.opcode:#06x}  # {d.origin.split(':')[0]}")
+    for enum in isa.enums.values():
+        lines.append("")
+        prefix = {"engine": "ENGINE", "alu_op": "ALU", "reduce_op": "REDUCE",
+                  "activation": "ACT", "cmp_op": "CMP"}.get(enum.name, enum.name.upper())
+        for value, code in enum.values.items():
+            lines.append(f"{prefix}_{value.upper()} = {code}")
+    return "\n".join(lines) + "\n"
+
+
+def dispatch(isa) -> str:
+    modules = sorted({d.semantics.split(".")[0] for d in isa.instructions.values()})
+    lines = [HEADER,
+             '"""Opcode dispatch: one branch per table entry, calling its semantics function."""',
+             "",
+             "from neuronemu.exec import layout as L",
+             "from neuronemu.exec.jit import jit",
+             f"from neuronemu.semantics import {', '.join(modules)}",
+             "", "",
+             "@jit",
+             "def execute(opcode, ins, ops, imms, mems, regs, fmt, table):"]
+    for name, d in sorted(isa.instructions.items(), key=lambda kv: kv[1].opcode):
+        lines.append(f"    if opcode == {d.opcode:#06x}:  # {name}")
+        lines.append(f"        return {d.semantics}(ins, ops, imms, mems, regs, fmt, table)")
+    lines.append("    return L.STATUS_BAD_OPCODE")
+    return "\n".join(lines) + "\n"
+
+
+def reference(isa) -> str:
+    out = ["<!-- Generated from isa/*.toml by tools/gen_isa.py -- do not edit. -->",
+           "# neuronemu ISA reference", "",
+           "One section per instruction, generated from the tables in `isa/`. Syntax: "
+           "`engine.mnemonic positional, ..., keyword=value`; `[...]` marks optional arguments. "
+           "Tiles are named allocations (`.sbuf`, `.psum`) or HBM tensors (`.hbm`), optionally "
+           "sliced: `x[0:128, 0:512]`; the first dim of an on-chip tile is the partition dim.",
+           ""]
+    for engine in ("tensor", "vector", "scalar", "gpsimd", "dma", "ctrl"):
+        entries = [d for d in isa.instructions.values() if d.engine == engine]
+        if not entries:
+            continue
+        out += [f"## {engine}", ""]
+        for d in sorted(entries, key=lambda d: d.opcode):
+            out += [f"### `{d.name}`", "", d.summary, "",
+                    f"- syntax: `{d.syntax}`",
+                    f"- implements: `{d.nki}`" if d.nki else "- implements: (sequencer control)",
+                    f"- opcode: `{d.opcode:#06x}`, cost class: `{d.cost_class}`"]
+            if d.targets:
+                out.append(f"- targets: {', '.join(d.targets)}")
+            out += ["", "| argument | kind | memory | access | default | notes |",
+                    "|---|---|---|---|---|---|"]
+            for a in d.args:
+                kind = f"enum `{a.enum}`" if a.kind == "enum" else a.kind
+                default = "" if a.default is None else f"`{a.default}`".lower()
+                if a.optional:
+                    default = "(none)"
+                out.append(f"| `{a.name}` | {kind} | {'/'.join(a.spaces)} | {a.access} | "
+                           f"{default} | {a.doc} |")
+            if d.checks:
+                out += ["", "Checks: " + "; ".join(f"`{c.text}`" for c in d.checks)]
+            out += ["", f"Example: `{d.example}`", ""]
+    out += ["## Enums", ""]
+    for enum in isa.enums.values():
+        out += [f"### `{enum.name}`", "", enum.summary, "",
+                ", ".join(f"`{k}`={v}" for k, v in enum.values.items()), ""]
+    return "\n".join(out)
+
+
+def outputs() -> dict[Path, str]:
+    isa = load_isa()
+    return {
+        ROOT / "neuronemu/_generated/constants.py": constants(isa),
+        ROOT / "neuronemu/_generated/dispatch.py": dispatch(isa),
+        ROOT / "docs/isa.md": reference(isa),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
+    args = parser.parse_args()
+    stale = []
+    for path, text in outputs().items():
+        current = path.read_text() if path.exists() else None
+        if current != text:
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    if args.check and stale:
+        print("stale generated files: " + ", ".join(map(str, stale)) + "; run tools/gen_isa.py")
+        return 1
+    for p in stale:
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
