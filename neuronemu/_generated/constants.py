@@ -1,0 +1,90 @@
+# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.
+
+"""Opcode, engine and enum constants of the ISA tables."""
+
+OP_TENSOR_MATMUL = 0x0101  # isa/tensor.toml
+OP_TENSOR_TRANSPOSE = 0x0102  # isa/tensor.toml
+OP_SCALAR_ACTIVATION = 0x0201  # isa/scalar.toml
+OP_GPSIMD_IOTA = 0x0301  # isa/gpsimd.toml
+OP_GPSIMD_AFFINE_SELECT = 0x0302  # isa/gpsimd.toml
+OP_GPSIMD_MEMSET = 0x0303  # isa/gpsimd.toml
+OP_GPSIMD_TENSOR_COPY = 0x0304  # isa/gpsimd.toml
+OP_GPSIMD_PARTITION_REDUCE = 0x0305  # isa/gpsimd.toml
+OP_DMA_COPY = 0x0401  # isa/dma.toml
+OP_VECTOR_TENSOR_TENSOR = 0x0501  # isa/vector.toml
+OP_VECTOR_TENSOR_SCALAR = 0x0502  # isa/vector.toml
+OP_VECTOR_TENSOR_REDUCE = 0x0503  # isa/vector.toml
+OP_VECTOR_TENSOR_COPY = 0x0504  # isa/vector.toml
+OP_VECTOR_MEMSET = 0x0505  # isa/vector.toml
+OP_VECTOR_RECIPROCAL = 0x0506  # isa/vector.toml
+OP_VECTOR_BN_STATS = 0x0507  # isa/vector.toml
+OP_VECTOR_BN_AGGR = 0x0508  # isa/vector.toml
+OP_VECTOR_TRANSPOSE = 0x0509  # isa/vector.toml
+OP_CTRL_MOV = 0x0701  # isa/ctrl.toml
+OP_CTRL_ADD = 0x0702  # isa/ctrl.toml
+OP_CTRL_SUB = 0x0703  # isa/ctrl.toml
+OP_CTRL_MUL = 0x0704  # isa/ctrl.toml
+OP_CTRL_BLT = 0x0705  # isa/ctrl.toml
+OP_CTRL_BGE = 0x0706  # isa/ctrl.toml
+OP_CTRL_BNE = 0x0707  # isa/ctrl.toml
+OP_CTRL_BEQ = 0x0708  # isa/ctrl.toml
+OP_CTRL_JMP = 0x0709  # isa/ctrl.toml
+
+ENGINE_TENSOR = 1
+ENGINE_SCALAR = 2
+ENGINE_GPSIMD = 3
+ENGINE_DMA = 4
+ENGINE_VECTOR = 5
+ENGINE_SYNC = 6
+ENGINE_CTRL = 7
+
+ALU_BYPASS = 0
+ALU_ADD = 1
+ALU_SUBTRACT = 2
+ALU_MULTIPLY = 3
+ALU_DIVIDE = 4
+ALU_MAXIMUM = 5
+ALU_MINIMUM = 6
+ALU_EQUAL = 7
+ALU_NOT_EQUAL = 8
+ALU_GREATER = 9
+ALU_GREATER_EQUAL = 10
+ALU_LESS = 11
+ALU_LESS_EQUAL = 12
+ALU_ABS_MAX = 13
+ALU_ABS_MIN = 14
+ALU_POWER = 15
+
+REDUCE_ADD = 1
+REDUCE_MAXIMUM = 5
+REDUCE_MINIMUM = 6
+REDUCE_MULTIPLY = 3
+REDUCE_AVERAGE = 16
+
+ACT_COPY = 0
+ACT_EXP = 1
+ACT_LOG = 2
+ACT_TANH = 3
+ACT_SIGMOID = 4
+ACT_RELU = 5
+ACT_GELU = 6
+ACT_SILU = 7
+ACT_SQRT = 8
+ACT_RSQRT = 9
+ACT_RECIPROCAL = 10
+ACT_SQUARE = 11
+ACT_ABS = 12
+ACT_SIGN = 13
+ACT_SOFTPLUS = 14
+ACT_GELU_APPRX_TANH = 15
+ACT_ERF = 16
+ACT_SIN = 17
+ACT_ARCTAN = 18
+ACT_MISH = 19
+
+CMP_EQUAL = 7
+CMP_NOT_EQUAL = 8
+CMP_GREATER = 9
+CMP_GREATER_EQUAL = 10
+CMP_LESS = 11
+CMP_LESS_EQUAL = 12

@@ -1,0 +1,66 @@
+# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.
+
+"""Opcode dispatch: one branch per table entry, calling its semantics function."""
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, tensor
+
+
+@jit
+def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
+    if opcode == 0x0101:  # tensor.matmul
+        return tensor.matmul(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0102:  # tensor.transpose
+        return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0201:  # scalar.activation
+        return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0301:  # gpsimd.iota
+        return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0302:  # gpsimd.affine_select
+        return gpsimd.affine_select(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0303:  # gpsimd.memset
+        return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0304:  # gpsimd.tensor_copy
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0305:  # gpsimd.partition_reduce
+        return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0401:  # dma.copy
+        return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0501:  # vector.tensor_tensor
+        return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0502:  # vector.tensor_scalar
+        return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0503:  # vector.tensor_reduce
+        return elementwise.tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0504:  # vector.tensor_copy
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0505:  # vector.memset
+        return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0506:  # vector.reciprocal
+        return elementwise.reciprocal(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0507:  # vector.bn_stats
+        return elementwise.bn_stats(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0508:  # vector.bn_aggr
+        return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0509:  # vector.transpose
+        return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0701:  # ctrl.mov
+        return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0702:  # ctrl.add
+        return ctrl.add(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0703:  # ctrl.sub
+        return ctrl.sub(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0704:  # ctrl.mul
+        return ctrl.mul(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0705:  # ctrl.blt
+        return ctrl.blt(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0706:  # ctrl.bge
+        return ctrl.bge(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0707:  # ctrl.bne
+        return ctrl.bne(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0708:  # ctrl.beq
+        return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0709:  # ctrl.jmp
+        return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+    return L.STATUS_BAD_OPCODE

@@ -1,0 +1,1 @@
+"""Data types and the conversions between them (see docs/numerics.md)."""
