@@ -7,5 +7,5 @@ from neuronemu.api import Result, assemble, assemble_file, run
 from neuronemu.errors import AsmError, InputError, NeuronemuError, RuntimeFault
 
 __version__ = "0.1.0"
-__all__ = ["AsmError", "InputError", "NeuronemuError", "Result", "RuntimeFault", "assemble",
-           "assemble_file", "run", "__version__"]
+__all__ = ["AsmError", "InputError", "NeuronemuError", "Result", "RuntimeFault", "__version__",
+           "assemble", "assemble_file", "run"]

@@ -48,6 +48,8 @@ class Result:
     wall_seconds: float
     seed: int
     tensors: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    tiles: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    """Final contents of every ``.sbuf`` / ``.psum`` allocation, for unit tests of kernels."""
 
     @property
     def target(self) -> str:
@@ -152,7 +154,20 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
         tensors[tensor.name] = dtypes.from_bits(bits, tensor.dtype)
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
-    return Result(program, outputs, instructions, int(steps), wall, seed, tensors)
+    tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
+             for a in program.allocations.values()}
+    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles)
+
+
+def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:
+    from neuronemu.numerics import dtypes
+
+    itemsize = dtypes.get(allocation.dtype).itemsize
+    partitions = allocation.shape[0]
+    raw = memory[:partitions, allocation.offset: allocation.offset
+                 + allocation.bytes_per_partition].copy()
+    bits = raw.view(f"<u{itemsize}").reshape(allocation.shape)
+    return dtypes.from_bits(bits, allocation.dtype)
 
 
 def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeFault:

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from neuronemu.isa.table import load_isa  # noqa: E402
+from neuronemu.isa.table import load_isa
 
 HEADER = "# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.\n"
 
@@ -60,10 +60,10 @@ def dispatch(isa) -> str:
 def reference(isa) -> str:
     out = ["<!-- Generated from isa/*.toml by tools/gen_isa.py -- do not edit. -->",
            "# neuronemu ISA reference", "",
-           "One section per instruction, generated from the tables in `isa/`. Syntax: "
+           ("One section per instruction, generated from the tables in `isa/`. Syntax: "
            "`engine.mnemonic positional, ..., keyword=value`; `[...]` marks optional arguments. "
            "Tiles are named allocations (`.sbuf`, `.psum`) or HBM tensors (`.hbm`), optionally "
-           "sliced: `x[0:128, 0:512]`; the first dim of an on-chip tile is the partition dim.",
+           "sliced: `x[0:128, 0:512]`; the first dim of an on-chip tile is the partition dim."),
            ""]
     for engine in ("tensor", "vector", "scalar", "gpsimd", "dma", "ctrl"):
         entries = [d for d in isa.instructions.values() if d.engine == engine]
@@ -88,7 +88,11 @@ def reference(isa) -> str:
                            f"{default} | {a.doc} |")
             if d.checks:
                 out += ["", "Checks: " + "; ".join(f"`{c.text}`" for c in d.checks)]
-            out += ["", f"Example: `{d.example}`", ""]
+            if d.setup:
+                out += ["", "Example (with the declarations it needs):", "", "```asm", d.setup,
+                        d.example, "```", ""]
+            else:
+                out += ["", f"Example: `{d.example}`", ""]
     out += ["## Enums", ""]
     for enum in isa.enums.values():
         out += [f"### `{enum.name}`", "", enum.summary, "",

@@ -231,9 +231,8 @@ class Assembler:
         if space == "psum":
             bank = self.target.psum_bank_bytes
             # a tile that fits in a bank never straddles two; larger tiles start on a bank
-            if size <= bank and offset // bank != (offset + size - 1) // bank:
-                offset = -(-offset // bank) * bank
-            elif size > bank:
+            straddles = offset // bank != (offset + size - 1) // bank
+            if size > bank or straddles:
                 offset = -(-offset // bank) * bank
         if offset + size > capacity:
             used = ", ".join(f"{a.name} {a.bytes_per_partition}"

@@ -28,10 +28,10 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts):
             return L.STATUS_LIMIT, pc, steps
         ins = instrs[pc]
         for k in range(ins[L.I_NARGS]):
-            if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
-                if not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs):
-                    regs[L.REG_FAULT_ARG] = k
-                    return L.STATUS_OUT_OF_BOUNDS, pc, steps
+            if (ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND
+                    and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs)):
+                regs[L.REG_FAULT_ARG] = k
+                return L.STATUS_OUT_OF_BOUNDS, pc, steps
         regs[L.REG_PC] = pc + 1
         status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
         counts[ins[L.I_ENGINE]] += 1

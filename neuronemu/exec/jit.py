@@ -45,7 +45,7 @@ if _CACHE and not os.environ.get("NUMBA_CACHE_DIR"):
 
 def jit(fn=None, **overrides):
     """``numba.njit`` with neuronemu's fixed options; usable as ``@jit`` or ``@jit(inline="always")``."""
-    options = dict(cache=_CACHE, error_model="numpy", fastmath=False, nogil=True)
+    options = {"cache": _CACHE, "error_model": "numpy", "fastmath": False, "nogil": True}
     if _BOUNDSCHECK:
         options["boundscheck"] = True
     options.update(overrides)

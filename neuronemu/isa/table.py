@@ -31,7 +31,7 @@ SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
              "range"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
-               "targets"}
+               "targets", "setup"}
 
 
 class TableError(ValueError):
@@ -77,6 +77,9 @@ class InstrDef:
     nki: str | None = None
     targets: tuple[str, ...] | None = None
     origin: str = ""
+    # declarations and instructions that make ``example`` runnable; the example may branch to
+    # the label ``end``, which the runner places after it (tests/test_isa_table.py runs them all)
+    setup: str = ""
 
     @property
     def name(self) -> str:
@@ -206,7 +209,8 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
                     summary=raw["summary"], semantics=raw["semantics"],
                     cost_class=raw["cost_class"], example=raw["example"], args=args,
                     checks=tuple(checks), nki=raw.get("nki"),
-                    targets=tuple(targets) if targets else None, origin=origin)
+                    targets=tuple(targets) if targets else None, origin=origin,
+                    setup=raw.get("setup", "").strip())
 
 
 def _is_dtype_word(word: str) -> bool:
@@ -225,7 +229,7 @@ def _parse_enums(raw: dict) -> dict[str, EnumDef]:
     return enums
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_isa(directory: str | None = None) -> ISA:
     """Read every table of the ISA directory (default: the bundled one) and validate it."""
     from neuronemu.asm.checks import RULES

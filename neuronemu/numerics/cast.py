@@ -108,7 +108,7 @@ def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt_row):
 def _encode_integer(x, kind, itemsize):
     """Round to nearest even and saturate; NaN stores 0; bool stores (x != 0)."""
     if kind == _KIND_INT or kind == _KIND_UINT:
-        if x != x:
+        if np.isnan(x):
             return np.int64(0)
         bits = 8 * itemsize
         if kind == _KIND_INT:
@@ -118,10 +118,8 @@ def _encode_integer(x, kind, itemsize):
             lo = 0.0
             hi = float((np.int64(1) << bits) - 1)
         r = np.rint(x)
-        if r < lo:
-            r = lo
-        if r > hi:
-            r = hi
+        r = max(r, lo)
+        r = min(r, hi)
         return np.int64(r) & ((np.int64(1) << bits) - 1)
     return np.int64(1) if x != 0.0 else np.int64(0)
 

@@ -191,10 +191,10 @@ def decode_table() -> np.ndarray:
 def to_bits(values, name: str) -> np.ndarray:
     """Storage bits (unsigned ints of the dtype's width) of ``values`` rounded to ``name``.
 
-    Floats round to nearest even by the jitted encoder the engines use. Wider float inputs
-    (float64) are first rounded to fp32 by numpy, as ml_dtypes' own ``astype`` does, so that an
-    input equals ``x.astype(<ml_dtypes type>)`` bit for bit (a double rounding, documented in
-    docs/numerics.md). Integer inputs to integer dtypes are exact and saturate; float inputs to
+    Floats round to nearest even by the jitted encoder the engines use, so that an input equals
+    ``x.astype(<API dtype>)`` bit for bit: float64 inputs to ml_dtypes types are first rounded
+    to fp32, as ml_dtypes' own ``astype`` does (a double rounding, see docs/numerics.md), and
+    round once to float16 and float32, as numpy does. Integer inputs to integer dtypes are exact and saturate; float inputs to
     integer dtypes round to nearest even from their own precision and saturate.
     """
     d = get(name)
@@ -209,7 +209,8 @@ def to_bits(values, name: str) -> np.ndarray:
     from neuronemu.numerics.cast import encode_array32, encode_array64
 
     flat = np.ascontiguousarray(array).ravel()
-    if d.is_float:
+    if d.is_float and d.ml_dtypes not in ("float16", "float32"):
+        # ml_dtypes' astype from float64 goes through fp32; numpy's float16 rounds once
         with np.errstate(over="ignore"):
             bits = encode_array32(flat.astype(np.float32), d.code, format_table())
     else:

@@ -8,7 +8,13 @@ from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import (
-    arg_value, copy_tile, load_bits, load_f32, scalar_column, store_bits, store_f32,
+    arg_value,
+    copy_tile,
+    load_bits,
+    load_f32,
+    scalar_column,
+    store_bits,
+    store_f32,
 )
 from neuronemu.semantics.alu import binary, reduce_rows
 

@@ -6,7 +6,7 @@
 vectr.tensor_copy t, t                       # CHECK: 1: error: unknown engine 'vectr'; engines: ctrl, dma, gpsimd, scalar, tensor, vector; did you mean 'vector'?
 vector.tensor_tensr t, t, t, op=add          # CHECK: 1: error: unknown instruction 'vector.tensor_tensr'; did you mean 'tensor_tensor'?
 gpsimd.activation t, t, func=exp             # CHECK: 1: error: gpsimd has no instruction 'activation'; it exists as scalar.activation
-vector.tensor_tensor t, t, q, op=add         # CHECK: 30: error: unknown tile 'q'
+vector.tensor_tensor t, t, q, op=add         # CHECK: 28: error: unknown tile 'q'
 vector.tensor_tensor t, t, t, op=ad          # CHECK: 34: error: vector.tensor_tensor argument 'op' must be one of: bypass, add,
 vector.tensor_tensor t, t, t, opp=add        # CHECK: 31: error: vector.tensor_tensor has no argument 'opp'; did you mean 'op'?
 vector.tensor_tensor t, t, t                 # CHECK: 1: error: vector.tensor_tensor needs argument 'op'
