@@ -479,6 +479,17 @@ class Assembler:
                     location_of(self.source, node.meta))
 
 
+def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
+    """True when pattern order is memory order with no gaps (row-major, innermost stride =
+    itemsize), so the jitted loaders can move a partition's elements as one slice."""
+    expected = itemsize
+    for stride, count in reversed(free_dims):
+        if count != 1 and stride != expected:
+            return False
+        expected *= count
+    return True
+
+
 def lower(program: Program) -> None:
     """Fill ``program.instrs/ops/imms`` from the checked instructions."""
     ops: list[list[int]] = []
@@ -511,6 +522,7 @@ def lower(program: Program) -> None:
         row[L.OP_EXTENT] = tile.extent
         row[L.OP_SIZE] = tile.free_size
         row[L.OP_ITEMSIZE] = dt.itemsize
+        row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
         ops.append(row)
         return len(ops) - 1
 

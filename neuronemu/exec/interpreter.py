@@ -48,5 +48,6 @@ def make_memories(program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     target = program.target
     sbuf = np.full((target.partitions, target.sbuf_partition_bytes), 0xFF, dtype=np.uint8)
     psum = np.full((target.partitions, target.psum_partition_bytes), 0xFF, dtype=np.uint8)
-    hbm = np.full((1, max(program.hbm_bytes, 1)), 0xFF, dtype=np.uint8)
+    # a multiple of 4 bytes, so the loaders can view it as fp32 words
+    hbm = np.full((1, max(-(-program.hbm_bytes // 4) * 4, 4)), 0xFF, dtype=np.uint8)
     return sbuf, psum, hbm

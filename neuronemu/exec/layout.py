@@ -45,7 +45,8 @@ OP_HI = 22
 OP_EXTENT = 23    # bytes from the first to one past the last byte touched in a row
 OP_SIZE = 24      # free elements per partition
 OP_ITEMSIZE = 25
-OP_WIDTH = 26
+OP_DENSE = 26     # 1 if the free elements of a partition are one contiguous run in pattern order
+OP_WIDTH = 27
 MAX_FREE_DIMS = 4
 MAX_REG_TERMS = 2
 
