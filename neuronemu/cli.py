@@ -90,6 +90,33 @@ def _savable(array):
     return array
 
 
+def _save_all(files: dict) -> dict[str, str]:
+    """Write every ``name -> (path, array)`` or none: each goes to a hidden temporary file next
+    to its destination and is renamed into place only when all of them were written."""
+    import os
+
+    import numpy as np
+
+    staged = []
+    try:
+        for name, (dest, array) in files.items():
+            final = Path(dest)
+            temporary = final.with_name(f".{final.name}.partial")
+            try:
+                with open(temporary, "wb") as f:
+                    np.save(f, array, allow_pickle=False)
+            except OSError as e:
+                raise InputError(f"--output {name}: cannot write {dest}: {e.strerror}") from None
+            staged.append((temporary, final))
+        for temporary, final in staged:
+            os.replace(temporary, final)
+    finally:
+        for temporary, _ in staged:
+            if temporary.exists():
+                temporary.unlink()
+    return {name: dest for name, (dest, _) in files.items()}
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="neuronemu")
 def main() -> None:
@@ -113,7 +140,6 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
-    import numpy as np
 
     from neuronemu import api
 
@@ -129,18 +155,13 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_
                                  f"(outputs: {names})")
         result = api.run(program, _load_inputs(input_files), seed=seed,
                          max_instructions=max_instructions)
-        written = {}
         destinations = dict(output_files)
         if output_dir is not None:
             output_dir.mkdir(parents=True, exist_ok=True)
             for t in program.outputs():
                 destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
-        for name, dest in destinations.items():
-            try:
-                np.save(dest, _savable(result.outputs[name]), allow_pickle=False)
-            except OSError as e:
-                raise InputError(f"--output {name}: cannot write {dest}: {e.strerror}") from None
-            written[name] = dest
+        written = _save_all({name: (dest, _savable(result.outputs[name]))
+                             for name, dest in destinations.items()})
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     total = sum(result.instructions.values())
