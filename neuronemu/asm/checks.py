@@ -208,7 +208,8 @@ def psum_banks(ctx, name):
         if not multi_bank and first // bank != last // bank:
             _fail(tile, f"{name} bytes {first}..{last} of each partition cross a PSUM bank "
                         f"boundary (banks are {bank} bytes: 512 fp32) on {ctx.target.name}",
-                  (f"{tile.symbol} starts {first % bank} bytes into bank {first // bank}",))
+                  (f"this slice of {tile.symbol} starts {first % bank} bytes into bank "
+                   + str(first // bank),))
 
 
 @rule
