@@ -396,6 +396,15 @@ class Assembler:
                                    f"but '{name}' is in {tile.space.upper()}{hint}")
         return tile
 
+    def _slice_step(self, node, partition_dim: bool) -> int:
+        step = self.eval.affine(node)
+        if not step.is_const or step.const != int(step.const) or step.const < 1:
+            raise self.error(node, "a slice step must be a positive integer constant")
+        if partition_dim and step.const != 1:
+            raise self.error(node, "the partition range cannot be strided: a tile spans "
+                                   "consecutive partitions")
+        return int(step.const)
+
     def _access(self, symbol, slices, node) -> Tile:
         on_chip = isinstance(symbol, Allocation)
         dims = symbol.shape
@@ -411,27 +420,30 @@ class Assembler:
         partition_start = 0
         for i, size in enumerate(dims):
             item = slices[i] if i < len(slices) else None
+            step = 1
             if item is None:
                 start, count, keep = Affine(0), size, True
             elif item.data == "slice":
                 lo = self.eval.affine(item.children[0]) if item.children[0] is not None else Affine(0)
                 hi = (self.eval.affine(item.children[1]) if item.children[1] is not None
                       else Affine(size))
+                if len(item.children) > 2 and item.children[2] is not None:
+                    step = self._slice_step(item.children[2], on_chip and i == 0)
                 width = hi + lo.scale(-1)
                 if not width.is_const:
                     raise self.error(item, "a slice's size must be constant: start and stop need "
                                            "the same register terms (e.g. r0*64 : r0*64+64)")
-                count, start, keep = width.const, lo, True
-                if count != int(count) or count <= 0:
-                    raise self.error(item, f"empty or fractional slice (size {count})")
+                if width.const != int(width.const) or width.const <= 0:
+                    raise self.error(item, f"empty or fractional slice (size {width.const})")
+                count, start, keep = -(-int(width.const) // step), lo, True
             else:
                 start, count, keep = self.eval.affine(item.children[0]), 1, on_chip and i == 0
             count = int(count)
             if start.is_const:
                 if start.const != int(start.const):
                     raise self.error(item, "indices must be integers")
-                if start.const < 0 or start.const + count > size:
-                    stop = int(start.const) + count
+                if start.const < 0 or start.const + (count - 1) * step + 1 > size:
+                    stop = int(start.const) + (count - 1) * step + 1
                     raise self.error(item, f"index range {int(start.const)}:{stop} is out of "
                                            f"bounds for dim {i} of '{symbol.name}' (size {size})")
             if on_chip and i == 0:
@@ -445,7 +457,7 @@ class Assembler:
             for r, c in start.regs.items():
                 regs[r] = regs.get(r, 0) + int(c) * strides[i]
             if keep:
-                kept.append((i, strides[i], count))
+                kept.append((i, strides[i] * step, count))
         if on_chip:
             partitions = kept[0][2]
             free = [(s, c) for _, s, c in kept[1:]]

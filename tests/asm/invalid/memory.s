@@ -16,3 +16,6 @@ vector.tensor_copy t[0:129, :], t            # CHECK: 22: error: index range 0:1
 .sbuf wide float32[129, 4]                   # CHECK: 12: error: 129 partitions requested; SBUF has 128
 vector.tensor_copy t[r0:r0+128, :], t        # CHECK: 22: error: the partition range must be constant
 vector.tensor_copy t[:, r0:r1], t            # CHECK: 25: error: a slice's size must be constant
+vector.tensor_copy t[0:128:2, :], small      # CHECK: 28: error: the partition range cannot be strided
+vector.tensor_copy t[:, 0:512:0], t          # CHECK: 31: error: a slice step must be a positive integer constant
+vector.tensor_copy t[:, 0:512:2], t          # CHECK: 35: error: shape mismatch: data is [128, 512] but dst is [128, 256]
