@@ -176,7 +176,7 @@ class Assembler:
         if init[0] == "identity" and (len(shape) != 2 or shape[0] != shape[1]):
             raise self.error(keywords["init"], "init=identity needs a square 2-D tensor")
         offset = self.next_offset["hbm"]
-        tensor = HbmTensor(name, dtype, shape, role, init, offset, location_of(self.source, node))
+        tensor = HbmTensor(name, dtype, shape, role, init, offset, location_of(self.source, node.meta))
         if offset + tensor.nbytes > self.target.hbm_bytes:
             raise self.error(node, f"HBM tensor '{name}' ({tensor.nbytes} bytes) does not fit in "
                                    f"the {self.target.hbm_bytes} bytes of HBM on {self.target.name}")
@@ -243,7 +243,7 @@ class Assembler:
                              (f"already allocated (bytes per partition): {used or 'nothing'}",))
         self.next_offset[space] = offset + size
         self.allocations[name] = Allocation(name, space, dtype, shape, offset,
-                                            location_of(self.source, node))
+                                            location_of(self.source, node.meta))
 
     # ----------------------------------------------------------------- pass 2: instructions
     def _lookup(self, node) -> InstrDef:
