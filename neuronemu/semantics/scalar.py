@@ -52,7 +52,10 @@ def apply_function(func, x):
     elif func == C.ACT_ARCTAN:
         y = np.arctan(v)
     elif func == C.ACT_GELU_APPRX_TANH:
-        y = 0.5 * v * (1.0 + np.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+        # 0.5 v (1 + tanh(z)) written as v / (1 + exp(-2z)): the same function without the
+        # cancellation of 1 + tanh(z) for negative v (which cost ~20 fp32 ulps near v = -6)
+        z = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+        y = v / (1.0 + np.exp(-2.0 * z))
     elif func == C.ACT_MISH:
         y = v * np.tanh(np.logaddexp(0.0, v))
     else:  # gelu and erf need math.erf, which numba offers for scalars only
@@ -62,8 +65,8 @@ def apply_function(func, x):
         for i in range(flat_v.size):
             if func == C.ACT_ERF:
                 flat_y[i] = math.erf(flat_v[i])
-            else:
-                flat_y[i] = 0.5 * flat_v[i] * (1.0 + math.erf(flat_v[i] / math.sqrt(2.0)))
+            else:  # 1 + erf(t) = erfc(-t), without cancellation for negative inputs
+                flat_y[i] = 0.5 * flat_v[i] * math.erfc(-flat_v[i] / math.sqrt(2.0))
     return y.astype(np.float32)
 
 
