@@ -4,6 +4,7 @@ run a body, return the outputs. Oracles live in the tests, never in the emulator
 from __future__ import annotations
 
 import numpy as np
+
 import neuronemu
 
 

@@ -122,7 +122,7 @@ def test_tensor_reduce_negate_and_nan(rng) -> None:
     x = rng.standard_normal((P, N)).astype(np.float32)
     x[3, 10] = np.nan
     result = run_kernel("dma.copy a, x\nvector.tensor_reduce col, a, op=maximum, negate=true\n"
-                        f"dma.copy m, col", inputs={"x": x},
+                        "dma.copy m, col", inputs={"x": x},
                         decls=TILES + f".hbm m float32[{P}, 1] output")
     got = result.outputs["m"][:, 0]
     expected = -np.max(x, axis=1)  # numpy's max propagates NaN too
