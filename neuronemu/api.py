@@ -12,13 +12,18 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neuronemu.errors import InputError, RuntimeFault
 from neuronemu.program import HbmTensor, Program
 
+if TYPE_CHECKING:
+    from neuronemu.timing.report import Timing
+
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
+DEFAULT_MAX_TRACE_EVENTS = 1 << 20
 
 
 def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
@@ -50,6 +55,8 @@ class Result:
     tensors: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
     tiles: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
     """Final contents of every ``.sbuf`` / ``.psum`` allocation, for unit tests of kernels."""
+    timing: Timing | None = field(repr=False, default=None)
+    """Modelled time: total, per engine and DMA queue, critical path, trace events."""
 
     @property
     def target(self) -> str:
@@ -114,13 +121,16 @@ def _check_input(tensor: HbmTensor, value) -> np.ndarray:
 
 
 def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int = 0,
-        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Result:
+        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS) -> Result:
     """Run an assembled program. ``inputs`` override the declared initialisers by tensor name;
-    arrays are cast to the declared dtype with round-to-nearest-even."""
+    arrays are cast to the declared dtype with round-to-nearest-even. The first
+    ``max_trace_events`` timed instructions are kept for the trace and the critical path."""
     from neuronemu.exec import layout as L
-    from neuronemu.exec.interpreter import NUM_ENGINE_SLOTS, make_memories, run_loop
+    from neuronemu.exec.interpreter import make_memories, run_loop
     from neuronemu.isa.table import load_isa
     from neuronemu.numerics import dtypes
+    from neuronemu.timing import model, report
 
     inputs = dict(inputs or {})
     for name in inputs:
@@ -137,16 +147,29 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         raw = bits.astype(f"<u{dtypes.get(tensor.dtype).itemsize}").view(np.uint8).ravel()
         hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
     regs = np.zeros(L.REG_COUNT, dtype=np.int64)
-    counts = np.zeros(NUM_ENGINE_SLOTS, dtype=np.int64)
+    counts = np.zeros(len(program.instrs), dtype=np.int64)
+    isa = load_isa()
+    clocks = model.track_clocks(program.target)
+    busy = np.zeros(L.NUM_TRACKS, dtype=np.float64)
+    write_end, read_end = model.region_tables((sbuf, psum, hbm))
+    timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
+                    np.zeros(L.NUM_TRACKS, dtype=np.float64), busy, write_end, read_end)
+    events = np.empty((max(max_trace_events, 1), 2), dtype=np.int64)
+    event_times = np.empty((max(max_trace_events, 1), 3), dtype=np.float64)
     start = time.perf_counter()
     status, pc, steps = run_loop(program.instrs, program.ops, program.imms, (sbuf, psum, hbm), regs,
                                  dtypes.format_table(), dtypes.decode_table(),
-                                 np.int64(max_instructions), counts)
+                                 np.int64(max_instructions), counts, timing_state, events,
+                                 event_times)
     wall = time.perf_counter() - start
     if status != L.STATUS_OK:
         raise _fault(program, status, pc, regs, max_instructions)
-    engine_names = load_isa().enums["engine"]
-    instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(counts) if c}
+    per_engine = np.zeros(L.NUM_TRACKS, dtype=np.int64)
+    np.add.at(per_engine, program.instrs[:, L.I_ENGINE], counts)
+    engine_names = isa.enums["engine"]
+    instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
+    timing = report.build(program, counts, busy, clocks, events[:max_trace_events],
+                          event_times[:max_trace_events], int(regs[L.REG_EVENTS]))
     tensors = {}
     for tensor in program.tensors.values():
         dt = dtypes.get(tensor.dtype)
@@ -156,7 +179,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
              for a in program.allocations.values()}
-    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles)
+    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles, timing)
 
 
 def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:

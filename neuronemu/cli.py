@@ -91,22 +91,21 @@ def _savable(array):
 
 
 def _save_all(files: dict) -> dict[str, str]:
-    """Write every ``name -> (path, array)`` or none: each goes to a hidden temporary file next
-    to its destination and is renamed into place only when all of them were written."""
+    """Write every ``label -> (path, write(binary file))`` or none: each goes to a hidden
+    temporary file next to its destination and is renamed into place only when all of them
+    were written."""
     import os
-
-    import numpy as np
 
     staged = []
     try:
-        for name, (dest, array) in files.items():
+        for label, (dest, write) in files.items():
             final = Path(dest)
             temporary = final.with_name(f".{final.name}.partial")
             try:
                 with open(temporary, "wb") as f:
-                    np.save(f, array, allow_pickle=False)
+                    write(f)
             except OSError as e:
-                raise InputError(f"--output {name}: cannot write {dest}: {e.strerror}") from None
+                raise InputError(f"{label}: cannot write {dest}: {e.strerror}") from None
             staged.append((temporary, final))
         for temporary, final in staged:
             os.replace(temporary, final)
@@ -114,7 +113,17 @@ def _save_all(files: dict) -> dict[str, str]:
         for temporary, _ in staged:
             if temporary.exists():
                 temporary.unlink()
-    return {name: dest for name, (dest, _) in files.items()}
+    return {label: dest for label, (dest, _) in files.items()}
+
+
+def _npy_writer(array):
+    import numpy as np
+
+    return lambda f: np.save(f, array, allow_pickle=False)
+
+
+def _json_writer(doc):
+    return lambda f: f.write(json.dumps(doc).encode())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -137,8 +146,11 @@ def main() -> None:
               help="Seed of the random initialisers.")
 @click.option("--max-instructions", type=click.IntRange(min=1), default=50_000_000,
               show_default=True, help="Stop with an error after this many dynamic instructions.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_json):
+def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, trace_path,
+        as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
     from neuronemu import api
@@ -160,8 +172,16 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_
             output_dir.mkdir(parents=True, exist_ok=True)
             for t in program.outputs():
                 destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
-        written = _save_all({name: (dest, _savable(result.outputs[name]))
-                             for name, dest in destinations.items()})
+        files = {f"--output {name}": (dest, _npy_writer(_savable(result.outputs[name])))
+                 for name, dest in destinations.items()}
+        if trace_path is not None:
+            from neuronemu.timing.report import chrome_trace
+
+            files["--trace"] = (str(trace_path), _json_writer(chrome_trace(program,
+                                                                           result.timing)))
+        saved = _save_all(files)
+        written = {label.removeprefix("--output "): dest for label, dest in saved.items()
+                   if label.startswith("--output ")}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     total = sum(result.instructions.values())
@@ -173,7 +193,10 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_
         "instructions": {**result.instructions, "total": total},
         "outputs": {},
         "wall_seconds": round(result.wall_seconds, 6),
+        **_timing_json(result.timing),
     }
+    if trace_path is not None:
+        doc["trace"] = str(trace_path)
     for t in program.outputs():
         entry = {"shape": list(t.shape), "dtype": t.dtype, **_summary(result.outputs[t.name])}
         if t.name in written:
@@ -193,6 +216,44 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, as_
         dest = f"  -> {entry['path']}" if "path" in entry else ""
         shape = ", ".join(map(str, entry["shape"]))
         click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{nan}{dest}")
+    _print_timing(result.timing, program.target.name)
+    if trace_path is not None:
+        click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
+
+
+def _timing_json(timing) -> dict:
+    return {
+        "time_ns": round(timing.time_ns, 3),
+        "cycles": timing.cycles,
+        "engines": {name: {"instructions": t.instructions, "busy_ns": round(t.busy_ns, 3),
+                           "utilisation": round(t.utilisation, 6)}
+                    for name, t in timing.tracks.items()},
+        "tensor": {"flops": timing.tensor_flops,
+                   "flops_per_second": round(timing.tensor_flops_per_second),
+                   "peak_fraction": round(timing.tensor_peak_fraction, 6)},
+        "critical_path": {"bound_by": timing.bound_by,
+                          "ns": {k: round(v, 3) for k, v in timing.critical_path.items()}},
+    }
+
+
+def _print_timing(timing, target: str) -> None:
+    if timing.time_ns == 0:
+        click.echo("time     0 ns (no timed instructions)")
+        return
+    path_ns = sum(timing.critical_path.values())
+    bound = timing.bound_by
+    share = timing.critical_path.get(bound, 0.0) / path_ns if path_ns else 0.0
+    click.echo(f"time     {timing.time_ns / 1000:.3f} us on {target} (modelled, sync auto); "
+               f"critical path bound by {bound} ({share:.0%})")
+    click.echo(f"         {'track':<8} {'instrs':>7} {'busy us':>9} {'util':>6}")
+    for name, t in timing.tracks.items():
+        click.echo(f"         {name:<8} {t.instructions:>7} {t.busy_ns / 1000:>9.3f} "
+                   f"{t.utilisation:>6.1%}")
+    if timing.tensor_flops:
+        click.echo(f"         tensor: {timing.tensor_flops / 1e6:.1f} MFLOP at "
+                   f"{timing.tensor_flops_per_second / 1e12:.2f} TFLOP/s = "
+                   f"{timing.tensor_peak_fraction:.1%} of the "
+                   f"{timing.tensor_peak_flops_per_ns / 1e3:.1f} TFLOP/s bf16 peak")
 
 
 @main.command()

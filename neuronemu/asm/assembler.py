@@ -507,7 +507,9 @@ def lower(program: Program) -> None:
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
-    engine_codes = load_isa().enums["engine"].values
+    isa = load_isa()
+    engine_codes = isa.enums["engine"].values
+    costs = isa.costs
 
     def operand(tile: Tile) -> int:
         row = [0] * L.OP_WIDTH
@@ -564,6 +566,17 @@ def lower(program: Program) -> None:
             else:
                 tag, v = L.TAG_INT, int(value)
             row[slot], row[slot + 1] = tag, v
+            if tag == L.TAG_OPERAND:
+                bits = (L.ACCESS_READ if "r" in arg.access else 0) | (
+                    L.ACCESS_WRITE if "w" in arg.access else 0)
+                row[L.I_ACCESS] |= bits << (2 * k)
+                if arg.optional and "w" in arg.access:
+                    row[L.I_EXTRA_OUTPUTS] += 1
+        row[L.I_COST] = costs[d.cost_class].code
+        row[L.I_TRACK] = engine_codes[d.engine]
+        if d.engine == "dma":
+            queue = ins.args.get("queue")
+            row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
         rows.append(row)
     program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
     program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)

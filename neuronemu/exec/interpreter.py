@@ -13,16 +13,23 @@ from neuronemu._generated.dispatch import execute
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import in_bounds
-
-NUM_ENGINE_SLOTS = 8
+from neuronemu.timing.model import schedule
 
 
 @jit
-def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts):
-    """Returns (status, pc, steps). ``counts[engine]`` accumulates dynamic instructions."""
+def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timing, events,
+             event_times):
+    """Returns (status, pc, steps). ``counts[pc]`` counts executions of each static instruction.
+
+    ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end): the state of the
+    timing model (neuronemu.timing.model), updated in place. While ``events`` [cap, 2] has room,
+    each timed instruction appends (pc, track) there and (start, end, cycles) to ``event_times``;
+    ``regs[REG_EVENTS]`` counts them (also past the cap)."""
+    costs, params, clocks, track_free, busy, write_end, read_end = timing
     pc = 0
     steps = 0
     n = instrs.shape[0]
+    cap = events.shape[0]
     while pc < n:
         if steps >= max_steps:
             return L.STATUS_LIMIT, pc, steps
@@ -32,9 +39,21 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts):
                     and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs)):
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
+        # timing reads register offsets before a branch may change them
+        start, end, cycles = schedule(ins, ops, regs, costs, params, clocks, track_free, busy,
+                                      write_end, read_end)
+        if cycles > 0.0:
+            e = regs[L.REG_EVENTS]
+            if e < cap:
+                events[e, 0] = pc
+                events[e, 1] = ins[L.I_TRACK]
+                event_times[e, 0] = start
+                event_times[e, 1] = end
+                event_times[e, 2] = cycles
+            regs[L.REG_EVENTS] = e + 1
         regs[L.REG_PC] = pc + 1
         status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
-        counts[ins[L.I_ENGINE]] += 1
+        counts[pc] += 1
         steps += 1
         if status != L.STATUS_OK:
             return status, pc, steps

@@ -16,7 +16,20 @@ I_LINE = 2
 I_NARGS = 3
 I_ARGS = 4
 MAX_ARGS = 10
-INSTR_WIDTH = I_ARGS + 2 * MAX_ARGS
+I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names)
+I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
+I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE
+I_EXTRA_OUTPUTS = I_COST + 3     # optional output tiles given (e.g. activation reduce_res)
+INSTR_WIDTH = I_COST + 4
+
+ACCESS_READ = 1
+ACCESS_WRITE = 2
+
+# timeline tracks: engine codes of isa/enums.toml (tensor 1, scalar 2, gpsimd 3, vector 5,
+# sync 6, ctrl 7) and one track per DMA queue
+DMA_TRACK0 = 8
+NUM_DMA_QUEUES = 16
+NUM_TRACKS = DMA_TRACK0 + NUM_DMA_QUEUES
 
 # argument tags
 TAG_NONE = 0     # optional argument not given
@@ -59,7 +72,8 @@ SPACE_CODES = {"sbuf": SPACE_SBUF, "psum": SPACE_PSUM, "hbm": SPACE_HBM}
 NUM_REGS = 64
 REG_PC = 64        # next pc, written by branches
 REG_FAULT_ARG = 65  # argument index of a faulting operand
-REG_COUNT = 66
+REG_EVENTS = 66     # timeline events recorded so far
+REG_COUNT = 67
 
 # interpreter status codes
 STATUS_OK = 0

@@ -125,11 +125,33 @@ class Target:
             raise AttributeError(key) from None
 
 
+COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma")
+_COST_KEYS = {"formula", "per_element", "fast_per_element", "min_ii", "fixed", "extra_output",
+              "fp32_factor", "source"}
+
+
+@dataclass(frozen=True)
+class CostClass:
+    """One row of isa/costs.toml (see the comments there for what each number means)."""
+
+    name: str
+    code: int
+    formula: str
+    source: str
+    per_element: float = 0.0
+    fast_per_element: float = 0.0
+    min_ii: float = 0.0
+    fixed: float = 0.0
+    extra_output: float = 0.0
+    fp32_factor: float = 1.0
+
+
 @dataclass(frozen=True)
 class ISA:
     instructions: dict[str, InstrDef]
     enums: dict[str, EnumDef]
     targets: dict[str, Target]
+    costs: dict[str, CostClass] = field(default_factory=dict)
 
     def engines(self) -> list[str]:
         return sorted({i.engine for i in self.instructions.values()})
@@ -252,4 +274,24 @@ def load_isa(directory: str | None = None) -> ISA:
                         _fail(origin, f"target '{t}' is not in isa/targets.toml")
             opcodes[instr.opcode] = instr.name
             instructions[instr.name] = instr
-    return ISA(instructions=instructions, enums=enums, targets=targets)
+    costs = _parse_costs(_read(root / "costs.toml"))
+    for instr in instructions.values():
+        if instr.cost_class not in costs:
+            _fail(instr.origin, f"cost_class '{instr.cost_class}' is not in isa/costs.toml "
+                                f"(classes: {', '.join(sorted(costs))})")
+    return ISA(instructions=instructions, enums=enums, targets=targets, costs=costs)
+
+
+def _parse_costs(raw: dict) -> dict[str, CostClass]:
+    costs = {}
+    for code, (name, fields) in enumerate(sorted(raw.items())):
+        origin = f"isa/costs.toml: [{name}]"
+        unknown = set(fields) - _COST_KEYS
+        if unknown:
+            _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_COST_KEYS)}")
+        if fields.get("formula") not in COST_FORMULAS:
+            _fail(origin, f"formula must be one of {', '.join(COST_FORMULAS)}")
+        if not fields.get("source"):
+            _fail(origin, "every cost class names its source")
+        costs[name] = CostClass(name=name, code=code, **fields)
+    return costs

@@ -1,0 +1,188 @@
+"""The timing model inside the interpreter loop (sync mode ``auto``).
+
+Each engine and each DMA queue is a track that runs its instructions in order. An instruction
+starts when its track is free and when the memory it touches is ready: it waits for the last
+write of every region it reads (RAW) and, for regions it writes, also for the last read and write
+(WAR, WAW). Regions are 64-byte blocks of each partition row (of each HBM byte range), so a tile
+depends only on instructions that touched overlapping bytes. Functional results are unchanged:
+instructions still execute in program order; only their times are modelled.
+
+Durations come from the cost classes of ``isa/costs.toml`` (``cost_table`` packs them into an
+array) and the per-track clocks of ``isa/targets.toml``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.exec.memory import dynamic_offset
+
+BLOCK_BYTES = 64
+
+# cost_table columns
+C_FORMULA = 0
+C_PER_ELEMENT = 1
+C_FAST_PER_ELEMENT = 2
+C_MIN_II = 3
+C_FIXED = 4
+C_EXTRA_OUTPUT = 5
+C_FP32_FACTOR = 6
+COST_WIDTH = 7
+FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5}
+F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA = range(6)
+
+# target_params entries
+T_DMA_BYTES_PER_NS = 0
+T_DMA_FIXED_NS = 1
+
+_ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
+_FLOAT32 = 0               # dtype code of float32 (isa/dtypes.toml)
+_BFLOAT16 = 2
+
+
+def cost_table(isa) -> np.ndarray:
+    rows = np.zeros((len(isa.costs), COST_WIDTH), dtype=np.float64)
+    for c in isa.costs.values():
+        rows[c.code] = (FORMULAS[c.formula], c.per_element, c.fast_per_element, c.min_ii, c.fixed,
+                        c.extra_output, c.fp32_factor)
+    return rows
+
+
+def track_clocks(target) -> np.ndarray:
+    """GHz per track (DMA tracks count in ns, so their 'clock' is 1)."""
+    from neuronemu.isa.table import load_isa
+
+    engines = load_isa().enums["engine"].values
+    clocks = np.ones(L.NUM_TRACKS, dtype=np.float64)
+    for name, ghz in target.clock_ghz.items():
+        clocks[engines[name]] = ghz
+    return clocks
+
+
+def target_params(target) -> np.ndarray:
+    return np.array([target.dma_bytes_per_ns, target.dma_fixed_ns], dtype=np.float64)
+
+
+@jit
+def cost_cycles(ins, ops, costs, params):
+    """Cycles of the instruction's track clock (ns for DMA queues)."""
+    row = costs[ins[L.I_COST]]
+    formula = int(row[C_FORMULA])
+    if formula == F_FREE:
+        return 0.0
+    # the largest tile operand sets N; inputs are the read-only tiles
+    n = 0
+    inputs_in_psum = 0
+    inputs = 0
+    all_bf16 = True
+    enum_value = -1
+    moving = -1
+    for k in range(ins[L.I_NARGS]):
+        tag = ins[L.I_ARGS + 2 * k]
+        value = ins[L.I_ARGS + 2 * k + 1]
+        if tag == L.TAG_INT and enum_value < 0:
+            enum_value = value
+        if tag != L.TAG_OPERAND:
+            continue
+        op = ops[value]
+        n = max(n, op[L.OP_SIZE])
+        if op[L.OP_DTYPE] != _BFLOAT16:
+            all_bf16 = False
+        access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+        if access == L.ACCESS_READ:
+            inputs += 1
+            if op[L.OP_SPACE] == L.SPACE_PSUM:
+                inputs_in_psum += 1
+            if inputs == 2:
+                moving = value
+    if formula == F_DMA:
+        dst = ops[ins[L.I_ARGS + 1]]
+        nbytes = dst[L.OP_PCOUNT] * dst[L.OP_SIZE] * dst[L.OP_ITEMSIZE]
+        return params[T_DMA_FIXED_NS] + nbytes / params[T_DMA_BYTES_PER_NS]
+    if formula == F_MATMUL:
+        # args: dst, stationary, moving: the moving operand's free size streams through the array
+        mv = ops[moving]
+        cycles = max(row[C_MIN_II], float(mv[L.OP_SIZE]))
+        if mv[L.OP_DTYPE] == _FLOAT32:
+            cycles *= row[C_FP32_FACTOR]
+        return cycles + row[C_FIXED]
+    if formula == F_TRANSPOSE:
+        data = ops[ins[L.I_ARGS + 3]]  # argument 1: the input
+        return max(float(data[L.OP_PCOUNT]), min(row[C_MIN_II], float(data[L.OP_SIZE])))
+    per_element = row[C_PER_ELEMENT]
+    if formula == F_TWO_INPUT:
+        mixed = inputs == 2 and inputs_in_psum == 1
+        fast_bf16 = all_bf16 and (enum_value == 1 or enum_value == 2 or enum_value == 3)
+        if mixed or fast_bf16:
+            per_element = row[C_FAST_PER_ELEMENT]
+    cycles = max(row[C_MIN_II], per_element * n) + row[C_FIXED]
+    return cycles + row[C_EXTRA_OUTPUT] * ins[L.I_EXTRA_OUTPUTS]
+
+
+@jit
+def operand_ready(op, regs, access, write_end, read_end):
+    """Earliest time the operand's bytes may be touched: after their last write (RAW, WAW) and,
+    when writing, after their last read (WAR)."""
+    space = op[L.OP_SPACE]
+    writes = write_end[space]
+    reads = read_end[space]
+    start = dynamic_offset(op, regs)
+    ready = 0.0
+    for p in range(op[L.OP_PCOUNT]):
+        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        c = start + p * op[L.OP_PCOLSTEP]
+        for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+            ready = max(ready, writes[r, b])
+            if access & L.ACCESS_WRITE:
+                ready = max(ready, reads[r, b])
+    return ready
+
+
+@jit
+def operand_done(op, regs, access, end, write_end, read_end):
+    space = op[L.OP_SPACE]
+    writes = write_end[space]
+    reads = read_end[space]
+    start = dynamic_offset(op, regs)
+    for p in range(op[L.OP_PCOUNT]):
+        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        c = start + p * op[L.OP_PCOLSTEP]
+        for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+            if access & L.ACCESS_WRITE:
+                writes[r, b] = end
+            if access & L.ACCESS_READ:
+                reads[r, b] = max(reads[r, b], end)
+
+
+@jit
+def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end):
+    """Place one instruction on its track; returns (start_ns, end_ns, cycles)."""
+    track = ins[L.I_TRACK]
+    cycles = cost_cycles(ins, ops, costs, params)
+    if cycles == 0.0:
+        return track_free[track], track_free[track], 0.0
+    ready = track_free[track]
+    for k in range(ins[L.I_NARGS]):
+        if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
+            access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+            ready = max(ready, operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access,
+                                             write_end, read_end))
+    duration = cycles / clocks[track]
+    end = ready + duration
+    for k in range(ins[L.I_NARGS]):
+        if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
+            access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+            operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, write_end, read_end)
+    track_free[track] = end
+    busy[track] += duration
+    return ready, end, cycles
+
+
+def region_tables(memories) -> tuple[tuple, tuple]:
+    """Last-write and last-read times (ns) per 64-byte block of every memory row."""
+    def table(mem):
+        return np.zeros((mem.shape[0], -(-mem.shape[1] // BLOCK_BYTES)), dtype=np.float64)
+
+    return tuple(table(m) for m in memories), tuple(table(m) for m in memories)

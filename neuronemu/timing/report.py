@@ -1,0 +1,154 @@
+"""Timing results as users see them: per-track statistics, TensorE FLOP/s, the critical path and
+the Chrome/Perfetto trace. Plain Python over the arrays the jitted loop filled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neuronemu.exec import layout as L
+
+
+@dataclass(frozen=True)
+class TrackStats:
+    instructions: int
+    busy_ns: float
+    utilisation: float       # busy_ns / total time
+    clock_ghz: float | None  # None for DMA queues
+
+    @property
+    def busy_cycles(self) -> int | None:
+        return None if self.clock_ghz is None else round(self.busy_ns * self.clock_ghz)
+
+
+@dataclass
+class Timing:
+    """Modelled time of one run (sync mode auto)."""
+
+    time_ns: float
+    tracks: dict[str, TrackStats]
+    cycles: dict[str, int]              # total time in each engine's own cycles
+    tensor_flops: int                   # 2*K*M*N summed over executed matmuls
+    tensor_peak_flops_per_ns: float     # 128 x 128 MACs per TensorE cycle (bf16 dense)
+    critical_path: dict[str, float]     # ns of the critical path spent on each track
+    events_recorded: int
+    events_total: int
+    events: np.ndarray = field(repr=False, default=None)        # [n, 2] (pc, track)
+    event_times: np.ndarray = field(repr=False, default=None)   # [n, 3] (start, end, cycles)
+
+    @property
+    def tensor_flops_per_second(self) -> float:
+        return self.tensor_flops / self.time_ns * 1e9 if self.time_ns else 0.0
+
+    @property
+    def tensor_peak_fraction(self) -> float:
+        if not self.time_ns:
+            return 0.0
+        return self.tensor_flops / self.time_ns / self.tensor_peak_flops_per_ns
+
+    @property
+    def bound_by(self) -> str | None:
+        """The track holding the largest share of the critical path."""
+        if not self.critical_path:
+            return None
+        return max(self.critical_path.items(), key=lambda kv: kv[1])[0]
+
+
+def track_names() -> dict[int, str]:
+    from neuronemu.isa.table import load_isa
+
+    names = {code: name for name, code in load_isa().enums["engine"].values.items()}
+    for q in range(L.NUM_DMA_QUEUES):
+        names[L.DMA_TRACK0 + q] = f"dma.q{q}"
+    return names
+
+
+def build(program, counts, busy, clocks, events, event_times, n_events) -> Timing:
+    names = track_names()
+    recorded = min(n_events, events.shape[0])
+    events = events[:recorded].copy()
+    event_times = event_times[:recorded].copy()
+    time_ns = float(event_times[:, 1].max()) if recorded else 0.0
+    if n_events > recorded:  # the cap was reached: the busiest track's end bounds the run
+        time_ns = max(time_ns, float(busy.max()))
+    per_track = np.zeros(L.NUM_TRACKS, dtype=np.int64)
+    for pc, n in enumerate(counts):
+        if n and program.instrs[pc, L.I_COST] != _free_code():
+            per_track[program.instrs[pc, L.I_TRACK]] += n
+    tracks = {}
+    for t in range(L.NUM_TRACKS):
+        if per_track[t]:
+            is_dma = t >= L.DMA_TRACK0
+            tracks[names[t]] = TrackStats(
+                int(per_track[t]), float(busy[t]),
+                float(busy[t] / time_ns) if time_ns else 0.0,
+                None if is_dma else float(clocks[t]))
+    engine_clocks = dict(program.target.clock_ghz)
+    cycles = {name: round(time_ns * ghz) for name, ghz in engine_clocks.items()}
+    flops = 0
+    for pc, ins in enumerate(program.instructions):
+        if counts[pc] and ins.definition.cost_class == "tensor_matmul":
+            stationary = ins.args["stationary"]
+            moving = ins.args["moving"]
+            flops += int(counts[pc]) * 2 * stationary.partitions * stationary.free_size \
+                * moving.free_size
+    peak = 2 * 128 * 128 * engine_clocks["tensor"]
+    return Timing(time_ns, tracks, cycles, flops, peak,
+                  critical_path(events, event_times, names), recorded, int(n_events),
+                  events, event_times)
+
+
+def _free_code() -> int:
+    from neuronemu.isa.table import load_isa
+
+    return load_isa().costs["ctrl"].code
+
+
+def critical_path(events: np.ndarray, times: np.ndarray, names: dict[int, str]) -> dict[str, float]:
+    """Walk back from the last instruction to finish: each step goes to the event whose end set
+    this one's start, preferring the same track (the engine was busy) over another one (waiting
+    for data). Returns ns per track along that chain."""
+    if len(events) == 0:
+        return {}
+    by_end: dict[float, list[int]] = {}
+    for i, end in enumerate(times[:, 1]):
+        by_end.setdefault(float(end), []).append(i)
+    current = int(np.argmax(times[:, 1]))
+    shares: dict[str, float] = {}
+    while True:
+        track = int(events[current, 1])
+        name = names[track]
+        shares[name] = shares.get(name, 0.0) + float(times[current, 1] - times[current, 0])
+        start = float(times[current, 0])
+        if start <= 0.0:
+            break
+        candidates = [i for i in by_end.get(start, []) if i < current]
+        if not candidates:
+            break
+        same_track = [i for i in candidates if int(events[i, 1]) == track]
+        current = (same_track or candidates)[-1]
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def chrome_trace(program, timing: Timing) -> dict:
+    """Chrome / Perfetto trace JSON: one thread per track, one complete event per instruction."""
+    names = track_names()
+    trace = [{"name": "process_name", "ph": "M", "pid": 0,
+              "args": {"name": f"{program.source.name} ({program.target.name})"}}]
+    used = sorted({int(t) for t in timing.events[:, 1]}) if timing.events_recorded else []
+    for t in used:
+        trace.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": t,
+                      "args": {"name": names[t]}})
+        trace.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": t,
+                      "args": {"sort_index": t}})
+    for (pc, track), (start, end, cycles) in zip(timing.events, timing.event_times, strict=True):
+        ins = program.instructions[int(pc)]
+        trace.append({
+            "name": ins.definition.name, "ph": "X", "pid": 0, "tid": int(track),
+            "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
+            "args": {"cycles": round(float(cycles), 3),
+                     "source": f"{program.source.name}:{ins.location.line}"}})
+    return {"traceEvents": trace, "displayTimeUnit": "ns",
+            "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
+                          "events_recorded": timing.events_recorded}}
