@@ -152,8 +152,9 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     clocks = model.track_clocks(program.target)
     busy = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     write_end, read_end = model.region_tables((sbuf, psum, hbm))
+    track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
-                    np.zeros(L.NUM_TRACKS, dtype=np.float64), busy, write_end, read_end)
+                    track_free, busy, write_end, read_end)
     events = np.empty((max(max_trace_events, 1), 2), dtype=np.int64)
     event_times = np.empty((max(max_trace_events, 1), 3), dtype=np.float64)
     start = time.perf_counter()
@@ -168,7 +169,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     np.add.at(per_engine, program.instrs[:, L.I_ENGINE], counts)
     engine_names = isa.enums["engine"]
     instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
-    timing = report.build(program, counts, busy, clocks, events[:max_trace_events],
+    timing = report.build(program, counts, busy, track_free, clocks, events[:max_trace_events],
                           event_times[:max_trace_events], int(regs[L.REG_EVENTS]))
     tensors = {}
     for tensor in program.tensors.values():

@@ -94,10 +94,10 @@ def reference(isa) -> str:
             else:
                 out += ["", f"Example: `{d.example}`", ""]
     out += ["## Cost classes", "",
-            "From `isa/costs.toml` (formulas explained there and in docs/timing.md); N = free "
-            "elements per partition of the largest tile operand.", "",
-            "| class | formula | per element | fast | min II | fixed | extra output | fp32 x | "
-            "source |", "|---|---|---|---|---|---|---|---|---|"]
+            ("From `isa/costs.toml` (formulas explained there and in docs/timing.md); N = free "
+            "elements per partition of the largest tile operand."), "",
+            ("| class | formula | per element | fast | min II | fixed | extra output | fp32 x | "
+            "source |"), "|---|---|---|---|---|---|---|---|---|"]
     for c in sorted(isa.costs.values(), key=lambda c: c.name):
         out.append(f"| `{c.name}` | {c.formula} | {c.per_element:g} | {c.fast_per_element:g} | "
                    f"{c.min_ii:g} | {c.fixed:g} | {c.extra_output:g} | {c.fp32_factor:g} | "

@@ -64,14 +64,12 @@ def track_names() -> dict[int, str]:
     return names
 
 
-def build(program, counts, busy, clocks, events, event_times, n_events) -> Timing:
+def build(program, counts, busy, track_free, clocks, events, event_times, n_events) -> Timing:
     names = track_names()
     recorded = min(n_events, events.shape[0])
     events = events[:recorded].copy()
     event_times = event_times[:recorded].copy()
-    time_ns = float(event_times[:, 1].max()) if recorded else 0.0
-    if n_events > recorded:  # the cap was reached: the busiest track's end bounds the run
-        time_ns = max(time_ns, float(busy.max()))
+    time_ns = float(track_free.max())  # when the last track finished
     per_track = np.zeros(L.NUM_TRACKS, dtype=np.int64)
     for pc, n in enumerate(counts):
         if n and program.instrs[pc, L.I_COST] != _free_code():
@@ -133,7 +131,10 @@ def critical_path(events: np.ndarray, times: np.ndarray, names: dict[int, str]) 
 
 def chrome_trace(program, timing: Timing) -> dict:
     """Chrome / Perfetto trace JSON: one thread per track, one complete event per instruction."""
+    from pathlib import Path
+
     names = track_names()
+    source = Path(program.source.name).name
     trace = [{"name": "process_name", "ph": "M", "pid": 0,
               "args": {"name": f"{program.source.name} ({program.target.name})"}}]
     used = sorted({int(t) for t in timing.events[:, 1]}) if timing.events_recorded else []
@@ -148,7 +149,7 @@ def chrome_trace(program, timing: Timing) -> dict:
             "name": ins.definition.name, "ph": "X", "pid": 0, "tid": int(track),
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
             "args": {"cycles": round(float(cycles), 3),
-                     "source": f"{program.source.name}:{ins.location.line}"}})
+                     "source": f"{source}:{ins.location.line}"}})
     return {"traceEvents": trace, "displayTimeUnit": "ns",
             "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
                           "events_recorded": timing.events_recorded}}
