@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import InputError, RuntimeFault
+from neuronemu.errors import Diagnostic, InputError, RuntimeFault
 from neuronemu.program import HbmTensor, Program
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ class Result:
     """Final contents of every ``.sbuf`` / ``.psum`` allocation, for unit tests of kernels."""
     timing: Timing | None = field(repr=False, default=None)
     """Modelled time: total, per engine and DMA queue, critical path, trace events."""
+    warnings: list[Diagnostic] = field(default_factory=list)
+    """Located warnings, e.g. the first read of never-written memory (64-byte granularity)."""
 
     @property
     def target(self) -> str:
@@ -152,6 +154,9 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     clocks = model.track_clocks(program.target)
     busy = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     write_end, read_end = model.region_tables((sbuf, psum, hbm))
+    for tensor in program.tensors.values():
+        if tensor.name in inputs or tensor.init[0] != "nan":
+            model.mark_written(write_end[L.SPACE_HBM], tensor.offset, tensor.nbytes)
     track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
                     track_free, busy, write_end, read_end)
@@ -180,7 +185,25 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
              for a in program.allocations.values()}
-    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles, timing)
+    warnings = _unwritten_warning(program, regs)
+    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles, timing,
+                  warnings)
+
+
+def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
+    from neuronemu.exec import layout as L
+    from neuronemu.program import Tile
+
+    count = int(regs[L.REG_UNWRITTEN_COUNT])
+    if not count:
+        return []
+    ins = program.instructions[int(regs[L.REG_UNWRITTEN_PC])]
+    arg = ins.definition.args[int(regs[L.REG_UNWRITTEN_ARG])]
+    tile = ins.args[arg.name]
+    location = tile.location if isinstance(tile, Tile) else ins.location
+    more = f" ({count - 1} more dynamic instructions do too)" if count > 1 else ""
+    return [Diagnostic(f"{ins.definition.name} reads '{tile.symbol}' ({arg.name}), which nothing "
+                       f"wrote before; it holds NaN / -1 bytes{more}", location)]
 
 
 def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:

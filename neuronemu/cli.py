@@ -184,6 +184,8 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tra
                    if label.startswith("--output ")}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
+    for warning in result.warnings:
+        click.echo(warning.render(), err=True)
     total = sum(result.instructions.values())
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -194,6 +196,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tra
         "outputs": {},
         "wall_seconds": round(result.wall_seconds, 6),
         **_timing_json(result.timing),
+        "warnings": [w.to_json() for w in result.warnings],
     }
     if trace_path is not None:
         doc["trace"] = str(trace_path)

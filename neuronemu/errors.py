@@ -47,6 +47,13 @@ class NeuronemuError(Exception):
         return self.render()
 
 
+class Diagnostic(NeuronemuError):
+    """A located warning: the run went on, but the kernel probably has a bug."""
+
+    kind = "warning"
+    exit_code = 0
+
+
 class AsmError(NeuronemuError):
     """The kernel source is malformed or violates an ISA or machine rule."""
 

@@ -40,8 +40,13 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
         # timing reads register offsets before a branch may change them
-        start, end, cycles = schedule(ins, ops, regs, costs, params, clocks, track_free, busy,
-                                      write_end, read_end)
+        start, end, cycles, unwritten = schedule(ins, ops, regs, costs, params, clocks,
+                                                 track_free, busy, write_end, read_end)
+        if unwritten >= 0:
+            if regs[L.REG_UNWRITTEN_COUNT] == 0:
+                regs[L.REG_UNWRITTEN_PC] = pc
+                regs[L.REG_UNWRITTEN_ARG] = unwritten
+            regs[L.REG_UNWRITTEN_COUNT] += 1
         if cycles > 0.0:
             e = regs[L.REG_EVENTS]
             if e < cap:

@@ -73,7 +73,10 @@ NUM_REGS = 64
 REG_PC = 64        # next pc, written by branches
 REG_FAULT_ARG = 65  # argument index of a faulting operand
 REG_EVENTS = 66     # timeline events recorded so far
-REG_COUNT = 67
+REG_UNWRITTEN_COUNT = 67  # dynamic instructions that read never-written memory
+REG_UNWRITTEN_PC = 68     # the first of them, and its argument
+REG_UNWRITTEN_ARG = 69
+REG_COUNT = 70
 
 # interpreter status codes
 STATUS_OK = 0

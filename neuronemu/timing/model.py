@@ -124,12 +124,14 @@ def cost_cycles(ins, ops, costs, params):
 @jit
 def operand_ready(op, regs, access, write_end, read_end):
     """Earliest time the operand's bytes may be touched: after their last write (RAW, WAW) and,
-    when writing, after their last read (WAR)."""
+    when writing, after their last read (WAR). Also says whether it reads a block nothing ever
+    wrote (write time NEVER_WRITTEN)."""
     space = op[L.OP_SPACE]
     writes = write_end[space]
     reads = read_end[space]
     start = dynamic_offset(op, regs)
     ready = 0.0
+    unwritten = False
     for p in range(op[L.OP_PCOUNT]):
         r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
         c = start + p * op[L.OP_PCOLSTEP]
@@ -137,7 +139,9 @@ def operand_ready(op, regs, access, write_end, read_end):
             ready = max(ready, writes[r, b])
             if access & L.ACCESS_WRITE:
                 ready = max(ready, reads[r, b])
-    return ready
+            elif writes[r, b] < 0.0:
+                unwritten = True
+    return ready, unwritten
 
 
 @jit
@@ -158,17 +162,22 @@ def operand_done(op, regs, access, end, write_end, read_end):
 
 @jit
 def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end):
-    """Place one instruction on its track; returns (start_ns, end_ns, cycles)."""
+    """Place one instruction on its track; returns (start_ns, end_ns, cycles, k) where k is the
+    first argument that reads never-written memory, or -1."""
     track = ins[L.I_TRACK]
     cycles = cost_cycles(ins, ops, costs, params)
     if cycles == 0.0:
-        return track_free[track], track_free[track], 0.0
+        return track_free[track], track_free[track], 0.0, -1
     ready = track_free[track]
+    unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            ready = max(ready, operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access,
-                                             write_end, read_end))
+            t, unwritten = operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, write_end,
+                                         read_end)
+            ready = max(ready, t)
+            if unwritten and unwritten_arg < 0:
+                unwritten_arg = k
     duration = cycles / clocks[track]
     end = ready + duration
     for k in range(ins[L.I_NARGS]):
@@ -177,12 +186,23 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
             operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, write_end, read_end)
     track_free[track] = end
     busy[track] += duration
-    return ready, end, cycles
+    return ready, end, cycles, unwritten_arg
+
+
+NEVER_WRITTEN = -1.0
 
 
 def region_tables(memories) -> tuple[tuple, tuple]:
-    """Last-write and last-read times (ns) per 64-byte block of every memory row."""
-    def table(mem):
-        return np.zeros((mem.shape[0], -(-mem.shape[1] // BLOCK_BYTES)), dtype=np.float64)
+    """Last-write and last-read times (ns) per 64-byte block of every memory row; blocks start
+    as NEVER_WRITTEN (the caller marks HBM tensors that hold data before the run)."""
+    def table(mem, fill):
+        return np.full((mem.shape[0], -(-mem.shape[1] // BLOCK_BYTES)), fill, dtype=np.float64)
 
-    return tuple(table(m) for m in memories), tuple(table(m) for m in memories)
+    return (tuple(table(m, NEVER_WRITTEN) for m in memories),
+            tuple(table(m, 0.0) for m in memories))
+
+
+def mark_written(write_table: np.ndarray, offset: int, nbytes: int) -> None:
+    """Bytes [offset, offset + nbytes) of HBM hold data when the run starts."""
+    if nbytes:
+        write_table[0, offset // BLOCK_BYTES: (offset + nbytes - 1) // BLOCK_BYTES + 1] = 0.0
