@@ -124,10 +124,13 @@ def _check_input(tensor: HbmTensor, value) -> np.ndarray:
 
 def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int = 0,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-        max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS) -> Result:
+        max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS, stochastic_rounding: bool = False,
+        rounding_seed: int | None = None) -> Result:
     """Run an assembled program. ``inputs`` override the declared initialisers by tensor name;
     arrays are cast to the declared dtype with round-to-nearest-even. The first
-    ``max_trace_events`` timed instructions are kept for the trace and the critical path."""
+    ``max_trace_events`` timed instructions are kept for the trace and the critical path.
+    ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
+    with bits from (``rounding_seed``, default ``seed``; instruction; element)."""
     from neuronemu.exec import layout as L
     from neuronemu.exec.interpreter import make_memories, run_loop
     from neuronemu.isa.table import load_isa
@@ -149,6 +152,8 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         raw = bits.astype(f"<u{dtypes.get(tensor.dtype).itemsize}").view(np.uint8).ravel()
         hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
     regs = np.zeros(L.REG_COUNT, dtype=np.int64)
+    regs[L.REG_SR_ON] = int(bool(stochastic_rounding))
+    regs[L.REG_SR_SEED] = seed if rounding_seed is None else rounding_seed
     counts = np.zeros(len(program.instrs), dtype=np.int64)
     isa = load_isa()
     clocks = model.track_clocks(program.target)

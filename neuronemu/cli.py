@@ -146,11 +146,15 @@ def main() -> None:
               help="Seed of the random initialisers.")
 @click.option("--max-instructions", type=click.IntRange(min=1), default=50_000_000,
               show_default=True, help="Stop with an error after this many dynamic instructions.")
+@click.option("--stochastic-rounding", is_flag=True,
+              help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")
+@click.option("--rounding-seed", type=int, default=None,
+              help="Seed of the stochastic-rounding bits (default: --seed).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, trace_path,
-        as_json):
+def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, stochastic_rounding,
+        rounding_seed, trace_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
     from neuronemu import api
@@ -166,7 +170,8 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tra
                 raise InputError(f"--output {name}: the kernel has no output '{name}' "
                                  f"(outputs: {names})")
         result = api.run(program, _load_inputs(input_files), seed=seed,
-                         max_instructions=max_instructions)
+                         max_instructions=max_instructions,
+                         stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed)
         destinations = dict(output_files)
         if output_dir is not None:
             output_dir.mkdir(parents=True, exist_ok=True)
@@ -192,6 +197,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tra
         "kernel": str(path),
         "target": result.target,
         "seed": seed,
+        "rounding": "stochastic" if stochastic_rounding else "nearest_even",
         "instructions": {**result.instructions, "total": total},
         "outputs": {},
         "wall_seconds": round(result.wall_seconds, 6),

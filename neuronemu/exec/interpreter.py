@@ -57,6 +57,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 event_times[e, 2] = cycles
             regs[L.REG_EVENTS] = e + 1
         regs[L.REG_PC] = pc + 1
+        regs[L.REG_STEP] = steps
+        regs[L.REG_SR_STORE] = 0
         status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
         counts[pc] += 1
         steps += 1

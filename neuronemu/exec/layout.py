@@ -76,7 +76,11 @@ REG_EVENTS = 66     # timeline events recorded so far
 REG_UNWRITTEN_COUNT = 67  # dynamic instructions that read never-written memory
 REG_UNWRITTEN_PC = 68     # the first of them, and its argument
 REG_UNWRITTEN_ARG = 69
-REG_COUNT = 70
+REG_SR_ON = 70      # stochastic rounding enabled (1) for fp32 -> narrower float stores
+REG_SR_SEED = 71
+REG_STEP = 72       # dynamic index of the executing instruction
+REG_SR_STORE = 73   # stores so far within that instruction
+REG_COUNT = 74
 
 # interpreter status codes
 STATUS_OK = 0

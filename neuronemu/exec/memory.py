@@ -13,7 +13,14 @@ import numpy as np
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.numerics import dtypes as D
-from neuronemu.numerics.cast import decode, encode, encode_bf16
+from neuronemu.numerics.cast import (
+    decode,
+    encode,
+    encode_bf16,
+    encode_bf16_stochastic,
+    encode_stochastic,
+)
+from neuronemu.numerics.stochastic import random_bits, stream_key
 
 _F32 = D.get("float32").code
 _BF16 = D.get("bfloat16").code
@@ -159,7 +166,11 @@ def load_f32(op, mems, regs, fmt, table):
 
 @jit
 def store_f32(op, mems, regs, fmt, values):
-    """Round fp32 values [P, N] into the tile's dtype (RNE) and write them."""
+    """Round fp32 values [P, N] into the tile's dtype and write them: to nearest even, or
+    stochastically when the run enables it (regs[REG_SR_ON])."""
+    if regs[L.REG_SR_ON] != 0 and op[L.OP_DTYPE] != _F32:
+        _store_stochastic(op, mems, regs, fmt, values)
+        return
     code = op[L.OP_DTYPE]
     start = dynamic_offset(op, regs)
     if not _aligned_dense(op, start):
@@ -192,6 +203,25 @@ def store_f32(op, mems, regs, fmt, values):
             c = start + p * op[L.OP_PCOLSTEP]
             for i in range(n):
                 _write_bits(mem, r, c + i * itemsize, itemsize, encode(values[p, i], code, fmt))
+
+
+@jit
+def _store_stochastic(op, mems, regs, fmt, values):
+    """Element (p, i) draws its bits from (seed, instruction, store, p * N + i): reproducible and
+    independent of the order elements are visited in."""
+    code = op[L.OP_DTYPE]
+    key = stream_key(regs[L.REG_SR_SEED], regs[L.REG_STEP], regs[L.REG_SR_STORE])
+    regs[L.REG_SR_STORE] += 1
+    n = values.shape[1]
+    bits = np.empty(values.shape, dtype=np.int64)
+    for p in range(values.shape[0]):
+        for i in range(n):
+            rand = random_bits(key, p * n + i)
+            if code == _BF16:
+                bits[p, i] = encode_bf16_stochastic(values[p, i], rand)
+            else:
+                bits[p, i] = encode_stochastic(values[p, i], code, fmt, rand)
+    store_bits(op, mems, regs, bits)
 
 
 @jit

@@ -36,9 +36,11 @@ def bits_to_f32(bits):
 
 
 @jit(inline="always")
-def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code):
+def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code, rand):
     """Bits of the value (sign, magnitude bits of a binary format with src_* parameters) rounded
-    to nearest even in the format of row ``code`` of ``fmt``.
+    in the format of row ``code`` of ``fmt``: to nearest even when ``rand`` < 0, else
+    stochastically, rounding the magnitude up with probability (discarded bits) / 2**shift using
+    the low bits of ``rand`` (a non-negative random int64).
 
     Takes the table and an index rather than a row view: passing a view to a non-inlined call
     costs a reference-count round trip (~25 ns) per element."""
@@ -82,7 +84,13 @@ def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code):
         shift = src_mant - m_bits
         if e < emin:
             shift += emin - e
-        if shift > src_mant + 1:
+        if rand >= 0:
+            shift = min(shift, 62)  # sig < 2**(src_mant+1): any larger shift discards all of it alike
+            q = sig >> shift
+            rem = sig & ((np.int64(1) << shift) - 1)
+            if rem > (rand & ((np.int64(1) << shift) - 1)):
+                q += 1
+        elif shift > src_mant + 1:
             q = np.int64(0)  # below half the smallest subnormal
         else:
             q = sig >> shift
@@ -135,7 +143,21 @@ def encode(x, code, fmt):
         b = f32_to_bits(x)
         if code == _F32_CODE:
             return b
-        return _encode_float(b >> 31, b & 0x7FFFFFFF, 8, 23, 127, fmt, code)
+        return _encode_float(b >> 31, b & 0x7FFFFFFF, 8, 23, 127, fmt, code, -1)
+    return _encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
+
+
+@jit
+def encode_stochastic(x, code, fmt, rand):
+    """``encode`` with stochastic rounding for float dtypes narrower than fp32 (integers and fp32
+    itself are unaffected): exact values stay exact; others round up in magnitude with
+    probability proportional to their distance from the lower neighbour."""
+    kind = fmt[code, D.F_KIND]
+    if kind == _KIND_FLOAT:
+        b = f32_to_bits(x)
+        if code == _F32_CODE:
+            return b
+        return _encode_float(b >> 31, b & 0x7FFFFFFF, 8, 23, 127, fmt, code, rand)
     return _encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
 
 
@@ -149,6 +171,17 @@ def encode_bf16(x):
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
+@jit(inline="always")
+def encode_bf16_stochastic(x, rand):
+    """Stochastic bfloat16: add 16 random bits below the kept ones, then truncate."""
+    b = f32_to_bits(x)
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return ((b >> 16) & 0x8000) | 0x7FC0
+    if (b & 0x7FFFFFFF) == 0x7F800000:
+        return (b >> 16) & 0xFFFF
+    return ((b + (rand & 0xFFFF)) >> 16) & 0xFFFF
+
+
 @jit
 def encode64(x, code, fmt):
     """Storage bits of the float64 value ``x`` in dtype ``code``, rounded once."""
@@ -157,7 +190,7 @@ def encode64(x, code, fmt):
         b = np.float64(x).view(np.int64)
         sign = (b >> 63) & 1
         magnitude = b & 0x7FFFFFFFFFFFFFFF
-        return _encode_float(sign, magnitude, 11, 52, 1023, fmt, code)
+        return _encode_float(sign, magnitude, 11, 52, 1023, fmt, code, -1)
     return _encode_integer(np.float64(x), kind, fmt[code, D.F_ITEMSIZE])
 
 
