@@ -34,11 +34,21 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
 
 
 def assemble_file(path: str | Path, target: str | None = None) -> Program:
+    """Assemble a ``.s`` file, or load a binary ``.neo`` file (recognised by its magic)."""
+    from neuronemu import encoding
+
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read kernel {path}: {e.strerror}") from None
+    if encoding.is_encoded(data):
+        # a binary is checked like source: disassemble, then assemble the canonical text
+        return assemble(encoding.disassemble(data, str(path)), f"{path} (disassembled)", target)
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise InputError(f"kernel {path} is neither UTF-8 assembly nor a .neo binary") from None
     return assemble(text, str(path), target)
 
 

@@ -332,6 +332,48 @@ def isa(mnemonic, as_json):
             click.echo(f"    {a.name:<12} {kind}{where}{default} {a.doc}")
 
 
+@main.command("asm")
+@click.argument("kernel")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the binary (default: KERNEL with suffix .neo).")
+@click.option("--target", type=click.Choice(TARGETS))
+def asm_command(kernel, output, target):
+    """Assemble KERNEL into the binary encoding (docs/encoding.md)."""
+    from neuronemu import api, encoding
+
+    try:
+        path = _bundled(kernel)
+        program = api.assemble_file(path, target=target)
+        data = encoding.encode(program)
+        dest = output or Path(path.name).with_suffix(".neo")
+        _save_all({"--output": (str(dest), lambda f: f.write(data))})
+    except NeuronemuError as e:
+        raise _Failure(e, False) from None
+    click.echo(f"{dest}: {len(program.instructions)} instructions, {len(data)} bytes")
+
+
+@main.command("disasm")
+@click.argument("binary", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the source there instead of stdout.")
+def disasm_command(binary, output):
+    """Print the assembly source of a .neo binary (it re-assembles to the same bytes)."""
+    from neuronemu import encoding
+
+    try:
+        try:
+            data = binary.read_bytes()
+        except OSError as e:
+            raise InputError(f"cannot read {binary}: {e.strerror}") from None
+        text = encoding.disassemble(data, str(binary))
+        if output is not None:
+            _save_all({"--output": (str(output), lambda f: f.write(text.encode()))})
+            return
+    except NeuronemuError as e:
+        raise _Failure(e, False) from None
+    click.echo(text, nl=False)
+
+
 @main.command()
 def programs():
     """List the bundled example programs."""

@@ -64,6 +64,9 @@ class Tile:
     regs: tuple[tuple[int, int], ...]
     window: tuple[int, int]         # column window of the symbol, for register-offset bounds
     location: Location
+    # the operand as written, canonical: per given dim ("slice", start, regs, count, step) or
+    # ("index", start, regs), regs = ((register, coefficient), ...); used by the binary encoding
+    spec: tuple = ()
 
     @property
     def free_size(self) -> int:

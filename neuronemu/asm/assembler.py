@@ -417,6 +417,7 @@ class Assembler:
         base = symbol.offset
         regs: dict[int, int] = {}
         kept = []  # (dim, stride, count)
+        spec = []
         partition_start = 0
         for i, size in enumerate(dims):
             item = slices[i] if i < len(slices) else None
@@ -439,6 +440,12 @@ class Assembler:
             else:
                 start, count, keep = self.eval.affine(item.children[0]), 1, on_chip and i == 0
             count = int(count)
+            if item is not None:
+                regs_spec = tuple(sorted((int(r), int(c)) for r, c in start.regs.items() if c))
+                if item.data == "slice":
+                    spec.append(("slice", int(start.const), regs_spec, count, step))
+                else:
+                    spec.append(("index", int(start.const), regs_spec))
             if start.is_const:
                 if start.const != int(start.const):
                     raise self.error(item, "indices must be integers")
@@ -488,7 +495,7 @@ class Assembler:
         space = symbol.space if on_chip else "hbm"
         return Tile(space, symbol.dtype, symbol.name, base, partition_start, partitions, pitch,
                     tuple(merged), tuple(sorted(regs.items())), window,
-                    location_of(self.source, node.meta))
+                    location_of(self.source, node.meta), tuple(spec))
 
 
 def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:

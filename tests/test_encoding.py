@@ -1,0 +1,113 @@
+"""Binary encoding: assemble -> encode -> disassemble -> assemble gives the same bytes for every
+bundled program and every ISA table example; damaged binaries are clean errors."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import neuronemu
+from neuronemu import encoding
+from neuronemu.cli import main
+from neuronemu.isa.table import load_isa
+from neuronemu.programs import bundled_programs
+
+PROGRAMS = bundled_programs()
+INSTRUCTIONS = sorted(load_isa().instructions.values(), key=lambda d: d.opcode)
+
+
+def _round_trip(program: neuronemu.program.Program) -> tuple[bytes, bytes, str]:
+    data = encoding.encode(program)
+    text = encoding.disassemble(data)
+    again = encoding.encode(neuronemu.assemble(text, filename="disassembled.s"))
+    return data, again, text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_bundled_programs_round_trip(name: str) -> None:
+    program = neuronemu.assemble_file(PROGRAMS[name])
+    data, again, text = _round_trip(program)
+    assert data == again, text
+    # and the disassembly computes the same thing
+    original = neuronemu.run(program)
+    rerun = neuronemu.run(neuronemu.assemble(text))
+    for out in original.outputs:
+        assert original.outputs[out].tobytes() == rerun.outputs[out].tobytes()
+    assert original.timing.time_ns == rerun.timing.time_ns
+
+
+@pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)
+def test_every_table_example_round_trips(definition) -> None:
+    program = neuronemu.assemble(f"{definition.setup}\n{definition.example}\nend:\n")
+    data, again, text = _round_trip(program)
+    assert data == again, text
+    opcodes = [ins.definition.opcode for ins in program.instructions]
+    assert definition.opcode in opcodes
+
+
+def test_header_and_instruction_layout() -> None:
+    program = neuronemu.assemble(".sbuf t float32[4, 8]\nvector.memset t, value=2.5\n")
+    data = encoding.encode(program)
+    assert data[:4] == b"NEO\x00"
+    assert struct.unpack_from("<HH", data, 4) == (encoding.VERSION, 0)
+    # the last record: opcode, then the table's two arguments (tile t, number 2.5)
+    tail = data[-(2 + 1 + 4 + 1 + 1 + 8):]
+    opcode, tag, symbol, nitems, value_tag, value = struct.unpack("<HBIBBd", tail)
+    assert (opcode, tag, symbol, nitems, value_tag, value) == (0x0505, 1, 0, 0, 3, 2.5)
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_asm_disasm_and_run_a_binary(tmp_path: Path) -> None:
+    binary = tmp_path / "k.neo"
+    assert _cli("asm", "softmax", "-o", str(binary)).exit_code == 0
+    listing = _cli("disasm", str(binary))
+    assert listing.exit_code == 0 and "scalar.activation" in listing.stdout
+    ran = _cli("run", str(binary), "--json")
+    assert ran.exit_code == 0
+    direct = _cli("run", "softmax", "--json")
+    import json
+
+    assert json.loads(ran.stdout)["outputs"] == json.loads(direct.stdout)["outputs"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: b"XXXX" + d[4:], "not a neuronemu binary"),
+    (lambda d: d[:-3], "truncated .neo file"),
+    (lambda d: d[:4] + struct.pack("<HH", 99, 0) + d[8:], "encoding version 99"),
+    (lambda d: d + b"\x00", "trailing bytes"),
+])
+def test_damaged_binaries_are_clean_errors(tmp_path: Path, damage, message: str) -> None:
+    program = neuronemu.assemble(".sbuf t float32[4, 8]\nvector.memset t, value=2.5\n")
+    path = tmp_path / "bad.neo"
+    path.write_bytes(damage(encoding.encode(program)))
+    result = _cli("disasm", str(path))
+    assert result.exit_code == 4
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_opcode(tmp_path: Path) -> None:
+    program = neuronemu.assemble(".sbuf t float32[4, 8]\nvector.memset t, value=2.5\n")
+    data = bytearray(encoding.encode(program))
+    opcode_at = len(data) - (2 + 1 + 4 + 1 + 1 + 8)
+    data[opcode_at: opcode_at + 2] = struct.pack("<H", 0x0EEE)
+    with pytest.raises(neuronemu.InputError, match="unknown opcode 0x0eee"):
+        encoding.disassemble(bytes(data))
+
+
+def test_binary_inputs_are_checked_like_source(tmp_path: Path) -> None:
+    """A binary whose tile no longer fits its target fails with a located error in the
+    disassembly, not a crash."""
+    program = neuronemu.assemble(".target trn3\n.sbuf big float32[128, 60000]\n"
+                                 "vector.memset big, value=0.0\n")
+    path = tmp_path / "big.neo"
+    path.write_bytes(encoding.encode(program))
+    with pytest.raises(neuronemu.AsmError, match="SBUF overflow on trn1"):
+        neuronemu.assemble_file(path, target="trn1")
+    assert np.all(neuronemu.run(neuronemu.assemble_file(path)).tiles["big"] == 0)
