@@ -136,6 +136,10 @@ class Assembler:
             raise AsmError(f"unknown dtype '{dtype}'{_suggest(dtype, dtypes.names())}",
                            _token_loc(self.source, dtype_tok),
                            (f"dtypes: {', '.join(dtypes.names())}",))
+        if dtype not in self.target.dtypes:
+            raise AsmError(f"dtype {dtype} is not available on {self.target.name} "
+                           f"({self.target.core})", _token_loc(self.source, dtype_tok),
+                           (f"{self.target.name} dtypes: {', '.join(self.target.dtypes)}",))
         shape = []
         for d in dims:
             if d.data != "index":

@@ -147,10 +147,15 @@ def not_both_psum(ctx, a, b):
 
 @rule
 def dtype(ctx, name, *allowed):
+    """``allowed`` holds dtype names or ``@field``: a list of dtypes in the target's table."""
+    names: list[str] = []
+    for word in allowed:
+        names.extend(getattr(ctx.target, word[1:]) if word.startswith("@") else [word])
     for _, tile in _tiles(ctx, [name]):
-        if tile.dtype not in allowed:
+        if tile.dtype not in names:
+            on = f" on {ctx.target.name}" if any(w.startswith("@") for w in allowed) else ""
             _fail(tile, f"{name} has dtype {tile.dtype}; {ctx.definition.name} accepts "
-                        f"{', '.join(allowed)}")
+                        f"{', '.join(names)}{on}")
 
 
 @rule

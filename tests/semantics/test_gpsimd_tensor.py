@@ -218,3 +218,29 @@ never:
     # 1 mov + 4x(sub, bge) + 1 mov + 5x(add, bne) + mul + beq + jmp + mov + blt = 25
     assert result.instructions["ctrl"] == 25
     assert result.instructions["dma"] == 4
+
+
+def test_float8_e4m3fn_matmul_on_trn3_only(rng) -> None:
+    """TensorE reads OCP e4m3fn from v4 (trn3); fp8 products are exact in fp32."""
+    w = rng.standard_normal((128, 16)).astype(ml_dtypes.float8_e4m3fn)
+    v = rng.standard_normal((128, 32)).astype(ml_dtypes.float8_e4m3fn)
+    source = """.target {target}
+.hbm w float8_e4m3fn[128, 16] input
+.hbm v float8_e4m3fn[128, 32] input
+.hbm o float32[16, 32] output
+.sbuf ws float8_e4m3fn[128, 16]
+.sbuf vs float8_e4m3fn[128, 32]
+.sbuf os float32[16, 32]
+.psum acc float32[16, 32]
+dma.copy ws, w
+dma.copy vs, v
+tensor.matmul acc, ws, vs, accumulate=false
+vector.tensor_copy os, acc
+dma.copy o, os
+"""
+    result = neuronemu.run(neuronemu.assemble(source.format(target="trn3")), inputs={"w": w, "v": v})
+    w64, v64 = w.astype(np.float64), v.astype(np.float64)
+    assert np.all(np.abs(result.outputs["o"] - w64.T @ v64)
+                  <= 129 * U32 * (np.abs(w64).T @ np.abs(v64)))
+    with pytest.raises(neuronemu.AsmError, match="float8_e4m3fn.*on trn2"):
+        neuronemu.assemble(source.format(target="trn2"))

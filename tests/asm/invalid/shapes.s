@@ -12,6 +12,7 @@
 .psum acc2 float32[128, 512]
 .psum accbf bfloat16[128, 512]
 .psum accw float32[128, 1024]
+.sbuf e4fn float8_e4m3fn[128, 512]
 #---
 vector.tensor_tensor t, t, half, op=add      # CHECK: 28: error: shape mismatch: data2 is [128, 256] but dst is [128, 512]
 vector.tensor_tensor t, acc, acc2, op=add    # CHECK: 30: error: data1 and data2 are both in PSUM
@@ -30,3 +31,4 @@ vector.tensor_reduce half[:, 0:3], t, op=add   # CHECK: 22: error: dst has 3 ele
 tensor.transpose acc[:, 0:64], t[:, 0:128]   # CHECK: 18: error: dst must be [128, 128] (the transpose of data [128, 128]), not [128, 64]
 vector.tensor_copy small, t                  # CHECK: 27: error: shape mismatch: data is [128, 512] but dst is [64, 512]
 tensor.matmul accw[:, 256:768], bf[:, 0:128], bf, accumulate=false   # CHECK: 15: error: dst bytes 7168..9215 of each partition cross a PSUM bank boundary
+tensor.matmul acc, bf[:, 0:128], e4fn, accumulate=false   # CHECK: 34: error: moving has dtype float8_e4m3fn; tensor.matmul accepts float32, tfloat32, bfloat16, float16, float8_e4m3, float8_e5m2, float8_e3m4 on trn2
