@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, tensor
+from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, search, tensor
 
 
 @jit
@@ -45,6 +45,18 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0509:  # vector.transpose
         return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050a:  # vector.scalar_tensor_tensor
+        return elementwise.scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050b:  # vector.tensor_tensor_scan
+        return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050c:  # vector.tensor_scalar_reduce
+        return elementwise.tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050d:  # vector.tensor_copy_predicated
+        return elementwise.tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050e:  # vector.max8
+        return search.max8(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x050f:  # vector.find_index8
+        return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0701:  # ctrl.mov
         return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0702:  # ctrl.add

@@ -114,6 +114,14 @@ def free_eq(ctx, name, value):
 
 
 @rule
+def min_free(ctx, name, limit):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size < _param(ctx, limit):
+            _fail(tile, f"{name} has {tile.free_size} elements per partition; "
+                        f"{ctx.definition.name} needs at least {_param(ctx, limit)}")
+
+
+@rule
 def free_multiple(ctx, name, value):
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size % _param(ctx, value):

@@ -52,6 +52,16 @@ def binary(op, a, b):
 
 
 @jit
+def binary_scalar(op, a, b):
+    """``binary`` for two fp32 scalars (for the scans, where each step needs the last result)."""
+    x = np.empty(1, dtype=np.float32)
+    y = np.empty(1, dtype=np.float32)
+    x[0] = a
+    y[0] = b
+    return binary(op, x, y)[0]
+
+
+@jit
 def reduce_rows(op, data, groups):
     """Reduce each run of data.shape[1] // groups consecutive elements of every row, in fp32,
     strictly left to right (a fixed order, so results never depend on the machine)."""

@@ -16,7 +16,7 @@ from neuronemu.exec.memory import (
     store_bits,
     store_f32,
 )
-from neuronemu.semantics.alu import binary, reduce_rows
+from neuronemu.semantics.alu import binary, binary_scalar, reduce_rows
 
 
 @jit
@@ -141,4 +141,78 @@ def bn_aggr(ins, ops, imms, mems, regs, fmt, table):
 def transpose32(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
     store_bits(dst, mems, regs, load_bits(ops[arg_value(ins, 1)], mems, regs).T.copy())
+    return L.STATUS_OK
+
+
+@jit
+def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
+    """(data op0 operand0) op1 operand1; each stage rounds to fp32."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
+    s0 = column.reshape(-1, 1) + np.zeros_like(data)
+    other = load_f32(ops[arg_value(ins, 5)], mems, regs, fmt, table)
+    if arg_value(ins, 6) != 0:
+        t = binary(arg_value(ins, 2), s0, data)
+    else:
+        t = binary(arg_value(ins, 2), data, s0)
+    if arg_value(ins, 7) != 0:
+        out = binary(arg_value(ins, 4), other, t)
+    else:
+        out = binary(arg_value(ins, 4), t, other)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table):
+    """dst[i] = (data0[i] op0 dst[i-1]) op1 data1[i], dst[-1] = initial, in fp32, in order."""
+    data0 = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data1 = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    initial = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data0.shape[0])
+    op0 = arg_value(ins, 4)
+    op1 = arg_value(ins, 5)
+    reverse0 = arg_value(ins, 6) != 0
+    reverse1 = arg_value(ins, 7) != 0
+    out = np.empty_like(data0)
+    for p in range(data0.shape[0]):
+        previous = initial[p]
+        for i in range(data0.shape[1]):
+            if reverse0:
+                t = binary_scalar(op0, previous, data0[p, i])
+            else:
+                t = binary_scalar(op0, data0[p, i], previous)
+            if reverse1:
+                previous = binary_scalar(op1, data1[p, i], t)
+            else:
+                previous = binary_scalar(op1, t, data1[p, i])
+            out[p, i] = previous
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table):
+    """dst = data op0 operand0; reduce_res = reduction of the fp32 results (before dst's
+    rounding), left to right."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
+    out = binary(arg_value(ins, 2), data, column.reshape(-1, 1) + np.zeros_like(data))
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, reduce_rows(arg_value(ins, 4), out, 1))
+    return L.STATUS_OK
+
+
+@jit
+def tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table):
+    """Bits of src where the predicate holds; dst keeps its bits elsewhere."""
+    dst = ops[arg_value(ins, 0)]
+    bits = load_bits(dst, mems, regs)
+    src = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    predicate = load_bits(ops[arg_value(ins, 2)], mems, regs)
+    reverse = arg_value(ins, 3) != 0
+    for p in range(bits.shape[0]):
+        for i in range(bits.shape[1]):
+            if (predicate[p, i] != 0) != reverse:
+                bits[p, i] = src[p, i]
+    store_bits(dst, mems, regs, bits)
     return L.STATUS_OK
