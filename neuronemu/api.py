@@ -142,7 +142,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
     with bits from (``rounding_seed``, default ``seed``; instruction; element)."""
     from neuronemu.exec import layout as L
-    from neuronemu.exec.interpreter import make_memories, run_loop
+    from neuronemu.exec.interpreter import EVENT_WIDTH, make_memories, run_loop
     from neuronemu.isa.table import load_isa
     from neuronemu.numerics import dtypes
     from neuronemu.timing import model, report
@@ -175,7 +175,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
                     track_free, busy, write_end, read_end)
-    events = np.empty((max(max_trace_events, 1), 2), dtype=np.int64)
+    events = np.zeros((max(max_trace_events, 1), EVENT_WIDTH), dtype=np.int64)
     event_times = np.empty((max(max_trace_events, 1), 3), dtype=np.float64)
     start = time.perf_counter()
     status, pc, steps = run_loop(program.instrs, program.ops, program.imms, (sbuf, psum, hbm), regs,
@@ -189,8 +189,19 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     np.add.at(per_engine, program.instrs[:, L.I_ENGINE], counts)
     engine_names = isa.enums["engine"]
     instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
-    timing = report.build(program, counts, busy, track_free, clocks, events[:max_trace_events],
-                          event_times[:max_trace_events], int(regs[L.REG_EVENTS]))
+    n_events = int(regs[L.REG_EVENTS])
+    events, event_times = events[:max_trace_events], event_times[:max_trace_events]
+    if program.sync_mode == "explicit":
+        from neuronemu.timing import explicit
+
+        if n_events > len(events):
+            raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
+                               f"executed {n_events} and max_trace_events is {len(events)}")
+        replayed = explicit.replay(program, events[:n_events], event_times[:n_events], clocks)
+        busy, track_free = replayed.busy, replayed.track_free
+        event_times = replayed.event_times
+    timing = report.build(program, counts, busy, track_free, clocks, events, event_times,
+                          n_events)
     tensors = {}
     for tensor in program.tensors.values():
         dt = dtypes.get(tensor.dtype)

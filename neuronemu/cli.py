@@ -198,6 +198,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, sto
         "target": result.target,
         "seed": seed,
         "rounding": "stochastic" if stochastic_rounding else "nearest_even",
+        "sync": program.sync_mode,
         "instructions": {**result.instructions, "total": total},
         "outputs": {},
         "wall_seconds": round(result.wall_seconds, 6),
@@ -225,7 +226,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, sto
         dest = f"  -> {entry['path']}" if "path" in entry else ""
         shape = ", ".join(map(str, entry["shape"]))
         click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{nan}{dest}")
-    _print_timing(result.timing, program.target.name)
+    _print_timing(result.timing, program.target.name, program.sync_mode)
     if trace_path is not None:
         click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
 
@@ -245,14 +246,14 @@ def _timing_json(timing) -> dict:
     }
 
 
-def _print_timing(timing, target: str) -> None:
+def _print_timing(timing, target: str, sync_mode: str) -> None:
     if timing.time_ns == 0:
         click.echo("time     0 ns (no timed instructions)")
         return
     path_ns = sum(timing.critical_path.values())
     bound = timing.bound_by
     share = timing.critical_path.get(bound, 0.0) / path_ns if path_ns else 0.0
-    click.echo(f"time     {timing.time_ns / 1000:.3f} us on {target} (modelled, sync auto); "
+    click.echo(f"time     {timing.time_ns / 1000:.3f} us on {target} (modelled, sync {sync_mode}); "
                f"critical path bound by {bound} ({share:.0%})")
     click.echo(f"         {'track':<8} {'instrs':>7} {'busy us':>9} {'util':>6}")
     for name, t in timing.tracks.items():

@@ -6,6 +6,7 @@ Exit codes (documented in the README):
     2  command-line usage error (click's own code)
     3  assembly / validation error in the kernel source
     4  bad input or output file (--input / --output)
+    5  synchronisation error under .sync explicit (race, deadlock; neuronemu.timing.explicit)
 """
 
 from __future__ import annotations

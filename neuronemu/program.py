@@ -121,6 +121,7 @@ class Program:
     ops: np.ndarray = field(repr=False, default=None)
     imms: np.ndarray = field(repr=False, default=None)
     warnings: list[str] = field(default_factory=list)
+    sync_mode: str = "auto"         # .sync auto | explicit (docs/timing.md)
 
     @property
     def hbm_bytes(self) -> int:

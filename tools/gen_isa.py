@@ -65,7 +65,7 @@ def reference(isa) -> str:
            "Tiles are named allocations (`.sbuf`, `.psum`) or HBM tensors (`.hbm`), optionally "
            "sliced: `x[0:128, 0:512]`; the first dim of an on-chip tile is the partition dim."),
            ""]
-    for engine in ("tensor", "vector", "scalar", "gpsimd", "dma", "ctrl"):
+    for engine in ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl"):
         entries = [d for d in isa.instructions.values() if d.engine == engine]
         if not entries:
             continue

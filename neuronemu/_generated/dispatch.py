@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, search, tensor
+from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, search, sync, tensor
 
 
 @jit
@@ -57,6 +57,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return search.max8(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x050f:  # vector.find_index8
         return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0601:  # sync.signal
+        return sync.signal(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0602:  # sync.wait
+        return sync.wait(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0701:  # ctrl.mov
         return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0702:  # ctrl.add

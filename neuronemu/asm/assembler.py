@@ -26,7 +26,8 @@ INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
     "full": 1, "normal": 2, "uniform": 2,
 }
-DIRECTIVES = ("target", "hbm", "sbuf", "psum", "const")
+DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
+SYNC_MODES = ("auto", "explicit")
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 
 
@@ -58,6 +59,7 @@ class Assembler:
     # ----------------------------------------------------------------- pass 1: declarations
     def assemble(self, tree) -> Program:
         items = tree.children
+        self.sync_mode = "auto"
         self._choose_target(items)
         statements = []
         for item in items:
@@ -74,7 +76,7 @@ class Assembler:
                 statements.append(item)
         instructions = [self._instruction(node, pc) for pc, node in enumerate(statements)]
         program = Program(self.source, self.target, self.tensors, self.allocations,
-                          instructions, self.labels)
+                          instructions, self.labels, sync_mode=self.sync_mode)
         lower(program)
         return program
 
@@ -107,6 +109,12 @@ class Assembler:
                            _token_loc(self.source, name_tok))
         if name == "const":
             self._const(node, args)
+        elif name == "sync":
+            if len(args) != 1 or getattr(args[0], "data", None) != "name" \
+                    or str(args[0].children[0]) not in SYNC_MODES:
+                where = args[0] if args else node
+                raise self.error(where, f"usage: .sync {'|'.join(SYNC_MODES)}")
+            self.sync_mode = str(args[0].children[0])
         elif name == "hbm":
             self._hbm(node, args)
         else:
@@ -588,6 +596,8 @@ def lower(program: Program) -> None:
         if d.engine == "dma":
             queue = ins.args.get("queue")
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
+        elif d.engine == "sync":
+            row[L.I_TRACK] = int(ins.args["track"])
         rows.append(row)
     program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
     program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)

@@ -12,8 +12,11 @@ import numpy as np
 from neuronemu._generated.dispatch import execute
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import in_bounds
+from neuronemu.exec.memory import dynamic_offset, in_bounds
 from neuronemu.timing.model import schedule
+
+ENGINE_CTRL = 7  # isa/enums.toml
+EVENT_WIDTH = 2 + L.MAX_ARGS
 
 
 @jit
@@ -22,9 +25,10 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     """Returns (status, pc, steps). ``counts[pc]`` counts executions of each static instruction.
 
     ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end): the state of the
-    timing model (neuronemu.timing.model), updated in place. While ``events`` [cap, 2] has room,
-    each timed instruction appends (pc, track) there and (start, end, cycles) to ``event_times``;
-    ``regs[REG_EVENTS]`` counts them (also past the cap)."""
+    timing model (neuronemu.timing.model), updated in place. While ``events`` [cap, EVENT_WIDTH]
+    has room, each non-control instruction appends (pc, track, and per argument: a tile's byte
+    offset, a register's value or the integer) there and (start, end, cycles) to ``event_times``; ``regs[REG_EVENTS]`` counts them (also
+    past the cap). The explicit-sync scheduler replays these events."""
     costs, params, clocks, track_free, busy, write_end, read_end = timing
     pc = 0
     steps = 0
@@ -47,11 +51,20 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_UNWRITTEN_PC] = pc
                 regs[L.REG_UNWRITTEN_ARG] = unwritten
             regs[L.REG_UNWRITTEN_COUNT] += 1
-        if cycles > 0.0:
+        if ins[L.I_ENGINE] != ENGINE_CTRL:
             e = regs[L.REG_EVENTS]
             if e < cap:
                 events[e, 0] = pc
                 events[e, 1] = ins[L.I_TRACK]
+                for k in range(ins[L.I_NARGS]):
+                    tag = ins[L.I_ARGS + 2 * k]
+                    value = ins[L.I_ARGS + 2 * k + 1]
+                    if tag == L.TAG_OPERAND:
+                        events[e, 2 + k] = dynamic_offset(ops[value], regs)
+                    elif tag == L.TAG_REG:
+                        events[e, 2 + k] = regs[value]
+                    else:
+                        events[e, 2 + k] = value
                 event_times[e, 0] = start
                 event_times[e, 1] = end
                 event_times[e, 2] = cycles

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from neuronemu.isa.resources import isa_dir
 
-ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "ctrl")
+ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl")
 
 ARG_KINDS = {
     "tile": "a memory tile (named allocation or HBM tensor, optionally sliced)",

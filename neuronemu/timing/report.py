@@ -34,7 +34,7 @@ class Timing:
     critical_path: dict[str, float]     # ns of the critical path spent on each track
     events_recorded: int
     events_total: int
-    events: np.ndarray = field(repr=False, default=None)        # [n, 2] (pc, track)
+    events: np.ndarray = field(repr=False, default=None)        # [n, 2 + args] (pc, track, ..)
     event_times: np.ndarray = field(repr=False, default=None)   # [n, 3] (start, end, cycles)
 
     @property
@@ -143,8 +143,9 @@ def chrome_trace(program, timing: Timing) -> dict:
                       "args": {"name": names[t]}})
         trace.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": t,
                       "args": {"sort_index": t}})
-    for (pc, track), (start, end, cycles) in zip(timing.events, timing.event_times, strict=True):
-        ins = program.instructions[int(pc)]
+    for row, (start, end, cycles) in zip(timing.events, timing.event_times, strict=True):
+        pc, track = int(row[0]), int(row[1])
+        ins = program.instructions[pc]
         trace.append({
             "name": ins.definition.name, "ph": "X", "pid": 0, "tid": int(track),
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),

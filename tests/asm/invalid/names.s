@@ -3,7 +3,7 @@
 .sbuf t float32[128, 512]
 .sbuf col float32[128, 1]
 #---
-vectr.tensor_copy t, t                       # CHECK: 1: error: unknown engine 'vectr'; engines: ctrl, dma, gpsimd, scalar, tensor, vector; did you mean 'vector'?
+vectr.tensor_copy t, t                       # CHECK: 1: error: unknown engine 'vectr'; engines: ctrl, dma, gpsimd, scalar, sync, tensor, vector; did you mean 'vector'?
 vector.tensor_tensr t, t, t, op=add          # CHECK: 1: error: unknown instruction 'vector.tensor_tensr'; did you mean 'tensor_tensor'?
 gpsimd.activation t, t, func=exp             # CHECK: 1: error: gpsimd has no instruction 'activation'; it exists as scalar.activation
 vector.tensor_tensor t, t, q, op=add         # CHECK: 28: error: unknown tile 'q'
@@ -22,3 +22,5 @@ ctrl.mov r99, 0                              # CHECK: 10: error: ctrl.mov argume
 .target trn9                                 # CHECK: 9: error: unknown target 'trn9'
 dma.copy t, a, queue=16                      # CHECK: 22: error: dma.copy argument 'queue' must be in the range [0, 15], got 16
 vector.tensor_scalar t, t, op0=add, operand0=zz   # CHECK: 46: error: unknown name 'zz' in expression
+.sync eventually                             # CHECK: 7: error: usage: .sync auto|explicit
+sync.wait vectr, sem=0, value=1              # CHECK: 11: error: sync.wait argument 'track' must be one of: tensor, scalar, gpsimd, vector, q0

@@ -1,0 +1,220 @@
+"""Sync mode ``explicit``: replay the run's instruction events with only the ordering the hardware
+gives, and check that ordering is enough.
+
+Each track (engine or DMA queue) runs its own events in order. Across tracks the only ordering is
+semaphores: ``sync.signal T, sem=s`` increments s when track T reaches it, ``sync.wait T, sem=s,
+value=v`` holds track T until s >= v. The replay is a discrete-event simulation: repeatedly start
+the ready head event with the earliest start time. If heads remain and none is ready, the waits can
+never be satisfied: a deadlock, reported with every blocked track's wait.
+
+Races: every track carries a vector clock, a signal publishes the signaller's clock and a wait
+joins the clocks of the increments it waited for (happens-before, Lamport / Mattern). Every
+64-byte block remembers its last write and, per track, its last read; an access that conflicts
+(write/any or read/write) with one that does not happen-before it is a race, reported with both
+source lines and the overlapping bytes. Functional results come from program order, which is one
+legal interleaving; when no race is reported every legal interleaving computes the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuronemu.errors import RuntimeFault
+from neuronemu.exec import layout as L
+from neuronemu.timing.model import BLOCK_BYTES
+
+
+class SyncError(RuntimeFault):
+    """A race or a deadlock under explicit synchronisation."""
+
+    exit_code = 5
+
+
+@dataclass
+class Replay:
+    event_times: np.ndarray   # [n, 3] start, end, cycles
+    busy: np.ndarray          # ns per track
+    track_free: np.ndarray    # when each track finished
+
+
+def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndarray) -> Replay:
+    n = len(events)
+    ops = program.ops
+    instrs = program.instrs
+    definitions = program.instructions
+    tracks = sorted({int(t) for t in events[:, 1]})
+    slot = {t: i for i, t in enumerate(tracks)}
+    queues: dict[int, list[int]] = {t: [] for t in tracks}
+    for e in range(n):
+        queues[int(events[e, 1])].append(e)
+    heads = {t: 0 for t in tracks}
+    free = {t: 0.0 for t in tracks}
+    busy = np.zeros(L.NUM_TRACKS)
+    clock = {t: np.zeros(len(tracks), dtype=np.int64) for t in tracks}
+    increments: dict[int, list[tuple[float, np.ndarray]]] = {}
+    times = event_times.copy()
+    memory = _Accesses(program, len(tracks))
+
+    def wait_target(e: int):
+        """(semaphore, value) of a wait event, as the run resolved them (registers included)."""
+        if definitions[int(events[e, 0])].definition.name != "sync.wait":
+            return None
+        return int(events[e, 2 + 1]), int(events[e, 2 + 2])
+
+    remaining = n
+    while remaining:
+        best = None
+        for t in tracks:
+            if heads[t] >= len(queues[t]):
+                continue
+            e = queues[t][heads[t]]
+            start = free[t]
+            target = wait_target(e)
+            if target is not None:
+                sem, value = target
+                done = increments.get(sem, [])
+                if len(done) < value:
+                    continue
+                if value > 0:
+                    start = max(start, done[value - 1][0])
+            if best is None or start < best[0]:
+                best = (start, t, e)
+        if best is None:
+            raise _deadlock(program, events, queues, heads, increments, wait_target)
+        start, t, e = best
+        ins = definitions[int(events[e, 0])]
+        name = ins.definition.name
+        me = slot[t]
+        if name == "sync.wait":
+            sem, value = wait_target(e)
+            if value > 0:
+                clock[t] = np.maximum(clock[t], increments[sem][value - 1][1])
+            end = start
+        elif name == "sync.signal":
+            sem = int(events[e, 2 + 1])
+            clock[t][me] += 1
+            previous = increments.get(sem, [])
+            joined = clock[t].copy() if not previous else np.maximum(previous[-1][1], clock[t])
+            increments.setdefault(sem, []).append((start, joined))
+            end = start
+        else:
+            clock[t][me] += 1
+            duration = float(event_times[e, 1] - event_times[e, 0])
+            end = start + duration
+            busy[t] += duration
+            row = instrs[int(events[e, 0])]
+            for k in range(row[L.I_NARGS]):
+                if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+                    continue
+                access = (row[L.I_ACCESS] >> (2 * k)) & 3
+                memory.access(ops[row[L.I_ARGS + 2 * k + 1]], int(events[e, 2 + k]), access,
+                              me, clock[t], e, int(events[e, 0]), k)
+        times[e, 0], times[e, 1] = start, end
+        free[t] = end
+        heads[t] += 1
+        remaining -= 1
+    track_free = np.zeros(L.NUM_TRACKS)
+    for t in tracks:
+        track_free[t] = free[t]
+    return Replay(times, busy, track_free)
+
+
+class _Accesses:
+    """Last write and per-track last reads of every 64-byte block, with their vector-clock
+    stamps and instruction indices, for the race check."""
+
+    def __init__(self, program, ntracks: int) -> None:
+        target = program.target
+        hbm_bytes = max(program.hbm_bytes, 4)
+        shapes = [(target.partitions, target.sbuf_partition_bytes),
+                  (target.partitions, target.psum_partition_bytes), (1, hbm_bytes)]
+        self.program = program
+        self.write_track, self.write_stamp, self.write_pc, self.write_arg = [], [], [], []
+        self.read_stamp, self.read_pc, self.read_arg = [], [], []
+        for rows, nbytes in shapes:
+            blocks = -(-nbytes // BLOCK_BYTES)
+            self.write_track.append(np.full((rows, blocks), -1, dtype=np.int64))
+            self.write_stamp.append(np.zeros((rows, blocks), dtype=np.int64))
+            self.write_pc.append(np.zeros((rows, blocks), dtype=np.int64))
+            self.write_arg.append(np.zeros((rows, blocks), dtype=np.int64))
+            self.read_stamp.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
+            self.read_pc.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
+            self.read_arg.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
+
+    def access(self, op, offset, access, me, clock, event, pc, arg) -> None:
+        space = int(op[L.OP_SPACE])
+        for p in range(int(op[L.OP_PCOUNT])):
+            r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
+            c = offset + p * int(op[L.OP_PCOLSTEP])
+            b0, b1 = c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
+            self._check(space, r, b0, b1, access, me, clock, pc, arg)
+            if access & L.ACCESS_WRITE:
+                self.write_track[space][r, b0:b1] = me
+                self.write_stamp[space][r, b0:b1] = clock[me]
+                self.write_pc[space][r, b0:b1] = pc
+                self.write_arg[space][r, b0:b1] = arg
+            if access & L.ACCESS_READ:
+                self.read_stamp[space][r, b0:b1, me] = clock[me]
+                self.read_pc[space][r, b0:b1, me] = pc
+                self.read_arg[space][r, b0:b1, me] = arg
+
+    def _check(self, space, r, b0, b1, access, me, clock, pc, arg) -> None:
+        writer = self.write_track[space][r, b0:b1]
+        stamp = self.write_stamp[space][r, b0:b1]
+        other = (writer >= 0) & (writer != me)
+        unordered = other & (stamp > clock[np.maximum(writer, 0)])
+        if unordered.any():
+            b = b0 + int(np.argmax(unordered))
+            raise self._race(space, r, b, pc, arg, int(self.write_pc[space][r, b]),
+                             int(self.write_arg[space][r, b]), "writes" if access &
+                             L.ACCESS_WRITE else "reads", "writes")
+        if access & L.ACCESS_WRITE:
+            reads = self.read_stamp[space][r, b0:b1]  # [blocks, tracks]
+            late = reads > clock[None, :]
+            late[:, me] = False
+            if late.any():
+                bi, t = np.unravel_index(int(np.argmax(late)), late.shape)
+                b = b0 + int(bi)
+                raise self._race(space, r, b, pc, arg, int(self.read_pc[space][r, b, t]),
+                                 int(self.read_arg[space][r, b, t]), "writes", "reads")
+
+    def _race(self, space, row, block, pc, arg, other_pc, other_arg, verb, other_verb):
+        ins = self.program.instructions[pc]
+        other = self.program.instructions[other_pc]
+        a = ins.definition.args[arg].name
+        b = other.definition.args[other_arg].name
+        symbol = ins.args[a].symbol
+        where = ("HBM" if space == L.SPACE_HBM else
+                 f"{('SBUF', 'PSUM')[space]} partition {row}")
+        lo = block * BLOCK_BYTES
+        line = other.location
+        first, second = sorted([(other.location.line, other, b, other_verb),
+                                (ins.location.line, ins, a, verb)], key=lambda x: x[0])
+        return SyncError(
+            f"race on '{symbol}': {first[1].definition.name} (line {first[0]}) {first[3]} it as "
+            f"{first[2]} and {second[1].definition.name} (line {second[0]}) {second[3]} it as "
+            f"{second[2]}, and no semaphore orders the two (add sync.signal / sync.wait)",
+            ins.args[a].location,
+            (f"overlap: {where}, bytes {lo}..{lo + BLOCK_BYTES - 1} (64-byte block)",
+             f"other access: {line}: {line.source.line(line.line).strip()}"))
+
+
+def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncError:
+    from neuronemu.timing.report import track_names
+
+    names = track_names()
+    blocked = []
+    first = None
+    for t, queue in queues.items():
+        if heads[t] >= len(queue):
+            continue
+        e = queue[heads[t]]
+        ins = program.instructions[int(events[e, 0])]
+        sem, value = wait_target(e)
+        have = len(increments.get(sem, []))
+        blocked.append(f"{names[t]} waits at line {ins.location.line} for semaphore {sem} >= "
+                       f"{value} (it reached {have}, and nothing left can signal it)")
+        first = first or ins.location
+    return SyncError("deadlock: no track can proceed", first, tuple(blocked))

@@ -1,0 +1,142 @@
+"""Sync mode explicit: semaphores order tracks; races and deadlocks are located errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import neuronemu
+from neuronemu.cli import main
+from neuronemu.programs import find_program
+from neuronemu.timing.explicit import SyncError
+
+HERE = Path(__file__).resolve().parents[1] / "programs"
+DMA_NS = 1300 + 128 * 512 * 4 / 368  # one [128, 512] fp32 transfer on trn2
+EXP_NS = 512 / 1.2
+
+
+def _run(source: str, **kwargs) -> neuronemu.Result:
+    return neuronemu.run(neuronemu.assemble(source, filename="k.s"), **kwargs)
+
+
+PIPELINE = """.sync {mode}
+.hbm x float32[128, 512] input
+.hbm y float32[128, 512] output
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+    dma.copy a, x, queue=0
+    sync.signal q0, sem=0
+    sync.wait scalar, sem=0, value=1
+    scalar.activation b, a, func=exp
+    sync.signal scalar, sem=1
+    sync.wait q1, sem=1, value=1
+    dma.copy y, b, queue=1
+"""
+
+
+def test_semaphores_order_a_pipeline_like_auto_mode() -> None:
+    explicit = _run(PIPELINE.format(mode="explicit"))
+    auto = _run(PIPELINE.format(mode="auto"))
+    assert explicit.outputs["y"].tobytes() == auto.outputs["y"].tobytes()
+    assert explicit.timing.time_ns == pytest.approx(2 * DMA_NS + EXP_NS)
+    assert auto.timing.time_ns == pytest.approx(2 * DMA_NS + EXP_NS)
+
+
+def test_without_dependencies_tracks_overlap() -> None:
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+vector.memset a, value=1.0
+gpsimd.memset b, value=2.0
+"""
+    t = _run(source).timing
+    assert t.time_ns == pytest.approx(max(512 / 0.96, (150 + 512) / 1.2))
+
+
+def test_wait_delays_until_the_signal() -> None:
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+vector.memset a, value=1.0
+sync.signal vector, sem=7
+sync.wait gpsimd, sem=7, value=1
+gpsimd.memset b, value=2.0
+"""
+    t = _run(source).timing
+    assert t.time_ns == pytest.approx(512 / 0.96 + (150 + 512) / 1.2)
+
+
+def test_racy_kernel_names_both_lines_and_the_bytes() -> None:
+    program = neuronemu.assemble_file(HERE / "racy.s")
+    with pytest.raises(SyncError) as info:
+        neuronemu.run(program)
+    text = info.value.render()
+    assert "race on 'a': dma.copy (line 7) writes it as dst and scalar.activation (line 9) " \
+           "reads it as data" in text
+    assert "overlap: SBUF partition 0, bytes 0..63" in text
+    assert info.value.exit_code == 5
+
+
+def test_write_after_read_race() -> None:
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+vector.memset a, value=1.0
+sync.signal vector, sem=0
+sync.wait scalar, sem=0, value=1
+scalar.activation b, a, func=exp
+sync.wait gpsimd, sem=0, value=1
+gpsimd.memset a, value=0.0
+"""
+    # gpsimd is ordered after vector's write but not after scalar's read of the same bytes
+    with pytest.raises(SyncError, match=r"race on 'a': scalar.activation \(line 7\) reads it"):
+        _run(source)
+
+
+def test_deadlock_lists_every_blocked_track() -> None:
+    with pytest.raises(SyncError) as info:
+        neuronemu.run(neuronemu.assemble_file(HERE / "deadlock.s"))
+    text = info.value.render()
+    assert "deadlock: no track can proceed" in text
+    assert "scalar waits at line 9 for semaphore 1 >= 1 (it reached 0" in text
+    assert "vector waits at line 6 for semaphore 0 >= 1" in text
+
+
+def test_wait_for_a_count_never_reached() -> None:
+    source = """.sync explicit
+.sbuf a float32[4, 4]
+vector.memset a, value=1.0
+sync.signal vector, sem=2
+sync.wait scalar, sem=2, value=2
+"""
+    with pytest.raises(SyncError, match="deadlock"):
+        _run(source)
+
+
+def test_cli_exit_code_and_nothing_written(tmp_path: Path) -> None:
+    out = tmp_path / "y.npy"
+    result = CliRunner().invoke(main, ["run", str(HERE / "racy.s"), "--output", f"y={out}"])
+    assert result.exit_code == 5
+    assert "race on 'a'" in result.stderr
+    assert not out.exists()
+
+
+def test_explicit_double_buffer_matches_auto_and_math() -> None:
+    explicit = neuronemu.run(neuronemu.assemble_file(find_program("timing/explicit_sync")))
+    auto = neuronemu.run(neuronemu.assemble_file(find_program("timing/double_buffer")))
+    x = explicit.tensors["x"].astype(np.float64)
+    np.testing.assert_array_equal(explicit.outputs["y"], np.maximum(2 * x, 0).astype(np.float32))
+    assert explicit.timing.time_ns == pytest.approx(auto.timing.time_ns)
+    single = neuronemu.run(neuronemu.assemble_file(find_program("timing/single_buffer")))
+    assert explicit.timing.time_ns < 0.6 * single.timing.time_ns
+
+
+def test_auto_mode_ignores_semaphores() -> None:
+    """In auto mode memory dependencies alone order the pipeline; the waits add nothing."""
+    with_sync = _run(PIPELINE.format(mode="auto"))
+    plain = _run("\n".join(line for line in PIPELINE.format(mode="auto").splitlines()
+                           if "sync." not in line) + "\n")
+    assert with_sync.timing.time_ns == pytest.approx(plain.timing.time_ns)
