@@ -28,6 +28,7 @@ OP_VECTOR_MAX8 = 0x050e  # isa/vector.toml
 OP_VECTOR_FIND_INDEX8 = 0x050f  # isa/vector.toml
 OP_SYNC_SIGNAL = 0x0601  # isa/sync.toml
 OP_SYNC_WAIT = 0x0602  # isa/sync.toml
+OP_SYNC_BARRIER = 0x0603  # isa/sync.toml
 OP_CTRL_MOV = 0x0701  # isa/ctrl.toml
 OP_CTRL_ADD = 0x0702  # isa/ctrl.toml
 OP_CTRL_SUB = 0x0703  # isa/ctrl.toml

@@ -61,6 +61,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait
         return sync.wait(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0603:  # sync.barrier
+        return sync.barrier(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0701:  # ctrl.mov
         return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0702:  # ctrl.add

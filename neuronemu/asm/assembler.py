@@ -597,7 +597,9 @@ def lower(program: Program) -> None:
             queue = ins.args.get("queue")
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
         elif d.engine == "sync":
-            row[L.I_TRACK] = int(ins.args["track"])
+            # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
+            track = ins.args.get("track")
+            row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
         rows.append(row)
     program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
     program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)

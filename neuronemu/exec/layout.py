@@ -30,6 +30,7 @@ ACCESS_WRITE = 2
 DMA_TRACK0 = 8
 NUM_DMA_QUEUES = 16
 NUM_TRACKS = DMA_TRACK0 + NUM_DMA_QUEUES
+ALL_TRACKS = 0    # track of sync.barrier (engine code 0 is "unknown" in nki.isa.engine)
 
 # argument tags
 TAG_NONE = 0     # optional argument not given

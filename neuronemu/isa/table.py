@@ -97,7 +97,7 @@ class InstrDef:
         for a in self.args:
             text = f"{a.name}=<{a.kind if a.kind != 'enum' else a.enum}>" if a.keyword else a.name
             parts.append(text if a.required else f"[{text}]")
-        return f"{self.name} " + ", ".join(parts)
+        return f"{self.name} {', '.join(parts)}".rstrip()
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 gives, and check that ordering is enough.
 
 Each track (engine or DMA queue) runs its own events in order. Across tracks the only ordering is
-semaphores: ``sync.signal T, sem=s`` increments s when track T reaches it, ``sync.wait T, sem=s,
+barriers (``sync.barrier``: every track waits for all the others) and semaphores: ``sync.signal T, sem=s`` increments s when track T reaches it, ``sync.wait T, sem=s,
 value=v`` holds track T until s >= v. The replay is a discrete-event simulation: repeatedly start
 the ready head event with the earliest start time. If heads remain and none is ready, the waits can
 never be satisfied: a deadlock, reported with every blocked track's wait.
@@ -44,11 +44,13 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     ops = program.ops
     instrs = program.instrs
     definitions = program.instructions
-    tracks = sorted({int(t) for t in events[:, 1]})
+    tracks = sorted({int(t) for t in events[:, 1]} - {L.ALL_TRACKS})
     slot = {t: i for i, t in enumerate(tracks)}
     queues: dict[int, list[int]] = {t: [] for t in tracks}
     for e in range(n):
-        queues[int(events[e, 1])].append(e)
+        track = int(events[e, 1])
+        for t in tracks if track == L.ALL_TRACKS else (track,):
+            queues[t].append(e)  # a barrier sits in every track's stream
     heads = {t: 0 for t in tracks}
     free = {t: 0.0 for t in tracks}
     busy = np.zeros(L.NUM_TRACKS)
@@ -63,14 +65,21 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             return None
         return int(events[e, 2 + 1]), int(events[e, 2 + 2])
 
-    remaining = n
+    def head(t: int) -> int | None:
+        return queues[t][heads[t]] if heads[t] < len(queues[t]) else None
+
+    remaining = sum(len(q) for q in queues.values())
     while remaining:
         best = None
         for t in tracks:
-            if heads[t] >= len(queues[t]):
+            e = head(t)
+            if e is None:
                 continue
-            e = queues[t][heads[t]]
             start = free[t]
+            if int(events[e, 1]) == L.ALL_TRACKS:
+                if any(head(u) != e for u in tracks):
+                    continue  # not everyone has arrived
+                start = max(free.values())
             target = wait_target(e)
             if target is not None:
                 sem, value = target
@@ -87,6 +96,15 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
         ins = definitions[int(events[e, 0])]
         name = ins.definition.name
         me = slot[t]
+        if name == "sync.barrier":
+            joined = np.max(np.stack([clock[u] for u in tracks]), axis=0)
+            for u in tracks:
+                clock[u] = joined.copy()
+                free[u] = start
+                heads[u] += 1
+            times[e, 0] = times[e, 1] = start
+            remaining -= len(tracks)
+            continue
         if name == "sync.wait":
             sem, value = wait_target(e)
             if value > 0:
@@ -212,9 +230,13 @@ def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncEr
             continue
         e = queue[heads[t]]
         ins = program.instructions[int(events[e, 0])]
-        sem, value = wait_target(e)
-        have = len(increments.get(sem, []))
-        blocked.append(f"{names[t]} waits at line {ins.location.line} for semaphore {sem} >= "
-                       f"{value} (it reached {have}, and nothing left can signal it)")
+        target = wait_target(e)
+        if target is None:  # a barrier some other track never reaches
+            blocked.append(f"{names[t]} waits at the barrier on line {ins.location.line}")
+        else:
+            sem, value = target
+            have = len(increments.get(sem, []))
+            blocked.append(f"{names[t]} waits at line {ins.location.line} for semaphore {sem} "
+                           f">= {value} (it reached {have}, and nothing left can signal it)")
         first = first or ins.location
     return SyncError("deadlock: no track can proceed", first, tuple(blocked))

@@ -61,6 +61,7 @@ def track_names() -> dict[int, str]:
     names = {code: name for name, code in load_isa().enums["engine"].values.items()}
     for q in range(L.NUM_DMA_QUEUES):
         names[L.DMA_TRACK0 + q] = f"dma.q{q}"
+    names[L.ALL_TRACKS] = "barrier"
     return names
 
 

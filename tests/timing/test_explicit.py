@@ -140,3 +140,30 @@ def test_auto_mode_ignores_semaphores() -> None:
     plain = _run("\n".join(line for line in PIPELINE.format(mode="auto").splitlines()
                            if "sync." not in line) + "\n")
     assert with_sync.timing.time_ns == pytest.approx(plain.timing.time_ns)
+
+
+def test_barrier_orders_every_track() -> None:
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+vector.memset a, value=1.0
+gpsimd.memset b, value=1.0
+sync.barrier
+scalar.activation b, a, func=exp
+"""
+    t = _run(source).timing
+    assert t.time_ns == pytest.approx(max(512 / 0.96, (150 + 512) / 1.2) + 512 / 1.2)
+
+
+def test_barrier_behind_an_unsatisfiable_wait_deadlocks() -> None:
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+vector.memset a, value=1.0
+sync.wait scalar, sem=3, value=1
+sync.barrier
+"""
+    with pytest.raises(SyncError) as info:
+        _run(source)
+    text = info.value.render()
+    assert "vector waits at the barrier on line 5" in text
+    assert "scalar waits at line 4 for semaphore 3 >= 1" in text
