@@ -1,0 +1,84 @@
+"""Helpers shared by the ``test_isa_*`` instruction tests: run a kernel written as source text,
+and compare results with oracles computed here in float64 / ml_dtypes.
+
+Nothing here calls into the emulator's numerics: the oracles are numpy float64 math, ml_dtypes
+casts, or values worked out by hand in the tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import neuronemu
+
+U = 2.0**-24  # unit roundoff of fp32 (half an ulp of 1.0)
+
+UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def run(source: str, target: str | None = None, **inputs: np.ndarray) -> neuronemu.Result:
+    """Assemble ``source`` and run it with ``inputs`` (HBM tensor name -> array)."""
+    program = neuronemu.assemble(source, filename="kernel.s", target=target)
+    return neuronemu.run(program, inputs=inputs)
+
+
+def f32(values) -> np.ndarray:
+    """Round float64 values once to fp32 (the oracle of one fp32 operation: for + - * / and sqrt
+    a float64 result rounded to fp32 equals the correctly rounded fp32 result, since float64
+    carries more than 2 * 24 + 2 significant bits)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(values, dtype=np.float64).astype(np.float32)
+
+
+def f64(values) -> np.ndarray:
+    return np.asarray(values).astype(np.float64)
+
+
+def bits(values: np.ndarray) -> np.ndarray:
+    """The storage bits of an array as unsigned integers of the same width."""
+    values = np.asarray(values)
+    return values.view(UINT_OF_SIZE[values.dtype.itemsize])
+
+
+def from_bits(pattern, dtype) -> np.ndarray:
+    pattern = np.asarray(pattern)
+    return pattern.astype(UINT_OF_SIZE[np.dtype(dtype).itemsize]).view(dtype)
+
+
+def assert_same_floats(actual: np.ndarray, expected: np.ndarray) -> None:
+    """Bit-for-bit equality, except that any NaN matches any NaN (payloads of NaNs an operation
+    creates are not specified). -0.0 and +0.0 are told apart."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    a_nan = np.isnan(actual.astype(np.float64))
+    e_nan = np.isnan(expected.astype(np.float64))
+    np.testing.assert_array_equal(a_nan, e_nan, err_msg="NaN positions differ")
+    bad = (bits(actual) != bits(expected)) & ~e_nan
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0])
+        raise AssertionError(f"{int(bad.sum())} elements differ; first at {idx}: got "
+                             f"{actual[idx]!r} (0x{int(bits(actual)[idx]):x}), expected "
+                             f"{expected[idx]!r} (0x{int(bits(expected)[idx]):x})")
+
+
+def f32_ulps(actual, expected) -> np.ndarray:
+    """|actual - expected| in units of the fp32 ulp at |expected| (expected in float64). Equal
+    values (including equal infinities) count 0; a NaN on either side alone counts inf."""
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        ulp = np.spacing(np.abs(e).astype(np.float32)).astype(np.float64)
+        distance = np.abs(a - e) / ulp
+    distance = np.where(a == e, 0.0, distance)
+    both_nan = np.isnan(a) & np.isnan(e)
+    distance = np.where(both_nan, 0.0, distance)
+    return np.where(np.isnan(distance), np.inf, distance)
+
+
+def sequential_f32(op, values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """op folded left to right in fp32 (numpy's accumulate is strictly sequential, unlike sum,
+    which adds pairwise): the documented reduction order."""
+    values = np.asarray(values, dtype=np.float32)
+    return op.accumulate(values, axis=axis, dtype=np.float32).take(-1, axis=axis)
