@@ -97,6 +97,8 @@ def initial_values(tensor: HbmTensor, seed: int) -> np.ndarray:
         return rng.normal(params[0], params[1], size=shape)
     if kind == "uniform":
         return rng.uniform(params[0], params[1], size=shape)
+    if kind == "relu_normal":  # ReLU-sparse activations or weights: about half are exact zeros
+        return np.maximum(rng.normal(params[0], params[1], size=shape), 0.0)
     return np.full(shape, np.nan)
 
 
@@ -142,10 +144,16 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
     with bits from (``rounding_seed``, default ``seed``; instruction; element)."""
     from neuronemu.exec import layout as L
-    from neuronemu.exec.interpreter import EVENT_WIDTH, make_memories, run_loop
+    from neuronemu.exec.interpreter import (
+        EVENT_TIMES_WIDTH,
+        EVENT_WIDTH,
+        make_memories,
+        run_loop,
+    )
     from neuronemu.isa.table import load_isa
     from neuronemu.numerics import dtypes
     from neuronemu.timing import model, report
+    from neuronemu.timing.dma import ENGINE_INTERVALS, STATS_WIDTH
 
     inputs = dict(inputs or {})
     for name in inputs:
@@ -159,7 +167,13 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         else:
             values = initial_values(tensor, seed)
         bits = _tensor_bits(tensor, values)
-        raw = bits.astype(f"<u{dtypes.get(tensor.dtype).itemsize}").view(np.uint8).ravel()
+        itemsize = dtypes.get(tensor.dtype).itemsize
+        if tensor.compressed:
+            from neuronemu.exec.codec import encode_tensor
+
+            raw = encode_tensor(bits.astype(np.int64), itemsize)
+        else:
+            raw = bits.astype(f"<u{itemsize}").view(np.uint8).ravel()
         hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
     regs = np.zeros(L.REG_COUNT, dtype=np.int64)
     regs[L.REG_SR_ON] = int(bool(stochastic_rounding))
@@ -173,10 +187,14 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         if tensor.name in inputs or tensor.init[0] != "nan":
             model.mark_written(write_end[L.SPACE_HBM], tensor.offset, tensor.nbytes)
     track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
+    engines = program.target.dma_engines
+    engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
+    engine_busy = np.zeros(engines, dtype=np.float64)
+    dma_stats = np.zeros((L.NUM_DMA_QUEUES, STATS_WIDTH), dtype=np.float64)
     timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
-                    track_free, busy, write_end, read_end)
+                    track_free, busy, write_end, read_end, engine_free, engine_busy, dma_stats)
     events = np.zeros((max(max_trace_events, 1), EVENT_WIDTH), dtype=np.int64)
-    event_times = np.empty((max(max_trace_events, 1), 3), dtype=np.float64)
+    event_times = np.zeros((max(max_trace_events, 1), EVENT_TIMES_WIDTH), dtype=np.float64)
     start = time.perf_counter()
     status, pc, steps = run_loop(program.instrs, program.ops, program.imms, (sbuf, psum, hbm), regs,
                                  dtypes.format_table(), dtypes.decode_table(),
@@ -201,12 +219,18 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         busy, track_free = replayed.busy, replayed.track_free
         event_times = replayed.event_times
     timing = report.build(program, counts, busy, track_free, clocks, events, event_times,
-                          n_events)
+                          n_events, dma_stats, engine_busy)
     tensors = {}
     for tensor in program.tensors.values():
         dt = dtypes.get(tensor.dtype)
         raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes].copy()
-        bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
+        if tensor.compressed:
+            from neuronemu.exec.codec import decode_tensor
+
+            bits = decode_tensor(raw, tensor.shape[0], tensor.shape[1], dt.itemsize)
+            bits = bits.astype(f"<u{dt.itemsize}").reshape(tensor.shape)
+        else:
+            bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
         tensors[tensor.name] = dtypes.from_bits(bits, tensor.dtype)
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
@@ -260,4 +284,16 @@ def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeF
             return RuntimeFault(f"{ins.definition.name} argument '{arg.name}' leaves "
                                 f"'{tile.symbol}' at run time ({values}); the instruction was not "
                                 f"executed", tile.location)
+    if status in (L.STATUS_BAD_INDEX, L.STATUS_OVERLAP) and ins is not None:
+        a, b, c = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 3])
+        table = next(t for t in ins.args.values() if isinstance(t, Tile) and t.space == "hbm")
+        index = ins.args["index"]
+        if status == L.STATUS_BAD_INDEX:
+            return RuntimeFault(f"{ins.definition.name}: {index.symbol}[{a}] = {b} is not a row of "
+                                f"'{table.symbol}' (rows 0..{c - 1}); nothing was written",
+                                index.location)
+        return RuntimeFault(f"{ins.definition.name}: partitions {a} and {b} of '{index.symbol}' both "
+                            f"name row {c} of '{table.symbol}', so one transfer would write it "
+                            f"twice (overlapping destination writes); nothing was written",
+                            index.location)
     return RuntimeFault(f"execution fault (status {status})", location)

@@ -243,7 +243,23 @@ def _timing_json(timing) -> dict:
                    "peak_fraction": round(timing.tensor_peak_fraction, 6)},
         "critical_path": {"bound_by": timing.bound_by,
                           "ns": {k: round(v, 3) for k, v in timing.critical_path.items()}},
+        "dma": _dma_json(timing.dma),
     }
+
+
+def _dma_json(dma) -> dict:
+    if dma is None:
+        return {"transfers": 0, "bytes": 0, "compressed_bytes": 0, "compression_ratio": 1.0,
+                "achieved_gbps": 0.0, "engine_utilisation": 0.0, "queues": {}}
+    return {"transfers": dma.transfers, "bytes": dma.bytes,
+            "compressed_bytes": dma.compressed_bytes,
+            "compression_ratio": round(dma.compression_ratio, 6),
+            "achieved_gbps": round(dma.achieved_gbps, 3),
+            "engine_utilisation": round(dma.engine_utilisation, 6),
+            "queues": {name: {"transfers": q.transfers, "bytes": q.bytes,
+                              "compressed_bytes": q.compressed_bytes,
+                              "busy_ns": round(q.busy_ns, 3), "occupancy": round(q.occupancy, 6)}
+                       for name, q in dma.queues.items()}}
 
 
 def _print_timing(timing, target: str, sync_mode: str) -> None:
@@ -264,6 +280,13 @@ def _print_timing(timing, target: str, sync_mode: str) -> None:
                    f"{timing.tensor_flops_per_second / 1e12:.2f} TFLOP/s = "
                    f"{timing.tensor_peak_fraction:.1%} of the "
                    f"{timing.tensor_peak_flops_per_ns / 1e3:.1f} TFLOP/s bf16 peak")
+    dma = timing.dma
+    if dma is not None:
+        ratio = (f"; compressed to {dma.compressed_bytes / 1e6:.3f} MB (ratio "
+                 f"{dma.compression_ratio:.2f})" if dma.compressed_bytes != dma.bytes else "")
+        click.echo(f"         dma: {dma.transfers} transfers, {dma.bytes / 1e6:.3f} MB{ratio}, "
+                   f"{dma.achieved_gbps:.1f} GB/s achieved, engines {dma.engine_utilisation:.1%} "
+                   f"busy")
 
 
 @main.command()

@@ -19,6 +19,7 @@ VERSION = 1
 # argument field tags
 _ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE = range(7)
 _ROLES = ("input", "output", "scratch")
+_COMPRESSED = 0x80  # role byte flag: the tensor is stored compressed (docs/dma.md)
 _SPACES = ("sbuf", "psum")
 
 
@@ -74,7 +75,8 @@ def encode(program: Program) -> bytes:
     w.pack("I", len(tensors))
     for t in tensors:
         w.text(t.name)
-        w.pack("BBB", dtypes.get(t.dtype).code, _ROLES.index(t.role), len(t.shape))
+        role = _ROLES.index(t.role) | (_COMPRESSED if t.compressed else 0)
+        w.pack("BBB", dtypes.get(t.dtype).code, role, len(t.shape))
         w.pack(f"{len(t.shape)}Q", *t.shape)
         w.text(t.init[0])
         w.pack("B", len(t.init) - 1)
@@ -148,7 +150,9 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
         nparams = r.unpack("B")
         params = _as_tuple(r.unpack(f"{nparams}d")) if nparams else ()
         spec = f" init={init}({', '.join(map(repr, params))})" if params else f" init={init}"
-        lines.append(f".hbm {tname} {dtypes.by_code(code).name}{list(shape)} {_ROLES[role]}{spec}")
+        flag = " compressed" if role & _COMPRESSED else ""
+        lines.append(f".hbm {tname} {dtypes.by_code(code).name}{list(shape)} "
+                     f"{_ROLES[role & ~_COMPRESSED]}{flag}{spec}")
         names.append(tname)
     for _ in range(r.unpack("I")):
         aname = r.text()

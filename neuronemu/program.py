@@ -21,12 +21,31 @@ class HbmTensor:
     init: tuple                     # (kind, *params), e.g. ("normal", 0.0, 1.0)
     offset: int                     # byte offset in the core's HBM image
     location: Location
+    compressed: bool = False        # stored in the block format of docs/dma.md
 
     @property
-    def nbytes(self) -> int:
+    def raw_nbytes(self) -> int:
+        """Bytes of the values uncompressed."""
         from neuronemu.numerics import dtypes
 
         return int(np.prod(self.shape)) * dtypes.get(self.dtype).itemsize
+
+    @property
+    def row_pitch(self) -> int:
+        """Bytes between rows (dim 0) in HBM: slots of whole blocks when compressed."""
+        from neuronemu.exec import compression
+        from neuronemu.numerics import dtypes
+
+        itemsize = dtypes.get(self.dtype).itemsize
+        columns = int(np.prod(self.shape[1:]))
+        if not self.compressed:
+            return columns * itemsize
+        return compression.blocks_per_row(columns) * compression.slot_bytes(itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the tensor occupies in HBM (for compressed tensors: every block slot)."""
+        return self.shape[0] * self.row_pitch if self.compressed else self.raw_nbytes
 
 
 @dataclass(frozen=True)
@@ -67,6 +86,7 @@ class Tile:
     # the operand as written, canonical: per given dim ("slice", start, regs, count, step) or
     # ("index", start, regs), regs = ((register, coefficient), ...); used by the binary encoding
     spec: tuple = ()
+    compressed: bool = False        # a tile of a compressed HBM tensor: whole blocks per row
 
     @property
     def free_size(self) -> int:
@@ -82,6 +102,11 @@ class Tile:
         from neuronemu.numerics import dtypes
 
         itemsize = dtypes.get(self.dtype).itemsize
+        if self.compressed:
+            from neuronemu.exec import compression
+
+            return (compression.blocks_per_row(self.free_size)
+                    * compression.slot_bytes(itemsize))
         return sum(s * (c - 1) for s, c in self.free_dims) + itemsize
 
     def describe(self) -> str:

@@ -27,6 +27,20 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0402:  # dma.compress
+        return dma.compress(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0403:  # dma.decompress
+        return dma.decompress(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0404:  # dma.transpose
+        return dma.transpose(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0405:  # dma.compute
+        return dma.compute(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0406:  # dma.accumulate
+        return dma.accumulate(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0407:  # dma.gather
+        return dma.gather(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0408:  # dma.scatter
+        return dma.scatter(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0501:  # vector.tensor_tensor
         return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0502:  # vector.tensor_scalar

@@ -14,6 +14,7 @@ import numpy as np
 from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.expr import Affine, Evaluator, register_number
 from neuronemu.errors import AsmError
+from neuronemu.exec import compression
 from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
 from neuronemu.numerics import dtypes
@@ -24,7 +25,7 @@ DEFAULT_TARGET = "trn2"
 ROLES = ("input", "output", "scratch")
 INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
-    "full": 1, "normal": 2, "uniform": 2,
+    "full": 1, "normal": 2, "uniform": 2, "relu_normal": 2,
 }
 DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
 SYNC_MODES = ("auto", "explicit")
@@ -168,8 +169,16 @@ class Assembler:
         return positional, keywords
 
     def _hbm(self, node, args):
-        usage = ".hbm NAME DTYPE[dims] input|output|scratch [init=...]"
+        usage = ".hbm NAME DTYPE[dims] input|output|scratch [compressed] [init=...]"
         positional, keywords = self._split_args(args)
+        compressed = False
+        if len(positional) == 4:
+            flag = positional[3]
+            if flag.data != "name" or str(flag.children[0]) != "compressed":
+                raise self.error(flag, f"the only flag after the role is 'compressed'; usage: "
+                                       f"{usage}")
+            compressed = True
+            positional = positional[:3]
         if len(positional) != 3 or positional[0].data != "name":
             raise self.error(node, f"usage: {usage}")
         name_tok = positional[0].children[0]
@@ -187,8 +196,13 @@ class Assembler:
         init = self._init(keywords.get("init"), role)
         if init[0] == "identity" and (len(shape) != 2 or shape[0] != shape[1]):
             raise self.error(keywords["init"], "init=identity needs a square 2-D tensor")
+        if compressed and len(shape) != 2:
+            raise self.error(positional[1], "a compressed tensor is 2-D [rows, columns]: each row "
+                                            "is compressed in blocks of "
+                                            f"{compression.BLOCK_ELEMENTS} elements")
         offset = self.next_offset["hbm"]
-        tensor = HbmTensor(name, dtype, shape, role, init, offset, location_of(self.source, node.meta))
+        tensor = HbmTensor(name, dtype, shape, role, init, offset, location_of(self.source, node.meta),
+                           compressed)
         if offset + tensor.nbytes > self.target.hbm_bytes:
             raise self.error(node, f"HBM tensor '{name}' ({tensor.nbytes} bytes) does not fit in "
                                    f"the {self.target.hbm_bytes} bytes of HBM on {self.target.name}")
@@ -212,7 +226,8 @@ class Assembler:
             raise self.error(node, f"{kind} takes {wanted} parameter(s), got {len(params)}")
         values = [float(self.eval.constant(p)) for p in params]
         if not values:
-            values = {"normal": [0.0, 1.0], "uniform": [-1.0, 1.0], "full": None}.get(kind, [])
+            values = {"normal": [0.0, 1.0], "uniform": [-1.0, 1.0], "relu_normal": [0.0, 1.0],
+                      "full": None}.get(kind, [])
             if values is None:
                 raise self.error(node, "full needs a value: init=full(3.0)")
         return (kind, *values)
@@ -400,6 +415,15 @@ class Assembler:
         symbol = symbols[name]
         slices = node.children[1:] if node.data == "indexed" else []
         tile = self._access(symbol, slices, node)
+        if tile.compressed and arg.compressed != "yes":
+            raise self.error(node, f"'{name}' is stored compressed, so {definition.name} cannot "
+                                   f"use it as '{arg.name}'; only dma.decompress reads a "
+                                   f"compressed tensor and only dma.compress writes one")
+        if arg.compressed == "yes" and not tile.compressed:
+            verb = "reads" if "r" in arg.access else "writes"
+            raise self.error(node, f"{definition.name} {verb} compressed data, but '{name}' is "
+                                   f"not declared compressed (add 'compressed' after its role in "
+                                   f".hbm); use dma.copy for plain tensors")
         if tile.space not in arg.spaces:
             where = " or ".join(s.upper() for s in arg.spaces)
             hint = ("; bring it on chip with dma.copy first" if tile.space == "hbm"
@@ -418,6 +442,8 @@ class Assembler:
         return int(step.const)
 
     def _access(self, symbol, slices, node) -> Tile:
+        if getattr(symbol, "compressed", False):
+            return self._compressed_access(symbol, slices, node)
         on_chip = isinstance(symbol, Allocation)
         dims = symbol.shape
         itemsize = dtypes.get(symbol.dtype).itemsize
@@ -510,6 +536,58 @@ class Assembler:
                     location_of(self.source, node.meta), tuple(spec))
 
 
+    def _compressed_access(self, symbol, slices, node) -> Tile:
+        """A tile of a compressed tensor: a row range (registers may offset it) and a constant
+        column range of whole blocks, so every block it touches is moved entirely
+        (docs/dma.md)."""
+        rows, columns = symbol.shape
+        block = compression.BLOCK_ELEMENTS
+        if len(slices) > 2:
+            raise self.error(node, f"'{symbol.name}' has 2 dims, got {len(slices)} indices")
+        starts, counts, spec = [], [], []
+        for i, size in enumerate((rows, columns)):
+            item = slices[i] if i < len(slices) else None
+            if item is None:
+                starts.append(Affine(0))
+                counts.append(size)
+                continue
+            if item.data != "slice" or (len(item.children) > 2 and item.children[2] is not None):
+                raise self.error(item, f"tiles of compressed '{symbol.name}' take unstrided "
+                                       f"slices (start:stop) in both dims")
+            lo = self.eval.affine(item.children[0]) if item.children[0] is not None else Affine(0)
+            hi = (self.eval.affine(item.children[1]) if item.children[1] is not None
+                  else Affine(size))
+            width = hi + lo.scale(-1)
+            if not width.is_const or width.const != int(width.const) or width.const <= 0:
+                raise self.error(item, "a slice's size must be a positive constant")
+            if i == 1 and not lo.is_const:
+                raise self.error(item, f"the columns of compressed '{symbol.name}' must be "
+                                       f"constant (registers may offset its rows)")
+            first = int(lo.const)
+            if lo.const != first or first < 0 or first + int(width.const) > size:
+                raise self.error(item, f"slice {first}:{first + int(width.const)} is out of "
+                                       f"bounds for dim {i} of '{symbol.name}' (size {size})")
+            starts.append(lo)
+            counts.append(int(width.const))
+            regs_spec = tuple(sorted((int(r), int(c)) for r, c in lo.regs.items() if c))
+            spec.append(("slice", first, regs_spec, int(width.const), 1))
+        c0, c1 = int(starts[1].const), int(starts[1].const) + counts[1]
+        if c0 % block or (c1 % block and c1 != columns):
+            raise self.error(slices[1] if len(slices) > 1 else node,
+                             f"columns {c0}:{c1} of compressed '{symbol.name}' cut a block: a "
+                             f"tile covers whole blocks of {block} elements (start a multiple "
+                             f"of {block}, stop a multiple of {block} or the row end {columns})")
+        itemsize = dtypes.get(symbol.dtype).itemsize
+        pitch = symbol.row_pitch
+        base = (symbol.offset + int(starts[0].const) * pitch
+                + (c0 // block) * compression.slot_bytes(itemsize))
+        regs = tuple(sorted((int(r), int(c) * pitch) for r, c in starts[0].regs.items() if c))
+        if len(regs) > L.MAX_REG_TERMS:
+            raise self.error(node, f"at most {L.MAX_REG_TERMS} registers may offset one tile")
+        return Tile("hbm", symbol.dtype, symbol.name, base, 0, counts[0], pitch,
+                    ((itemsize, counts[1]),), regs, (symbol.offset, symbol.offset + symbol.nbytes),
+                    location_of(self.source, node.meta), tuple(spec), compressed=True)
+
 def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     """True when pattern order is memory order with no gaps (row-major, innermost stride =
     itemsize), so the jitted loaders can move a partition's elements as one slice."""
@@ -556,6 +634,10 @@ def lower(program: Program) -> None:
         row[L.OP_SIZE] = tile.free_size
         row[L.OP_ITEMSIZE] = dt.itemsize
         row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
+        if tile.compressed:
+            row[L.OP_DENSE] = 0
+            row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
+            row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
         ops.append(row)
         return len(ops) - 1
 
@@ -596,6 +678,8 @@ def lower(program: Program) -> None:
         if d.engine == "dma":
             queue = ins.args.get("queue")
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
+            if ins.args.get("dge") == isa.enums["dge"].values["hw"]:
+                row[L.I_DMA_FLAGS] |= L.DMA_HWDGE
         elif d.engine == "sync":
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
             track = ins.args.get("track")

@@ -233,3 +233,20 @@ def transposed(ctx, dst, src):
         if (d.partitions, d.free_size) != (s.free_size, s.partitions):
             _fail(d, f"{dst} must be [{s.free_size}, {s.partitions}] (the transpose of {src} "
                      f"{_shape(s)}), not {_shape(d)}")
+
+
+@rule
+def hw_dge(ctx, name):
+    """dge=hw needs a target with a hardware descriptor generator."""
+    if ctx.args.get(name) == 1 and not ctx.target.dma_hwdge_fixed_ns:
+        _fail(ctx, f"{name}=hw needs the hardware descriptor generator, which {ctx.target.name} "
+                   f"does not have (trn2 and later); use {name}=static")
+
+
+@rule
+def index_column(ctx, index):
+    """An index tile holds one row number per partition."""
+    tiles = dict(_tiles(ctx, [index]))
+    if index in tiles and tiles[index].free_size != 1:
+        _fail(tiles[index], f"{index} must be a column [P, 1] (one row number per partition), not "
+                            f"{_shape(tiles[index])}")

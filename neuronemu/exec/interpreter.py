@@ -13,10 +13,13 @@ from neuronemu._generated.dispatch import execute
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import dynamic_offset, in_bounds
+from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
 from neuronemu.timing.model import schedule
 
-ENGINE_CTRL = 7  # isa/enums.toml
+ENGINE_DMA = 4   # isa/enums.toml
+ENGINE_CTRL = 7
 EVENT_WIDTH = 2 + L.MAX_ARGS
+EVENT_TIMES_WIDTH = 5  # start, end, cycles (ns for DMA), bytes, wire bytes
 
 
 @jit
@@ -24,12 +27,15 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
              event_times):
     """Returns (status, pc, steps). ``counts[pc]`` counts executions of each static instruction.
 
-    ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end): the state of the
-    timing model (neuronemu.timing.model), updated in place. While ``events`` [cap, EVENT_WIDTH]
+    ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end, engine_free,
+    engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model and .dma),
+    updated in place; ``dma_stats`` [queues, STATS_WIDTH] sums transfers and bytes per queue. While ``events`` [cap, EVENT_WIDTH]
     has room, each non-control instruction appends (pc, track, and per argument: a tile's byte
-    offset, a register's value or the integer) there and (start, end, cycles) to ``event_times``; ``regs[REG_EVENTS]`` counts them (also
+    offset, a register's value or the integer) there and (start, end, cycles, bytes, wire
+    bytes) to ``event_times``; ``regs[REG_EVENTS]`` counts them (also
     past the cap). The explicit-sync scheduler replays these events."""
-    costs, params, clocks, track_free, busy, write_end, read_end = timing
+    (costs, params, clocks, track_free, busy, write_end, read_end, engine_free, engine_busy,
+     dma_stats) = timing
     pc = 0
     steps = 0
     n = instrs.shape[0]
@@ -43,9 +49,26 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                     and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs)):
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
+        regs[L.REG_PC] = pc + 1
+        regs[L.REG_STEP] = steps
+        regs[L.REG_SR_STORE] = 0
+        is_dma = ins[L.I_ENGINE] == ENGINE_DMA
+        status = L.STATUS_OK
+        if is_dma:
+            # a DMA runs first: compressed transfers learn their wire bytes from the data
+            regs[L.REG_DMA_WIRE] = -1
+            status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
+            if status != L.STATUS_OK:
+                return status, pc, steps
         # timing reads register offsets before a branch may change them
-        start, end, cycles, unwritten = schedule(ins, ops, regs, costs, params, clocks,
-                                                 track_free, busy, write_end, read_end)
+        start, end, cycles, unwritten, nbytes, wire = schedule(
+            ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
+            (engine_free, engine_busy))
+        if is_dma:
+            q = ins[L.I_TRACK] - L.DMA_TRACK0
+            dma_stats[q, S_TRANSFERS] += 1
+            dma_stats[q, S_BYTES] += nbytes
+            dma_stats[q, S_WIRE] += wire
         if unwritten >= 0:
             if regs[L.REG_UNWRITTEN_COUNT] == 0:
                 regs[L.REG_UNWRITTEN_PC] = pc
@@ -68,11 +91,11 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 event_times[e, 0] = start
                 event_times[e, 1] = end
                 event_times[e, 2] = cycles
+                event_times[e, 3] = nbytes
+                event_times[e, 4] = wire
             regs[L.REG_EVENTS] = e + 1
-        regs[L.REG_PC] = pc + 1
-        regs[L.REG_STEP] = steps
-        regs[L.REG_SR_STORE] = 0
-        status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
+        if not is_dma:
+            status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
         counts[pc] += 1
         steps += 1
         if status != L.STATUS_OK:

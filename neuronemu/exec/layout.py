@@ -20,7 +20,10 @@ I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names
 I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
 I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE
 I_EXTRA_OUTPUTS = I_COST + 3     # optional output tiles given (e.g. activation reduce_res)
-INSTR_WIDTH = I_COST + 4
+I_DMA_FLAGS = I_COST + 4         # DMA_HWDGE: descriptors from the hardware DGE (shorter fixed cost)
+INSTR_WIDTH = I_COST + 5
+
+DMA_HWDGE = 1
 
 ACCESS_READ = 1
 ACCESS_WRITE = 2
@@ -60,7 +63,9 @@ OP_EXTENT = 23    # bytes from the first to one past the last byte touched in a 
 OP_SIZE = 24      # free elements per partition
 OP_ITEMSIZE = 25
 OP_DENSE = 26     # 1 if the free elements of a partition are one contiguous run in pattern order
-OP_WIDTH = 27
+OP_BLOCK = 27     # compressed HBM tensor: elements per block (0 = plain memory); docs/dma.md
+OP_SLOT = 28      # compressed HBM tensor: bytes per block slot (mask + room for every element)
+OP_WIDTH = 29
 MAX_FREE_DIMS = 4
 MAX_REG_TERMS = 2
 
@@ -81,7 +86,9 @@ REG_SR_ON = 70      # stochastic rounding enabled (1) for fp32 -> narrower float
 REG_SR_SEED = 71
 REG_STEP = 72       # dynamic index of the executing instruction
 REG_SR_STORE = 73   # stores so far within that instruction
-REG_COUNT = 74
+REG_DMA_WIRE = 74   # bytes the executing DMA moved over the wire (-1: as the raw tiles say)
+REG_FAULT_INFO = 75  # three values that describe a data-dependent fault (bad index, overlap)
+REG_COUNT = 78
 
 # interpreter status codes
 STATUS_OK = 0
@@ -89,3 +96,5 @@ STATUS_OUT_OF_BOUNDS = 1
 STATUS_LIMIT = 2
 STATUS_BAD_OPCODE = 3
 STATUS_BAD_VALUE = 4
+STATUS_BAD_INDEX = 5   # an index tile entry outside the indexed tensor (REG_FAULT_INFO: p, index, rows)
+STATUS_OVERLAP = 6     # two partitions of one scatter write the same row (REG_FAULT_INFO: p, q, row)

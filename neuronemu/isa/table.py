@@ -29,7 +29,7 @@ ARG_KINDS = {
 }
 SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
-             "range"}
+             "range", "compressed"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
                "targets", "setup"}
 
@@ -50,6 +50,8 @@ class ArgDef:
     enum: str | None = None
     doc: str = ""
     range: tuple[int, int] | None = None
+    # "yes": the tile must belong to a compressed HBM tensor; "no" (default): it must not
+    compressed: str = "no"
 
     @property
     def required(self) -> bool:
@@ -127,7 +129,7 @@ class Target:
 
 COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma")
 _COST_KEYS = {"formula", "per_element", "fast_per_element", "min_ii", "fixed", "extra_output",
-              "fp32_factor", "source"}
+              "fp32_factor", "efficiency", "sbuf_efficiency", "indexed", "source"}
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,9 @@ class CostClass:
     fixed: float = 0.0
     extra_output: float = 0.0
     fp32_factor: float = 1.0
+    efficiency: float = 1.0         # dma: fraction of engine bandwidth when reading HBM
+    sbuf_efficiency: float = 1.0    # dma: the same when reading SBUF
+    indexed: float = 0.0            # dma: 1 when an index tile picks the rows of an HBM table
 
 
 @dataclass(frozen=True)
@@ -193,7 +198,9 @@ def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
     if access not in ("r", "w", "rw"):
         _fail(origin, f"access must be r, w or rw, not {access!r}")
     rng = raw.get("range")
-    return ArgDef(name=raw["name"], kind=kind, spaces=spaces, access=access,
+    if raw.get("compressed", "no") not in ("yes", "no"):
+        _fail(origin, "compressed must be \"yes\" or \"no\"")
+    return ArgDef(compressed=raw.get("compressed", "no"), name=raw["name"], kind=kind, spaces=spaces, access=access,
                   keyword=bool(raw.get("keyword", False)), default=raw.get("default"),
                   optional=bool(raw.get("optional", False)), enum=raw.get("enum"),
                   doc=raw.get("doc", ""), range=tuple(rng) if rng else None)

@@ -1,14 +1,178 @@
-"""DMA queues: data movement between HBM and SBUF."""
+"""DMA queues: data movement between HBM and SBUF, with the DMA engines' own arithmetic.
+
+A DMA that moves a different number of bytes over the wire than its tiles hold (compressed
+tensors) leaves that number in ``regs[REG_DMA_WIRE]`` for the timing model.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from neuronemu.exec import layout as L
+from neuronemu.exec.codec import decode_row, encode_row
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, copy_tile
+from neuronemu.exec.memory import (
+    arg_tag,
+    arg_value,
+    copy_tile,
+    dynamic_offset,
+    load_bits,
+    load_f32,
+    store_bits,
+    store_f32,
+)
+from neuronemu.numerics import dtypes as D
+from neuronemu.numerics.cast import decode, encode
+
+_INT32 = D.get("int32").code
 
 
 @jit
 def copy(ins, ops, imms, mems, regs, fmt, table):
     """dst = src; bit-exact for equal dtypes, else each element cast src -> fp32 -> dst (RNE)."""
     copy_tile(ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    return L.STATUS_OK
+
+
+@jit
+def _bits_in(code, src, mems, regs, fmt, table):
+    """The source tile's elements as raw bits of dtype ``code`` (cast via fp32, RNE)."""
+    if src[L.OP_DTYPE] == code:
+        return load_bits(src, mems, regs)
+    values = load_f32(src, mems, regs, fmt, table)
+    bits = np.empty(values.shape, dtype=np.int64)
+    for p in range(values.shape[0]):
+        for i in range(values.shape[1]):
+            bits[p, i] = encode(values[p, i], code, fmt)
+    return bits
+
+
+@jit
+def compress(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    bits = _bits_in(dst[L.OP_DTYPE], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    hbm = mems[L.SPACE_HBM]
+    start = dynamic_offset(dst, regs)
+    wire = 0
+    for p in range(dst[L.OP_PCOUNT]):
+        wire += encode_row(bits[p], hbm, 0, start + p * dst[L.OP_PCOLSTEP], dst[L.OP_ITEMSIZE],
+                           dst[L.OP_SLOT])
+    regs[L.REG_DMA_WIRE] = wire
+    return L.STATUS_OK
+
+
+@jit
+def decompress(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    src = ops[arg_value(ins, 1)]
+    hbm = mems[L.SPACE_HBM]
+    start = dynamic_offset(src, regs)
+    bits = np.empty((src[L.OP_PCOUNT], src[L.OP_SIZE]), dtype=np.int64)
+    wire = 0
+    for p in range(src[L.OP_PCOUNT]):
+        wire += decode_row(hbm, 0, start + p * src[L.OP_PCOLSTEP], src[L.OP_SIZE],
+                           src[L.OP_ITEMSIZE], src[L.OP_SLOT], bits[p])
+    if dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
+        store_bits(dst, mems, regs, bits)
+    else:
+        code = src[L.OP_DTYPE]
+        values = np.empty(bits.shape, dtype=np.float32)
+        for p in range(bits.shape[0]):
+            for i in range(bits.shape[1]):
+                values[p, i] = decode(bits[p, i], code, fmt, table)
+        store_f32(dst, mems, regs, fmt, values)
+    regs[L.REG_DMA_WIRE] = wire
+    return L.STATUS_OK
+
+
+@jit
+def transpose(ins, ops, imms, mems, regs, fmt, table):
+    """dst[j, i] = src[i, j], raw bits (the dtypes are equal)."""
+    bits = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    store_bits(ops[arg_value(ins, 0)], mems, regs, np.ascontiguousarray(bits.T))
+    return L.STATUS_OK
+
+
+@jit
+def compute(ins, ops, imms, mems, regs, fmt, table):
+    """dst = src0 + src1 + ... in fp32, left to right, then one rounding to dst's dtype."""
+    total = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    for k in range(2, 9):
+        if arg_tag(ins, k) == L.TAG_OPERAND:
+            total = total + load_f32(ops[arg_value(ins, k)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, total)
+    return L.STATUS_OK
+
+
+@jit
+def accumulate(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    total = load_f32(dst, mems, regs, fmt, table) + load_f32(ops[arg_value(ins, 1)], mems, regs,
+                                                             fmt, table)
+    store_f32(dst, mems, regs, fmt, total)
+    return L.STATUS_OK
+
+
+@jit
+def _row_numbers(index, mems, regs, rows):
+    """The index column as row numbers; (-1, p, value) when entry p is outside [0, rows)."""
+    bits = load_bits(index, mems, regs)
+    numbers = np.empty(bits.shape[0], dtype=np.int64)
+    for p in range(bits.shape[0]):
+        v = bits[p, 0]
+        if index[L.OP_DTYPE] == _INT32 and v >= (1 << 31):
+            v -= 1 << 32
+        if v < 0 or v >= rows:
+            return numbers, p, v
+        numbers[p] = v
+    return numbers, -1, 0
+
+
+@jit
+def _one_row(op, row):
+    """The operand restricted to its logical row (partition) ``row``."""
+    out = op.copy()
+    out[L.OP_PSTART] = op[L.OP_PSTART] + row * op[L.OP_PROWSTEP]
+    out[L.OP_BASE] = op[L.OP_BASE] + row * op[L.OP_PCOLSTEP]
+    out[L.OP_PCOUNT] = 1
+    return out
+
+
+@jit
+def _fault_bad_index(regs, p, value, rows):
+    regs[L.REG_FAULT_INFO] = p
+    regs[L.REG_FAULT_INFO + 1] = value
+    regs[L.REG_FAULT_INFO + 2] = rows
+    return L.STATUS_BAD_INDEX
+
+
+@jit
+def gather(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    src = ops[arg_value(ins, 1)]
+    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, src[L.OP_PCOUNT])
+    if bad >= 0:
+        return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
+    for p in range(dst[L.OP_PCOUNT]):
+        copy_tile(_one_row(dst, p), _one_row(src, rows[p]), mems, regs, fmt, table)
+    return L.STATUS_OK
+
+
+@jit
+def scatter(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    src = ops[arg_value(ins, 1)]
+    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, dst[L.OP_PCOUNT])
+    if bad >= 0:
+        return _fault_bad_index(regs, bad, value, dst[L.OP_PCOUNT])
+    # one transfer must not write a row twice: the order of the two writes is undefined
+    order = np.argsort(rows, kind="mergesort")
+    for k in range(1, order.size):
+        if rows[order[k]] == rows[order[k - 1]]:
+            regs[L.REG_FAULT_INFO] = order[k - 1]
+            regs[L.REG_FAULT_INFO + 1] = order[k]
+            regs[L.REG_FAULT_INFO + 2] = rows[order[k]]
+            return L.STATUS_OVERLAP
+    for p in range(src[L.OP_PCOUNT]):
+        copy_tile(_one_row(dst, rows[p]), _one_row(src, p), mems, regs, fmt, table)
     return L.STATUS_OK

@@ -18,6 +18,7 @@ import numpy as np
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import dynamic_offset
+from neuronemu.timing import dma
 
 BLOCK_BYTES = 64
 
@@ -29,13 +30,12 @@ C_MIN_II = 3
 C_FIXED = 4
 C_EXTRA_OUTPUT = 5
 C_FP32_FACTOR = 6
-COST_WIDTH = 7
+C_EFFICIENCY = 7
+C_SBUF_EFFICIENCY = 8
+C_INDEXED = 9
+COST_WIDTH = 10
 FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5}
 F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA = range(6)
-
-# target_params entries
-T_DMA_BYTES_PER_NS = 0
-T_DMA_FIXED_NS = 1
 
 _ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
 _FLOAT32 = 0               # dtype code of float32 (isa/dtypes.toml)
@@ -46,7 +46,7 @@ def cost_table(isa) -> np.ndarray:
     rows = np.zeros((len(isa.costs), COST_WIDTH), dtype=np.float64)
     for c in isa.costs.values():
         rows[c.code] = (FORMULAS[c.formula], c.per_element, c.fast_per_element, c.min_ii, c.fixed,
-                        c.extra_output, c.fp32_factor)
+                        c.extra_output, c.fp32_factor, c.efficiency, c.sbuf_efficiency, c.indexed)
     return rows
 
 
@@ -62,7 +62,7 @@ def track_clocks(target) -> np.ndarray:
 
 
 def target_params(target) -> np.ndarray:
-    return np.array([target.dma_bytes_per_ns, target.dma_fixed_ns], dtype=np.float64)
+    return dma.params(target)
 
 
 @jit
@@ -97,10 +97,6 @@ def cost_cycles(ins, ops, costs, params):
                 inputs_in_psum += 1
             if inputs == 2:
                 moving = value
-    if formula == F_DMA:
-        dst = ops[ins[L.I_ARGS + 1]]
-        nbytes = dst[L.OP_PCOUNT] * dst[L.OP_SIZE] * dst[L.OP_ITEMSIZE]
-        return params[T_DMA_FIXED_NS] + nbytes / params[T_DMA_BYTES_PER_NS]
     if formula == F_MATMUL:
         # args: dst, stationary, moving: the moving operand's free size streams through the array
         mv = ops[moving]
@@ -161,13 +157,19 @@ def operand_done(op, regs, access, end, write_end, read_end):
 
 
 @jit
-def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end):
-    """Place one instruction on its track; returns (start_ns, end_ns, cycles, k) where k is the
-    first argument that reads never-written memory, or -1."""
+def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
+             dma_state):
+    """Place one instruction on its track; returns (start_ns, end_ns, cycles, k, bytes, wire)
+    where k is the first argument that reads never-written memory, or -1, and bytes / wire are
+    a DMA's bytes uncompressed and as charged (0 for other instructions).
+
+    ``dma_state`` = (engine_free, engine_busy): the DMA engines every queue shares."""
     track = ins[L.I_TRACK]
-    cycles = cost_cycles(ins, ops, costs, params)
-    if cycles == 0.0:
-        return track_free[track], track_free[track], 0.0, -1
+    row = costs[ins[L.I_COST]]
+    is_dma = int(row[C_FORMULA]) == F_DMA
+    cycles = 0.0 if is_dma else cost_cycles(ins, ops, costs, params)
+    if cycles == 0.0 and not is_dma:
+        return track_free[track], track_free[track], 0.0, -1, 0.0, 0.0
     ready = track_free[track]
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
@@ -178,15 +180,24 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
             ready = max(ready, t)
             if unwritten and unwritten_arg < 0:
                 unwritten_arg = k
-    duration = cycles / clocks[track]
-    end = ready + duration
+    nbytes = 0.0
+    wire = 0.0
+    if is_dma:
+        engine_free, engine_busy = dma_state
+        end, cycles, nbytes, wire = dma.transfer(
+            ins, ops, regs, params, row[C_EFFICIENCY], row[C_SBUF_EFFICIENCY],
+            row[C_INDEXED] > 0.0, ready, engine_free, engine_busy)
+        duration = end - ready
+    else:
+        duration = cycles / clocks[track]
+        end = ready + duration
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
             operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, write_end, read_end)
     track_free[track] = end
     busy[track] += duration
-    return ready, end, cycles, unwritten_arg
+    return ready, end, cycles, unwritten_arg, nbytes, wire
 
 
 NEVER_WRITTEN = -1.0

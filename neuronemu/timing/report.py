@@ -22,6 +22,43 @@ class TrackStats:
         return None if self.clock_ghz is None else round(self.busy_ns * self.clock_ghz)
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    transfers: int
+    bytes: int                # as the tiles hold them
+    compressed_bytes: int     # as charged: compressed tensors count their compressed size
+    busy_ns: float            # from each transfer's issue to its completion
+    occupancy: float          # busy_ns / total time
+
+
+@dataclass(frozen=True)
+class DmaStats:
+    """DMA traffic of one run: totals, and per queue that carried any."""
+
+    transfers: int
+    bytes: int
+    compressed_bytes: int
+    time_ns: float
+    engine_busy_ns: tuple[float, ...]   # per DMA engine
+    queues: dict[str, QueueStats]
+
+    @property
+    def compression_ratio(self) -> float:
+        """Bytes / compressed bytes (1.0 when nothing was compressed)."""
+        return self.bytes / self.compressed_bytes if self.compressed_bytes else 1.0
+
+    @property
+    def achieved_gbps(self) -> float:
+        """Charged bytes over the run's time, in GB/s (= bytes per ns)."""
+        return self.compressed_bytes / self.time_ns if self.time_ns else 0.0
+
+    @property
+    def engine_utilisation(self) -> float:
+        if not self.time_ns or not self.engine_busy_ns:
+            return 0.0
+        return sum(self.engine_busy_ns) / len(self.engine_busy_ns) / self.time_ns
+
+
 @dataclass
 class Timing:
     """Modelled time of one run (sync mode auto)."""
@@ -35,7 +72,9 @@ class Timing:
     events_recorded: int
     events_total: int
     events: np.ndarray = field(repr=False, default=None)        # [n, 2 + args] (pc, track, ..)
-    event_times: np.ndarray = field(repr=False, default=None)   # [n, 3] (start, end, cycles)
+    # [n, 5] (start, end, cycles, bytes, wire bytes); cycles are ns for DMA queues
+    event_times: np.ndarray = field(repr=False, default=None)
+    dma: DmaStats | None = None
 
     @property
     def tensor_flops_per_second(self) -> float:
@@ -65,7 +104,24 @@ def track_names() -> dict[int, str]:
     return names
 
 
-def build(program, counts, busy, track_free, clocks, events, event_times, n_events) -> Timing:
+def dma_stats(stats: np.ndarray, busy: np.ndarray, engine_busy: np.ndarray,
+              time_ns: float) -> DmaStats:
+    from neuronemu.timing import dma
+
+    queues = {}
+    for q in range(L.NUM_DMA_QUEUES):
+        if stats[q, dma.S_TRANSFERS]:
+            b = float(busy[L.DMA_TRACK0 + q])
+            queues[f"q{q}"] = QueueStats(int(stats[q, dma.S_TRANSFERS]), int(stats[q, dma.S_BYTES]),
+                                         int(stats[q, dma.S_WIRE]), b,
+                                         b / time_ns if time_ns else 0.0)
+    return DmaStats(int(stats[:, dma.S_TRANSFERS].sum()), int(stats[:, dma.S_BYTES].sum()),
+                    int(stats[:, dma.S_WIRE].sum()), time_ns,
+                    tuple(float(b) for b in engine_busy), queues)
+
+
+def build(program, counts, busy, track_free, clocks, events, event_times, n_events,
+          dma_counts=None, engine_busy=None) -> Timing:
     names = track_names()
     recorded = min(n_events, events.shape[0])
     events = events[:recorded].copy()
@@ -93,9 +149,11 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
             flops += int(counts[pc]) * 2 * stationary.partitions * stationary.free_size \
                 * moving.free_size
     peak = 2 * 128 * 128 * engine_clocks["tensor"]
+    dma = (dma_stats(dma_counts, busy, engine_busy, time_ns)
+           if dma_counts is not None and dma_counts[:, 0].any() else None)
     return Timing(time_ns, tracks, cycles, flops, peak,
                   critical_path(events, event_times, names), recorded, int(n_events),
-                  events, event_times)
+                  events, event_times, dma)
 
 
 def _free_code() -> int:
@@ -144,14 +202,20 @@ def chrome_trace(program, timing: Timing) -> dict:
                       "args": {"name": names[t]}})
         trace.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": t,
                       "args": {"sort_index": t}})
-    for row, (start, end, cycles) in zip(timing.events, timing.event_times, strict=True):
+    for row, times in zip(timing.events, timing.event_times, strict=True):
+        start, end, cycles = times[:3]
         pc, track = int(row[0]), int(row[1])
         ins = program.instructions[pc]
+        args = {"cycles": round(float(cycles), 3), "source": f"{source}:{ins.location.line}"}
+        if track >= L.DMA_TRACK0:
+            nbytes, wire = int(times[3]), int(times[4])
+            args = {"ns_alone": args.pop("cycles"), **args, "bytes": nbytes,
+                    "compressed_bytes": wire,
+                    "compression_ratio": round(nbytes / wire, 6) if wire else 1.0}
         trace.append({
             "name": ins.definition.name, "ph": "X", "pid": 0, "tid": int(track),
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
-            "args": {"cycles": round(float(cycles), 3),
-                     "source": f"{source}:{ins.location.line}"}})
+            "args": args})
     return {"traceEvents": trace, "displayTimeUnit": "ns",
             "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
                           "events_recorded": timing.events_recorded}}

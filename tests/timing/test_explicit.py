@@ -14,7 +14,9 @@ from neuronemu.programs import find_program
 from neuronemu.timing.explicit import SyncError
 
 HERE = Path(__file__).resolve().parents[1] / "programs"
-DMA_NS = 1300 + 128 * 512 * 4 / 368  # one [128, 512] fp32 transfer on trn2
+# one [128, 512] fp32 transfer on trn2: 8 rows of 2 KiB per engine, 256 bytes of overhead per
+# row, at 368 / 16 bytes per ns (docs/dma.md)
+DMA_NS = 1300 + 8 * (2048 + 256) / (368 / 16)
 EXP_NS = 512 / 1.2
 
 
@@ -131,7 +133,7 @@ def test_explicit_double_buffer_matches_auto_and_math() -> None:
     np.testing.assert_array_equal(explicit.outputs["y"], np.maximum(2 * x, 0).astype(np.float32))
     assert explicit.timing.time_ns == pytest.approx(auto.timing.time_ns)
     single = neuronemu.run(neuronemu.assemble_file(find_program("timing/single_buffer")))
-    assert explicit.timing.time_ns < 0.6 * single.timing.time_ns
+    assert explicit.timing.time_ns < 0.7 * single.timing.time_ns
 
 
 def test_auto_mode_ignores_semaphores() -> None:

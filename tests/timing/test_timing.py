@@ -80,8 +80,10 @@ def test_cost_formula(instruction: str, engine: str, cycles: float, target: str)
 
 @pytest.mark.parametrize("target", ["trn1", "trn2", "trn3"])
 def test_dma_cost(target: str) -> None:
+    # 128 rows of 2 KiB over 16 engines (8 rows each) at DMA[target] / 16 bytes per ns, every
+    # row one buffer with a 256-byte overhead, after the 1300 ns fixed cost (docs/dma.md)
     t = timing(DECLS + "dma.copy a, x, queue=3", target)
-    assert t.tracks["dma.q3"].busy_ns == pytest.approx(1300 + 128 * 512 * 4 / DMA[target])
+    assert t.tracks["dma.q3"].busy_ns == pytest.approx(1300 + 8 * (2048 + 256) * 16 / DMA[target])
 
 
 def test_control_takes_no_time() -> None:
@@ -118,11 +120,12 @@ def test_one_engine_runs_in_order() -> None:
 
 
 def test_dma_queues_overlap_and_a_queue_is_fifo() -> None:
-    one = 1300 + 128 * 512 * 4 / 368
+    data = 8 * (2048 + 256) * 16 / 368
     same = timing(DECLS + "dma.copy a, x, queue=0\ndma.copy b, x, queue=0\n")
-    assert same.time_ns == pytest.approx(2 * one)
+    assert same.time_ns == pytest.approx(2 * (1300 + data))
+    # two queues overlap their fixed costs but share the 16 engines' bandwidth
     two = timing(DECLS + "dma.copy a, x, queue=0\ndma.copy b, x, queue=1\n")
-    assert two.time_ns == pytest.approx(one)
+    assert two.time_ns == pytest.approx(1300 + 2 * data)
 
 
 def test_tensor_flops_and_peak() -> None:
@@ -143,7 +146,7 @@ def test_double_buffering_beats_single_buffering() -> None:
         single = _run_bundled("timing/single_buffer", target)
         double = _run_bundled("timing/double_buffer", target)
         assert (single.outputs["y"].tobytes() == double.outputs["y"].tobytes())
-        assert double.timing.time_ns < 0.6 * single.timing.time_ns
+        assert double.timing.time_ns < 0.72 * single.timing.time_ns
 
 
 def test_identical_runs_give_identical_times_and_traces(tmp_path) -> None:

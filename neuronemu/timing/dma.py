@@ -1,0 +1,205 @@
+"""Time of one DMA transfer on the core's DMA engines (docs/dma.md, "Timing").
+
+A transfer waits for its queue (FIFO: the previous transfer on the queue has completed), pays
+the fixed cost of descriptors and synchronisation, then moves its rows. Row i (a partition of the
+on-chip side) is served by the DMA engine owning that partition (128 / 16 = 8 partitions per
+engine), so a transfer over all 128 partitions uses all 16 engines and one over 8 partitions
+uses one. An engine moves a row in (bytes + buffers * overhead) / (bandwidth * efficiency):
+every contiguous run of bytes is a DMA buffer with a fixed overhead, which gives the documented
+efficiency curve (small chunks are overhead-bound). Engines are shared by all queues: a
+transfer's rows start when their engine is free, in issue order.
+
+Bytes are counted where the bandwidth is spent: the HBM side when the transfer touches HBM (the
+side inline compression shrinks), otherwise the larger of bytes read and written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+
+# target_params entries (neuronemu.timing.model.target_params)
+T_DMA_BYTES_PER_NS = 0
+T_DMA_FIXED_NS = 1
+T_DMA_HWDGE_FIXED_NS = 2
+T_DMA_ENGINES = 3
+T_DMA_BUFFER_OVERHEAD = 4
+T_PARTITIONS = 5
+PARAMS_WIDTH = 6
+
+# dma statistics columns, per queue
+S_TRANSFERS = 0
+S_BYTES = 1       # bytes as the tiles hold them (uncompressed)
+S_WIRE = 2        # bytes charged (compressed where compressed)
+STATS_WIDTH = 3
+
+
+def params(target) -> np.ndarray:
+    row = np.zeros(PARAMS_WIDTH, dtype=np.float64)
+    row[T_DMA_BYTES_PER_NS] = target.dma_bytes_per_ns
+    row[T_DMA_FIXED_NS] = target.dma_fixed_ns
+    row[T_DMA_HWDGE_FIXED_NS] = target.dma_hwdge_fixed_ns
+    row[T_DMA_ENGINES] = target.dma_engines
+    row[T_DMA_BUFFER_OVERHEAD] = target.dma_buffer_overhead_bytes
+    row[T_PARTITIONS] = target.partitions
+    return row
+
+
+@jit
+def contiguous_bytes(op):
+    """Length of the contiguous runs one row of the operand is made of."""
+    itemsize = op[L.OP_ITEMSIZE]
+    if op[L.OP_BLOCK] > 0:
+        return op[L.OP_SIZE] * itemsize  # a compressed row is one stream of block slots
+    run = itemsize
+    for k in range(L.MAX_FREE_DIMS - 1, -1, -1):
+        count = op[L.OP_COUNT + k]
+        if count == 1:
+            continue
+        if op[L.OP_STRIDE + k] != run:
+            break
+        run *= count
+    return run
+
+
+@jit
+def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready, engine_free,
+             engine_busy):
+    """Place the transfer whose queue and operands are ready at ``ready`` (ns); returns
+    (end_ns, ns it takes alone on idle engines, bytes, wire bytes)."""
+    nargs = ins[L.I_NARGS]
+    # rows follow the on-chip side: the written on-chip operand, else the first on-chip read
+    rows_op = -1
+    rows_written = False
+    for k in range(nargs):
+        if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            continue
+        value = ins[L.I_ARGS + 2 * k + 1]
+        if ops[value][L.OP_SPACE] == L.SPACE_HBM:
+            continue
+        if (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_WRITE and not rows_written:
+            rows_op = value
+            rows_written = True
+        elif rows_op < 0:
+            rows_op = value
+    first = ops[ins[L.I_ARGS + 1]]
+    rows = ops[rows_op][L.OP_PCOUNT] if rows_op >= 0 else first[L.OP_PCOUNT]
+    read = 0.0
+    written = 0.0
+    hbm_read = 0.0
+    hbm_written = 0.0
+    raw_read = 0.0
+    raw_written = 0.0
+    hbm_raw_read = 0.0
+    hbm_raw_written = 0.0
+    touches_hbm = False
+    src_on_chip = False
+    row_buffers = 1
+    for k in range(nargs):
+        if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            continue
+        op = ops[ins[L.I_ARGS + 2 * k + 1]]
+        access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+        in_hbm = op[L.OP_SPACE] == L.SPACE_HBM
+        n_rows = op[L.OP_PCOUNT]
+        if indexed and in_hbm:
+            n_rows = rows  # an indexed table moves one row per index entry
+        row_bytes = op[L.OP_SIZE] * op[L.OP_ITEMSIZE]
+        raw = float(n_rows * row_bytes)
+        wire = raw
+        if op[L.OP_BLOCK] > 0 and regs[L.REG_DMA_WIRE] >= 0:
+            wire = float(regs[L.REG_DMA_WIRE])
+        if access & L.ACCESS_READ:
+            read += wire
+            raw_read += raw
+            if in_hbm:
+                hbm_read += wire
+                hbm_raw_read += raw
+            else:
+                src_on_chip = True
+        if access & L.ACCESS_WRITE:
+            written += wire
+            raw_written += raw
+            if in_hbm:
+                hbm_written += wire
+                hbm_raw_written += raw
+        touches_hbm = touches_hbm or in_hbm
+        run = contiguous_bytes(op)
+        buffers = n_rows * -(-row_bytes // run)
+        row_buffers = max(row_buffers, -(-buffers // rows))
+    if touches_hbm:
+        wire_bytes = max(hbm_read, hbm_written)
+        raw_bytes = max(hbm_raw_read, hbm_raw_written)
+    else:
+        wire_bytes = max(read, written)
+        raw_bytes = max(raw_read, raw_written)
+    if ins[L.I_DMA_FLAGS] & L.DMA_HWDGE:
+        fixed = params[T_DMA_HWDGE_FIXED_NS]
+    else:
+        fixed = params[T_DMA_FIXED_NS]
+    engines = int(params[T_DMA_ENGINES])
+    engine_bw = params[T_DMA_BYTES_PER_NS] / engines
+    eff = sbuf_efficiency if src_on_chip and not hbm_read > 0.0 else efficiency
+    row_ns = (wire_bytes / rows + row_buffers * params[T_DMA_BUFFER_OVERHEAD]) / (engine_bw * eff)
+    per_engine = np.zeros(engines, dtype=np.int64)
+    partitions = int(params[T_PARTITIONS])
+    for i in range(rows):
+        if rows_op >= 0:
+            partition = ops[rows_op][L.OP_PSTART] + i
+            per_engine[partition * engines // partitions] += 1
+        else:
+            per_engine[i % engines] += 1
+    data_start = ready + fixed
+    end = data_start
+    alone = 0.0
+    for e in range(engines):
+        if per_engine[e] == 0:
+            continue
+        duration = per_engine[e] * row_ns
+        start = reserve(engine_free[e], data_start, duration)
+        engine_busy[e] += duration
+        end = max(end, start + duration)
+        alone = max(alone, duration)
+    return end, fixed + alone, raw_bytes, wire_bytes
+
+
+ENGINE_INTERVALS = 32  # busy intervals remembered per engine; older gaps are given up
+
+
+@jit
+def reserve(intervals, earliest, duration):
+    """Book ``duration`` ns on an engine at the first idle gap at or after ``earliest``.
+
+    ``intervals`` [ENGINE_INTERVALS + 1, 2]: row 0 holds the count, rows 1.. the busy
+    intervals (start, end) sorted by start. A transfer issued later in program order may use a
+    gap left earlier (its queue was free while the engine idled), which is how transfers of
+    different queues interleave on shared engines. When the list is full the two oldest
+    intervals merge, so the oldest gap is treated as busy (conservative)."""
+    n = int(intervals[0, 0])
+    if n == ENGINE_INTERVALS:
+        intervals[1, 1] = intervals[2, 1]
+        for i in range(2, n):
+            intervals[i, 0] = intervals[i + 1, 0]
+            intervals[i, 1] = intervals[i + 1, 1]
+        n -= 1
+    start = earliest
+    slot = n
+    for i in range(1, n + 1):
+        a = intervals[i, 0]
+        b = intervals[i, 1]
+        if b <= start:
+            continue
+        if a >= start + duration:
+            slot = i - 1
+            break
+        start = b
+    # insert after the first ``slot`` intervals (rows are 1-based)
+    for i in range(n, slot, -1):
+        intervals[i + 1, 0] = intervals[i, 0]
+        intervals[i + 1, 1] = intervals[i, 1]
+    intervals[slot + 1, 0] = start
+    intervals[slot + 1, 1] = start + duration
+    intervals[0, 0] = n + 1
+    return start

@@ -1,0 +1,160 @@
+"""DMA instructions beyond copy: transpose, compute, accumulate, gather, scatter.
+
+Oracles: numpy indexing and .T on the input bits, float64 sums rounded to fp32 step by step
+(the documented left-to-right fp32 order), ml_dtypes for the final narrowing."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import AsmError, RuntimeFault
+
+
+def run(src: str, target: str = "trn2", **inputs):
+    return neuronemu.run(neuronemu.assemble(src, "kernel.s", target=target), inputs=inputs)
+
+
+def f32(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).astype(np.float32)
+
+
+@pytest.mark.parametrize("source_space", ["hbm", "sbuf"])
+def test_transpose_is_bit_exact(source_space: str) -> None:
+    rng = np.random.default_rng(1)
+    bits = rng.integers(0, 2**16, size=(48, 128), dtype=np.uint16)
+    x = bits.view(ml_dtypes.bfloat16)
+    stage = "" if source_space == "hbm" else ".sbuf s bfloat16[48, 128]\ndma.copy s, x\n"
+    src_name = "x" if source_space == "hbm" else "s"
+    result = run(f""".hbm x bfloat16[48, 128] input
+.hbm y bfloat16[128, 48] output
+.sbuf t bfloat16[128, 48]
+{stage}dma.transpose t, {src_name}, queue=2
+dma.copy y, t
+""", x=x)
+    np.testing.assert_array_equal(result.outputs["y"].view(np.uint16), bits.T)
+
+
+@pytest.mark.parametrize("target, body, message", [
+    ("trn1", "dma.transpose t, x", "not available on trn1"),
+    ("trn2", "dma.transpose tf, xf", "float32"),
+    ("trn2", "dma.transpose t[0:64, :], x", "must be [128, 48]"),
+])
+def test_transpose_errors(target: str, body: str, message: str) -> None:
+    src = (".hbm x bfloat16[48, 128] input\n.hbm xf float32[48, 128] input\n"
+           ".sbuf t bfloat16[128, 48]\n.sbuf tf float32[128, 48]\n" + body + "\n")
+    with pytest.raises(AsmError) as info:
+        neuronemu.assemble(src, "bad.s", target=target)
+    assert message in info.value.render()
+    assert info.value.location.line == 5
+
+
+def test_compute_sums_left_to_right_in_fp32() -> None:
+    rng = np.random.default_rng(2)
+    a, b, c = (rng.normal(0, 1e4, (64, 96)).astype(np.float32) for _ in range(3))
+    c[0, :4] = [1e-3, -1e-3, 3.0, -0.0]
+    result = run(""".hbm a float32[64, 96] input
+.hbm b float32[64, 96] input
+.hbm c float32[64, 96] input
+.hbm s float32[64, 96] output
+.hbm h bfloat16[64, 96] output
+.sbuf cs float32[64, 96]
+.sbuf t float32[64, 96]
+.sbuf th bfloat16[64, 96]
+dma.copy cs, c
+dma.compute t, a, b, cs, queue=1
+dma.compute th, a, b, cs, queue=2
+dma.copy s, t
+dma.copy h, th
+""", a=a, b=b, c=c)
+    expected = f32(f32(a.astype(np.float64) + b) + c.astype(np.float64))
+    np.testing.assert_array_equal(result.outputs["s"], expected)
+    np.testing.assert_array_equal(result.outputs["h"].view(np.uint16),
+                                  expected.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_accumulate_is_trn3_only_and_adds() -> None:
+    src = """.hbm x float32[32, 64] input
+.hbm y float32[32, 64] output
+.sbuf acc float32[32, 64]
+vector.memset acc, value=0.25
+dma.accumulate acc, x, queue=4
+dma.accumulate acc, x, queue=4
+dma.copy y, acc
+"""
+    x = np.random.default_rng(3).normal(size=(32, 64)).astype(np.float32)
+    result = run(src, target="trn3", x=x)
+    np.testing.assert_array_equal(result.outputs["y"], f32(f32(0.25 + x.astype(np.float64)) + x))
+    with pytest.raises(AsmError, match="not available on trn2"):
+        neuronemu.assemble(src, "k.s", target="trn2")
+
+
+GATHER = """.hbm table float32[1000, 64] input
+.hbm ids int32[128, 1] input
+.hbm rows_out float32[128, 64] output
+.hbm scattered float32[1000, 64] output init=zeros
+.sbuf idx int32[128, 1]
+.sbuf rows float32[128, 64]
+dma.copy idx, ids
+dma.gather rows, table, index=idx, queue=5
+dma.copy rows_out, rows
+dma.scatter scattered, rows, index=idx, queue=6
+"""
+
+
+def test_gather_and_scatter_match_numpy_indexing() -> None:
+    rng = np.random.default_rng(4)
+    table = rng.normal(size=(1000, 64)).astype(np.float32)
+    ids = rng.permutation(1000)[:128].astype(np.int32).reshape(128, 1)
+    result = run(GATHER, table=table, ids=ids)
+    np.testing.assert_array_equal(result.outputs["rows_out"], table[ids[:, 0]])
+    expected = np.zeros((1000, 64), np.float32)
+    expected[ids[:, 0]] = table[ids[:, 0]]
+    np.testing.assert_array_equal(result.outputs["scattered"], expected)
+    # an indexed transfer moves one table row per index, not the table
+    assert result.timing.dma.queues["q5"].bytes == 128 * 64 * 4
+
+
+def test_gather_index_out_of_range_is_located() -> None:
+    ids = np.arange(128, dtype=np.int32).reshape(128, 1)
+    ids[7, 0] = 1000
+    with pytest.raises(RuntimeFault) as info:
+        run(GATHER, ids=ids)
+    text = info.value.render()
+    assert "idx[7] = 1000 is not a row of 'table' (rows 0..999)" in text
+    assert info.value.location.line == 8
+
+
+def test_negative_int32_index_is_out_of_range() -> None:
+    ids = np.arange(128, dtype=np.int32).reshape(128, 1)
+    ids[3, 0] = -2
+    with pytest.raises(RuntimeFault, match=r"idx\[3\] = -2"):
+        run(GATHER, ids=ids)
+
+
+def test_scatter_with_overlapping_rows_is_refused() -> None:
+    ids = np.arange(128, dtype=np.int32).reshape(128, 1)
+    ids[90, 0] = 5
+    with pytest.raises(RuntimeFault) as info:
+        run(GATHER, ids=ids)
+    text = info.value.render()
+    assert "partitions 5 and 90 of 'idx' both name row 5 of 'scattered'" in text
+    assert "overlapping destination writes" in text
+    assert info.value.location.line == 10
+
+
+@pytest.mark.parametrize("body, message", [
+    ("dma.gather rows, table, index=rows", "index must be a column"),
+    ("dma.gather rows, table, index=fidx", "int32"),
+    ("dma.gather rows[0:64, :], table, index=idx", "partition mismatch"),
+    ("dma.copy rows, table[0:128, :], queue=16", "range [0, 15]"),
+    ("dma.copy rows, table[0:128, :], dge=hw", "does not have"),
+])
+def test_descriptor_errors(body: str, message: str) -> None:
+    src = (".target trn1\n.hbm table float32[1000, 64] input\n.sbuf idx int32[128, 1]\n"
+           ".sbuf fidx float32[128, 1]\n.sbuf rows float32[128, 64]\n" + body + "\n")
+    with pytest.raises(AsmError) as info:
+        neuronemu.assemble(src, "bad.s")
+    assert message in info.value.render()
