@@ -46,8 +46,8 @@ def binary(op, a, b):
     elif op == C.ALU_POWER:
         # fp32 result of the correctly rounded double-precision power
         out = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
-    else:  # bypass: the first operand passes through
-        out = a + np.zeros_like(b)
+    else:  # bypass: the first operand passes through (* 1.0 broadcasts it and keeps -0.0)
+        out = a * np.ones_like(b)
     return out.astype(np.float32)
 
 

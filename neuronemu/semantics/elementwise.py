@@ -34,8 +34,9 @@ def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
     partitions = data.shape[0]
     s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
     s1 = scalar_column(ins, 6, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
-    s0 = s0 + np.zeros_like(data)
-    s1 = s1 + np.zeros_like(data)
+    # broadcast by * 1.0, which keeps -0.0 (+ 0.0 would turn it into +0.0)
+    s0 = s0 * np.ones_like(data)
+    s1 = s1 * np.ones_like(data)
     if arg_value(ins, 4) != 0:
         x = binary(arg_value(ins, 2), s0, data)
     else:
@@ -149,7 +150,7 @@ def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     """(data op0 operand0) op1 operand1; each stage rounds to fp32."""
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
-    s0 = column.reshape(-1, 1) + np.zeros_like(data)
+    s0 = column.reshape(-1, 1) * np.ones_like(data)
     other = load_f32(ops[arg_value(ins, 5)], mems, regs, fmt, table)
     if arg_value(ins, 6) != 0:
         t = binary(arg_value(ins, 2), s0, data)
@@ -196,7 +197,7 @@ def tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table):
     rounding), left to right."""
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
-    out = binary(arg_value(ins, 2), data, column.reshape(-1, 1) + np.zeros_like(data))
+    out = binary(arg_value(ins, 2), data, column.reshape(-1, 1) * np.ones_like(data))
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, reduce_rows(arg_value(ins, 4), out, 1))
     return L.STATUS_OK

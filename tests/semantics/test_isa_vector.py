@@ -135,9 +135,7 @@ dma.copy z, a
     ("subtract", [(-0.0, 0.0, -0.0), (0.0, 0.0, 0.0), (-0.0, -0.0, 0.0)]),
     ("multiply", [(-0.0, 3.0, -0.0), (-0.0, -3.0, 0.0), (-0.0, 0.0, -0.0)]),
     ("divide", [(-0.0, 3.0, -0.0), (-0.0, -3.0, 0.0), (3.0, -0.0, -INF)]),
-    pytest.param("bypass", [(-0.0, 1.0, -0.0), (-0.0, -0.0, -0.0), (0.0, -0.0, 0.0)],
-                 marks=pytest.mark.xfail(strict=True, reason="bug: bypass computes data1 + 0.0, "
-                                         "which turns -0.0 into +0.0 instead of passing it")),
+    ("bypass", [(-0.0, 1.0, -0.0), (-0.0, -0.0, -0.0), (0.0, -0.0, 0.0)]),
 ])
 def test_signed_zero_operands(op: str, pairs) -> None:
     x = np.array([[p[0] for p in pairs]], np.float32)
@@ -263,8 +261,6 @@ def test_tensor_scalar_into_bf16_with_immediate_second_operand() -> None:
     assert_same_floats(result.outputs["z"], expected)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the operand is broadcast as operand + 0.0, so an "
-                   "operand of -0.0 (immediate or column) acts as +0.0")
 @pytest.mark.parametrize("operand", ["-0.0", "col"])
 def test_tensor_scalar_negative_zero_operand(operand: str) -> None:
     x = np.array([[1.0, -2.0, 0.0, 5.0]], np.float32)
