@@ -284,6 +284,12 @@ def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeF
             return RuntimeFault(f"{ins.definition.name} argument '{arg.name}' leaves "
                                 f"'{tile.symbol}' at run time ({values}); the instruction was not "
                                 f"executed", tile.location)
+    if status == L.STATUS_BAD_INDEX and ins is not None and "indices" in ins.args:
+        p, value, limit, j = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 4])
+        index, data = ins.args["indices"], ins.args["data"]
+        return RuntimeFault(f"{ins.definition.name}: {index.symbol}[{p}, {j}] = {value} is not an "
+                            f"element of '{data.symbol}' (0..{limit - 1} per partition); nothing "
+                            f"was written", index.location)
     if status in (L.STATUS_BAD_INDEX, L.STATUS_OVERLAP) and ins is not None:
         a, b, c = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 3])
         table = next(t for t in ins.args.values() if isinstance(t, Tile) and t.space == "hbm")

@@ -25,6 +25,12 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0305:  # gpsimd.partition_reduce
         return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0306:  # gpsimd.sequence_bounds
+        return gpsimd.sequence_bounds(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0307:  # gpsimd.nonzero_with_count
+        return gpsimd.nonzero_with_count(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0308:  # gpsimd.n_gather
+        return gpsimd.n_gather(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0402:  # dma.compress
@@ -71,6 +77,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return search.max8(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x050f:  # vector.find_index8
         return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0510:  # vector.select_reduce
+        return search.select_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0511:  # vector.match_replace8
+        return search.match_replace8(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

@@ -250,3 +250,22 @@ def index_column(ctx, index):
     if index in tiles and tiles[index].free_size != 1:
         _fail(tiles[index], f"{index} must be a column [P, 1] (one row number per partition), not "
                             f"{_shape(tiles[index])}")
+
+
+@rule
+def free_ratio(ctx, big, small, factor):
+    tiles = dict(_tiles(ctx, [big, small]))
+    if len(tiles) == 2 and tiles[big].free_size != int(factor) * tiles[small].free_size:
+        _fail(tiles[big], f"{big} must have {factor} x {tiles[small].free_size} = "
+                          f"{int(factor) * tiles[small].free_size} elements per partition "
+                          f"({factor} per element of {small}), not {tiles[big].free_size}")
+
+
+@rule
+def free_plus(ctx, big, small, extra):
+    tiles = dict(_tiles(ctx, [big, small]))
+    if len(tiles) == 2 and tiles[big].free_size != tiles[small].free_size + int(extra):
+        _fail(tiles[big], f"{big} must have {tiles[small].free_size} + {extra} = "
+                          f"{tiles[small].free_size + int(extra)} elements per partition "
+                          f"(one per element of {small}, then the count), not "
+                          f"{tiles[big].free_size}")

@@ -87,8 +87,8 @@ REG_SR_SEED = 71
 REG_STEP = 72       # dynamic index of the executing instruction
 REG_SR_STORE = 73   # stores so far within that instruction
 REG_DMA_WIRE = 74   # bytes the executing DMA moved over the wire (-1: as the raw tiles say)
-REG_FAULT_INFO = 75  # three values that describe a data-dependent fault (bad index, overlap)
-REG_COUNT = 78
+REG_FAULT_INFO = 75  # four values that describe a data-dependent fault (bad index, overlap)
+REG_COUNT = 79
 
 # interpreter status codes
 STATUS_OK = 0
@@ -96,5 +96,5 @@ STATUS_OUT_OF_BOUNDS = 1
 STATUS_LIMIT = 2
 STATUS_BAD_OPCODE = 3
 STATUS_BAD_VALUE = 4
-STATUS_BAD_INDEX = 5   # an index tile entry outside the indexed tensor (REG_FAULT_INFO: p, index, rows)
+STATUS_BAD_INDEX = 5   # an index outside the indexed tensor (REG_FAULT_INFO: p, index, limit, j)
 STATUS_OVERLAP = 6     # two partitions of one scatter write the same row (REG_FAULT_INFO: p, q, row)

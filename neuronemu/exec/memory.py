@@ -277,6 +277,16 @@ def scalar_column(ins, slot, ops, imms, mems, regs, fmt, table, partitions):
     return out
 
 
+@jit
+def one_row(op, row):
+    """The operand restricted to its logical row (partition) ``row``."""
+    out = op.copy()
+    out[L.OP_PSTART] = op[L.OP_PSTART] + row * op[L.OP_PROWSTEP]
+    out[L.OP_BASE] = op[L.OP_BASE] + row * op[L.OP_PCOLSTEP]
+    out[L.OP_PCOUNT] = 1
+    return out
+
+
 @jit(inline="always")
 def arg_value(ins, slot):
     return ins[L.I_ARGS + 2 * slot + 1]

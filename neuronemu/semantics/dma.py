@@ -18,6 +18,7 @@ from neuronemu.exec.memory import (
     dynamic_offset,
     load_bits,
     load_f32,
+    one_row,
     store_bits,
     store_f32,
 )
@@ -129,16 +130,6 @@ def _row_numbers(index, mems, regs, rows):
 
 
 @jit
-def _one_row(op, row):
-    """The operand restricted to its logical row (partition) ``row``."""
-    out = op.copy()
-    out[L.OP_PSTART] = op[L.OP_PSTART] + row * op[L.OP_PROWSTEP]
-    out[L.OP_BASE] = op[L.OP_BASE] + row * op[L.OP_PCOLSTEP]
-    out[L.OP_PCOUNT] = 1
-    return out
-
-
-@jit
 def _fault_bad_index(regs, p, value, rows):
     regs[L.REG_FAULT_INFO] = p
     regs[L.REG_FAULT_INFO + 1] = value
@@ -154,7 +145,7 @@ def gather(ins, ops, imms, mems, regs, fmt, table):
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
     for p in range(dst[L.OP_PCOUNT]):
-        copy_tile(_one_row(dst, p), _one_row(src, rows[p]), mems, regs, fmt, table)
+        copy_tile(one_row(dst, p), one_row(src, rows[p]), mems, regs, fmt, table)
     return L.STATUS_OK
 
 
@@ -174,5 +165,5 @@ def scatter(ins, ops, imms, mems, regs, fmt, table):
             regs[L.REG_FAULT_INFO + 2] = rows[order[k]]
             return L.STATUS_OVERLAP
     for p in range(src[L.OP_PCOUNT]):
-        copy_tile(_one_row(dst, rows[p]), _one_row(src, p), mems, regs, fmt, table)
+        copy_tile(one_row(dst, rows[p]), one_row(src, p), mems, regs, fmt, table)
     return L.STATUS_OK

@@ -1,4 +1,5 @@
-"""GpSimd engine: index generation, affine masks, cross-partition reductions."""
+"""GpSimd engine: index generation, affine masks, cross-partition reductions, segment bounds,
+non-zero compaction and per-partition gathers."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import numpy as np
 from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_f32, store_f32
+from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
+from neuronemu.numerics import dtypes as D
 from neuronemu.semantics.alu import reduce_rows
+
+_INT32 = D.get("int32").code
 
 
 @jit
@@ -60,4 +64,74 @@ def partition_reduce(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     out = reduce_rows(arg_value(ins, 2), data.T.copy(), 1)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out.T.copy())
+    return L.STATUS_OK
+
+
+@jit
+def sequence_bounds(ins, ops, imms, mems, regs, fmt, table):
+    """Start and one-past-end of each element's run of equal non-zero ids; padding (id 0) gets
+    (N, -1). Written [start..., end...] in the free order of dst ([1, 2, N])."""
+    ids = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)[0]
+    n = ids.size
+    out = np.empty((1, 2 * n), dtype=np.float32)
+    for i in range(n):
+        if ids[i] == 0:
+            out[0, i] = n
+        elif i > 0 and ids[i] == ids[i - 1]:
+            out[0, i] = out[0, i - 1]
+        else:
+            out[0, i] = i
+    for i in range(n - 1, -1, -1):
+        if ids[i] == 0:
+            out[0, n + i] = -1
+        elif i < n - 1 and ids[i] == ids[i + 1]:
+            out[0, n + i] = out[0, n + i + 1]
+        else:
+            out[0, n + i] = i + 1
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def nonzero_with_count(ins, ops, imms, mems, regs, fmt, table):
+    """Each GpSimd core handles partition 0 of its 16: the tile's partitions 0, 16, ..., 112."""
+    dst = ops[arg_value(ins, 0)]
+    src = ops[arg_value(ins, 1)]
+    offset = arg_value(ins, 2)
+    padding = arg_value(ins, 3)
+    values = load_f32(src, mems, regs, fmt, table)
+    n = values.shape[1]
+    for p in range(0, values.shape[0], 16):
+        row = np.full((1, n + 1), padding, dtype=np.int64)
+        count = 0
+        for i in range(n):
+            if values[p, i] != 0.0:  # -0.0 counts as zero, NaN as non-zero
+                row[0, count] = i + offset
+                count += 1
+        row[0, n] = count
+        store_bits(one_row(dst, p), mems, regs, row & 0xFFFFFFFF)
+    return L.STATUS_OK
+
+
+@jit
+def n_gather(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    data = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    index = ops[arg_value(ins, 2)]
+    indices = load_bits(index, mems, regs)
+    n = data.shape[1]
+    out = np.empty(indices.shape, dtype=np.int64)
+    for p in range(indices.shape[0]):
+        for j in range(indices.shape[1]):
+            v = indices[p, j]
+            if index[L.OP_DTYPE] == _INT32 and v >= (1 << 31):
+                v -= 1 << 32
+            if v < 0 or v >= n:
+                regs[L.REG_FAULT_INFO] = p
+                regs[L.REG_FAULT_INFO + 1] = v
+                regs[L.REG_FAULT_INFO + 2] = n
+                regs[L.REG_FAULT_INFO + 3] = j
+                return L.STATUS_BAD_INDEX
+            out[p, j] = data[p, v]
+    store_bits(dst, mems, regs, out)
     return L.STATUS_OK

@@ -1,4 +1,5 @@
-"""Vector engine search instructions: the 8 largest values, and where given values occur."""
+"""Vector engine search and select instructions: the 8 largest values, where given values
+occur, replacing them, and predicated selection."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import numpy as np
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_f32, store_f32
+from neuronemu.exec.memory import (
+    arg_tag,
+    arg_value,
+    load_bits,
+    load_f32,
+    scalar_column,
+    store_f32,
+)
 
 
 @jit
@@ -38,4 +46,49 @@ def find_index8(ins, ops, imms, mems, regs, fmt, table):
                     break
             out[p, k] = found
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def select_reduce(ins, ops, imms, mems, regs, fmt, table):
+    """where(predicate != 0, on_true, on_false) in fp32 (predicate == 0 with reverse_pred)."""
+    predicate = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    on_true = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    on_false = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, on_true.shape[0])
+    reverse = arg_value(ins, 5) != 0
+    out = np.empty(on_true.shape, dtype=np.float32)
+    best = np.empty((on_true.shape[0], 1), dtype=np.float32)
+    for p in range(on_true.shape[0]):
+        for i in range(on_true.shape[1]):
+            if (predicate[p, i] != 0) != reverse:
+                out[p, i] = on_true[p, i]
+            else:
+                out[p, i] = on_false[p]
+        best[p, 0] = np.max(out[p])
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    if arg_tag(ins, 4) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, 4)], mems, regs, fmt, best)
+    return L.STATUS_OK
+
+
+@jit
+def match_replace8(ins, ops, imms, mems, regs, fmt, table):
+    """Values are taken from vals[7] down to vals[0], each replacing the first element still
+    equal to it, so a value given twice replaces two occurrences."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    vals = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    imm = np.float32(imms[arg_value(ins, 3)])
+    where = np.empty((data.shape[0], 8), dtype=np.float32)
+    for p in range(data.shape[0]):
+        for k in range(7, -1, -1):
+            found = np.float32(4294967296.0)  # stores as all ones in uint16 / uint32
+            for i in range(data.shape[1]):
+                if data[p, i] == vals[p, k]:
+                    data[p, i] = imm
+                    found = np.float32(i)
+                    break
+            where[p, k] = found
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, data)
+    if arg_tag(ins, 4) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, 4)], mems, regs, fmt, where)
     return L.STATUS_OK

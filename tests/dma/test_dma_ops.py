@@ -158,3 +158,27 @@ def test_descriptor_errors(body: str, message: str) -> None:
     with pytest.raises(AsmError) as info:
         neuronemu.assemble(src, "bad.s")
     assert message in info.value.render()
+
+
+def test_hbm_to_hbm_and_sbuf_to_sbuf_copies_with_cast() -> None:
+    x = np.random.default_rng(5).normal(size=(16, 4, 32)).astype(np.float32)
+    result = run(""".hbm x float32[16, 4, 32] input
+.hbm y bfloat16[16, 4, 32] output
+.hbm z float32[16, 128] output
+.sbuf a float32[16, 128]
+.sbuf b float32[16, 128]
+dma.copy y, x
+dma.copy a, x
+dma.copy b[:, 0:128:2], a[:, 1:128:2]
+dma.copy b[:, 1:128:2], a[:, 0:128:2]
+dma.copy z, b
+""", x=x)
+    np.testing.assert_array_equal(result.outputs["y"].view(np.uint16),
+                                  x.astype(ml_dtypes.bfloat16).view(np.uint16))
+    flat = x.reshape(16, 128)
+    swapped = flat.copy()
+    swapped[:, 0::2], swapped[:, 1::2] = flat[:, 1::2], flat[:, 0::2]
+    np.testing.assert_array_equal(result.outputs["z"], swapped)
+    # charged: the larger HBM side (fp32 x for HBM -> HBM), the HBM side of loads and stores,
+    # the larger side of SBUF -> SBUF copies (two halves): 4 x 8 KiB in all
+    assert result.timing.dma.queues["q0"].compressed_bytes == 4 * 16 * 128 * 4
