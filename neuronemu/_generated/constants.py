@@ -38,6 +38,9 @@ OP_VECTOR_MAX8 = 0x050e  # isa/vector.toml
 OP_VECTOR_FIND_INDEX8 = 0x050f  # isa/vector.toml
 OP_VECTOR_SELECT_REDUCE = 0x0510  # isa/vector.toml
 OP_VECTOR_MATCH_REPLACE8 = 0x0511  # isa/vector.toml
+OP_VECTOR_TENSOR_SCALAR_CUMULATIVE = 0x0512  # isa/vector.toml
+OP_VECTOR_EXPONENTIAL = 0x0513  # isa/vector.toml
+OP_VECTOR_RANGE_SELECT = 0x0514  # isa/vector.toml
 OP_SYNC_SIGNAL = 0x0601  # isa/sync.toml
 OP_SYNC_WAIT = 0x0602  # isa/sync.toml
 OP_SYNC_BARRIER = 0x0603  # isa/sync.toml
@@ -133,3 +136,9 @@ CMP_LESS_EQUAL = 12
 
 DGE_STATIC = 0
 DGE_HW = 1
+
+REDUCE_CMD_IDLE = 0
+REDUCE_CMD_RESET = 1
+REDUCE_CMD_REDUCE = 2
+REDUCE_CMD_RESET_REDUCE = 3
+REDUCE_CMD_LOAD_REDUCE = 4

@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, dma, elementwise, gpsimd, scalar, search, sync, tensor
+from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, scalar, search, sync, tensor
 
 
 @jit
@@ -81,6 +81,12 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return search.select_reduce(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0511:  # vector.match_replace8
         return search.match_replace8(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0512:  # vector.tensor_scalar_cumulative
+        return cumulative.tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0513:  # vector.exponential
+        return cumulative.exponential(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0514:  # vector.range_select
+        return cumulative.range_select(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

@@ -269,3 +269,24 @@ def free_plus(ctx, big, small, extra):
                           f"{tiles[small].free_size + int(extra)} elements per partition "
                           f"(one per element of {small}, then the count), not "
                           f"{tiles[big].free_size}")
+
+
+def _enum_in(ctx, name, allowed, what):
+    from neuronemu.isa.table import load_isa
+
+    values = load_isa().enums["alu_op"].values
+    code = ctx.args.get(name)
+    if code is not None and code not in [values[a] for a in allowed]:
+        _fail(ctx, f"{name} must be {what}: {', '.join(allowed)}")
+
+
+@rule
+def scan_op(ctx, name):
+    _enum_in(ctx, name, ("add", "subtract", "multiply", "maximum", "minimum"),
+             "a scan operator")
+
+
+@rule
+def compare_op(ctx, name):
+    _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
+             "a comparison")

@@ -88,7 +88,8 @@ REG_STEP = 72       # dynamic index of the executing instruction
 REG_SR_STORE = 73   # stores so far within that instruction
 REG_DMA_WIRE = 74   # bytes the executing DMA moved over the wire (-1: as the raw tiles say)
 REG_FAULT_INFO = 75  # four values that describe a data-dependent fault (bad index, overlap)
-REG_COUNT = 79
+REG_VACC = 79       # the Vector engine's accumulator register of each partition (fp32 bits), 128
+REG_COUNT = REG_VACC + 128
 
 # interpreter status codes
 STATUS_OK = 0

@@ -1,0 +1,102 @@
+"""Vector engine instructions that fold into the accumulator registers (``reduce_cmd``):
+running scans, exp with a running sum, and index-range selection with a running max."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu._generated import constants as C
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+from neuronemu.semantics import accumulate as A
+from neuronemu.semantics.alu import binary_scalar
+
+
+@jit
+def _identity(op):
+    if op == C.ALU_MULTIPLY:
+        return np.float32(1.0)
+    if op == C.ALU_MAXIMUM:
+        return np.float32(-np.inf)
+    if op == C.ALU_MINIMUM:
+        return np.float32(np.inf)
+    return np.float32(0.0)  # add, subtract
+
+
+@jit
+def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
+    """reg = op1(op0(x_i, imm0), reg) (op0(imm0, x_i) with reverse0); dst_i = reg."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    op0, op1 = arg_value(ins, 2), arg_value(ins, 3)
+    imm0 = np.float32(imms[arg_value(ins, 4)])
+    imm1 = np.float32(imms[arg_value(ins, 5)])
+    cmd = arg_value(ins, 6)
+    reverse = arg_value(ins, 7) != 0
+    identity = _identity(op1)
+    out = np.empty(data.shape, dtype=np.float32)
+    for p in range(data.shape[0]):
+        reg = A.start(regs, p, cmd, identity, imm1)
+        for i in range(data.shape[1]):
+            if reverse:
+                value = binary_scalar(op0, imm0, data[p, i])
+            else:
+                value = binary_scalar(op0, data[p, i], imm0)
+            reg = binary_scalar(op1, value, reg)
+            out[p, i] = reg
+        A.finish(regs, p, cmd, reg, identity)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return L.STATUS_OK
+
+
+@jit
+def exponential(ins, ops, imms, mems, regs, fmt, table):
+    """dst = exp(src - max_value): the fp32 difference, exp in float64 rounded once to fp32; the
+    running sum adds the fp32 results left to right."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    shift = scalar_column(ins, 2, ops, imms, mems, regs, fmt, table, data.shape[0])
+    cmd = arg_value(ins, 4)
+    init = np.float32(imms[arg_value(ins, 5)])
+    out = np.empty(data.shape, dtype=np.float32)
+    sums = np.empty((data.shape[0], 1), dtype=np.float32)
+    for p in range(data.shape[0]):
+        total = A.start(regs, p, cmd, 0.0, init)
+        for i in range(data.shape[1]):
+            x = np.float32(data[p, i] - shift[p])
+            out[p, i] = np.float32(np.exp(np.float64(x)))
+            total = np.float32(total + out[p, i])
+        sums[p, 0] = total
+        A.finish(regs, p, cmd, total, 0.0)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    if arg_tag(ins, 3) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, 3)], mems, regs, fmt, sums)
+    return L.STATUS_OK
+
+
+@jit
+def range_select(ins, ops, imms, mems, regs, fmt, table):
+    """Keep element j where cmp0(j + range_start, bound0) and cmp1(j + range_start, bound1)
+    (fp32 compares), else on_false_value; the running max folds the results."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    cmp0, cmp1 = arg_value(ins, 2), arg_value(ins, 3)
+    bound0 = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, data.shape[0])
+    bound1 = scalar_column(ins, 5, ops, imms, mems, regs, fmt, table, data.shape[0])
+    cmd = arg_value(ins, 7)
+    range_start = np.float32(imms[arg_value(ins, 8)])
+    fill = np.float32(imms[arg_value(ins, 9)])
+    out = np.empty(data.shape, dtype=np.float32)
+    best = np.empty((data.shape[0], 1), dtype=np.float32)
+    for p in range(data.shape[0]):
+        reg = A.start(regs, p, cmd, -np.inf, 0.0)
+        for j in range(data.shape[1]):
+            index = np.float32(np.float32(j) + range_start)
+            keep = (binary_scalar(cmp0, index, bound0[p]) != 0.0
+                    and binary_scalar(cmp1, index, bound1[p]) != 0.0)
+            out[p, j] = data[p, j] if keep else fill
+            reg = max(reg, out[p, j])
+        best[p, 0] = reg
+        A.finish(regs, p, cmd, reg, -np.inf)
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    if arg_tag(ins, 6) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, 6)], mems, regs, fmt, best)
+    return L.STATUS_OK
