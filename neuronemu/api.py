@@ -178,6 +178,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     regs = np.zeros(L.REG_COUNT, dtype=np.int64)
     regs[L.REG_SR_ON] = int(bool(stochastic_rounding))
     regs[L.REG_SR_SEED] = seed if rounding_seed is None else rounding_seed
+    regs[L.REG_RNG_SEED] = seed  # until the kernel's set_rng_seed
     counts = np.zeros(len(program.instrs), dtype=np.int64)
     isa = load_isa()
     clocks = model.track_clocks(program.target)

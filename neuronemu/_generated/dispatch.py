@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, scalar, search, sync, tensor
+from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, random, scalar, search, sync, tensor
 
 
 @jit
@@ -31,6 +31,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return gpsimd.nonzero_with_count(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0308:  # gpsimd.n_gather
         return gpsimd.n_gather(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0309:  # gpsimd.rng
+        return random.rng(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0402:  # dma.compress
@@ -87,6 +89,14 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return cumulative.exponential(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0514:  # vector.range_select
         return cumulative.range_select(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0515:  # vector.rng
+        return random.rng(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0516:  # vector.set_rng_seed
+        return random.set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0517:  # vector.rand2
+        return random.rand2(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0518:  # vector.dropout
+        return random.dropout(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

@@ -89,7 +89,9 @@ REG_SR_STORE = 73   # stores so far within that instruction
 REG_DMA_WIRE = 74   # bytes the executing DMA moved over the wire (-1: as the raw tiles say)
 REG_FAULT_INFO = 75  # four values that describe a data-dependent fault (bad index, overlap)
 REG_VACC = 79       # the Vector engine's accumulator register of each partition (fp32 bits), 128
-REG_COUNT = REG_VACC + 128
+REG_RNG_SEED = REG_VACC + 128   # seed of the rng / rand2 / dropout stream (set_rng_seed)
+REG_RNG_DRAWS = REG_RNG_SEED + 1  # random instructions executed since the seed was set
+REG_COUNT = REG_RNG_DRAWS + 1
 
 # interpreter status codes
 STATUS_OK = 0
