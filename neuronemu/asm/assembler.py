@@ -11,7 +11,7 @@ import difflib
 
 import numpy as np
 
-from neuronemu.asm.checks import RULES, CheckContext
+from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes
 from neuronemu.asm.expr import Affine, Evaluator, register_number
 from neuronemu.errors import AsmError
 from neuronemu.exec import compression
@@ -341,11 +341,24 @@ class Assembler:
                 values[arg.name] = self._default(arg, location)
             else:
                 values[arg.name] = None
+        self._check_bitvec_allowed(definition, values, given)
         ctx = CheckContext(definition, values, self.target, location)
         for check in definition.checks:
             RULES[check.rule](ctx, *check.args)
         line_text = self.source.line(location.line).strip()
         return Instruction(definition, values, location, line_text)
+
+    def _check_bitvec_allowed(self, definition: InstrDef, values: dict, given: dict) -> None:
+        """Bitvec ALU operators exist only where the entry says so (rule bitvec_operands)."""
+        if any(c.rule == "bitvec_operands" for c in definition.checks):
+            return
+        codes = bitvec_codes()
+        for arg in definition.args:
+            if arg.kind == "enum" and arg.enum == "alu_op" and values.get(arg.name) in codes:
+                raise self.error(given[arg.name], f"{definition.name} takes arithmetic "
+                                                  f"operators only; bitvec operators are "
+                                                  f"for vector.tensor_tensor and "
+                                                  f"vector.tensor_scalar on integer tiles")
 
     def _default(self, arg: ArgDef, location):
         if arg.kind == "scalar":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from neuronemu.errors import AsmError
+from neuronemu.numerics import dtypes
 from neuronemu.program import Tile
 
 RULES: dict[str, Callable] = {}
@@ -290,3 +291,36 @@ def scan_op(ctx, name):
 def compare_op(ctx, name):
     _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
              "a comparison")
+
+
+BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift")
+
+
+def bitvec_codes() -> set[int]:
+    from neuronemu.isa.table import load_isa
+
+    values = load_isa().enums["alu_op"].values
+    return {values[name] for name in BITVEC_OPS}
+
+
+@rule
+def bitvec_operands(ctx, *names):
+    """Bitvec operators work on integer bits: every tile must have an integer dtype, and the
+    two stages of a tensor_scalar are both bitvec or both arithmetic (bypass goes with both)."""
+    from neuronemu.isa.table import load_isa
+
+    values = load_isa().enums["alu_op"].values
+    codes = bitvec_codes()
+    ops = [(a.name, ctx.args.get(a.name)) for a in ctx.definition.args
+           if a.kind == "enum" and a.enum == "alu_op"]
+    used = [(n, c) for n, c in ops if c is not None and c != values["bypass"]]
+    if not any(c in codes for _, c in used):
+        return
+    if not all(c in codes for _, c in used):
+        kinds = ", ".join(f"{n}={load_isa().enums['alu_op'].name_of(c)}" for n, c in used)
+        _fail(ctx, f"{ctx.definition.name} mixes bitvec and arithmetic operators ({kinds}); "
+                   f"both stages must be bitvec or both arithmetic")
+    for name, tile in _tiles(ctx, names):
+        if dtypes.get(tile.dtype).kind == "float":
+            _fail(tile, f"{name} has dtype {tile.dtype}, but bitvec operators ("
+                        f"{', '.join(BITVEC_OPS)}) need integer tiles")

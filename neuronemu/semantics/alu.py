@@ -10,6 +10,9 @@ import numpy as np
 
 from neuronemu._generated import constants as C
 from neuronemu.exec.jit import jit
+from neuronemu.numerics import dtypes as D
+
+_KIND_INT = D.KINDS["int"]
 
 
 @jit
@@ -43,6 +46,12 @@ def binary(op, a, b):
         out = np.maximum(np.abs(a), np.abs(b))
     elif op == C.ALU_ABS_MIN:
         out = np.minimum(np.abs(a), np.abs(b))
+    elif op == C.ALU_LOGICAL_AND:
+        out = ((a != 0) & (b != 0)).astype(np.float32)
+    elif op == C.ALU_LOGICAL_OR:
+        out = ((a != 0) | (b != 0)).astype(np.float32)
+    elif op == C.ALU_LOGICAL_XOR:
+        out = ((a != 0) ^ (b != 0)).astype(np.float32)
     elif op == C.ALU_POWER:
         # fp32 result of the correctly rounded double-precision power
         out = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
@@ -87,4 +96,51 @@ def reduce_rows(op, data, groups):
             if op == C.REDUCE_AVERAGE:
                 acc = acc / np.float32(run)
             out[p, g] = acc
+    return out
+
+
+@jit(inline="always")
+def is_bitvec(op):
+    return op >= C.ALU_BITWISE_AND
+
+
+@jit
+def to_int(bits, code, fmt):
+    """Raw storage bits of an integer dtype -> their integer values (int64)."""
+    width = 8 * fmt[code, D.F_ITEMSIZE]
+    out = bits.copy()
+    if fmt[code, D.F_KIND] == _KIND_INT:
+        sign = np.int64(1) << (width - 1)
+        for p in range(out.shape[0]):
+            for i in range(out.shape[1]):
+                if out[p, i] & sign:
+                    out[p, i] -= np.int64(1) << width
+    return out
+
+
+@jit
+def binary_bits(op, a, b, width):
+    """Bitvec op on integer values a, b (int64 arrays of one shape) of ``width`` bits: the
+    result's low ``width`` bits (shifts are logical and zero-fill; shift counts >= width give
+    0)."""
+    mask = (np.int64(1) << width) - 1 if width < 64 else np.int64(-1)
+    ua = a & mask
+    out = np.empty(a.shape, dtype=np.int64)
+    for p in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            x = ua[p, i]
+            y = b[p, i]
+            if op == C.ALU_BITWISE_AND:
+                r = x & y
+            elif op == C.ALU_BITWISE_OR:
+                r = x | y
+            elif op == C.ALU_BITWISE_XOR:
+                r = x ^ y
+            elif op == C.ALU_INVERT:
+                r = ~x
+            elif op == C.ALU_LEFT_SHIFT:
+                r = x << y if 0 <= y < width else np.int64(0)
+            else:  # right_shift, logical
+                r = x >> y if 0 <= y < width else np.int64(0)
+            out[p, i] = r & mask
     return out

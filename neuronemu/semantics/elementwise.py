@@ -8,6 +8,7 @@ from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import (
+    arg_tag,
     arg_value,
     copy_tile,
     load_bits,
@@ -16,11 +17,63 @@ from neuronemu.exec.memory import (
     store_bits,
     store_f32,
 )
-from neuronemu.semantics.alu import binary, binary_scalar, reduce_rows
+from neuronemu.semantics.alu import (
+    binary,
+    binary_bits,
+    binary_scalar,
+    is_bitvec,
+    reduce_rows,
+    to_int,
+)
+
+
+@jit
+def _int_operand(ins, slot, ops, imms, mems, regs, fmt, shape):
+    """A tensor_scalar operand as integers broadcast to ``shape``: a column's integer values, or
+    the immediate truncated toward zero."""
+    out = np.empty(shape, dtype=np.int64)
+    if arg_tag(ins, slot) == L.TAG_OPERAND:
+        op = ops[arg_value(ins, slot)]
+        column = to_int(load_bits(op, mems, regs), op[L.OP_DTYPE], fmt)
+        for p in range(shape[0]):
+            out[p, :] = column[p, 0]
+    else:
+        out[:, :] = np.int64(imms[arg_value(ins, slot)])
+    return out
+
+
+@jit
+def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
+    dst = ops[arg_value(ins, 0)]
+    data_op = ops[arg_value(ins, 1)]
+    data = to_int(load_bits(data_op, mems, regs), data_op[L.OP_DTYPE], fmt)
+    width = 8 * dst[L.OP_ITEMSIZE]
+    s0 = _int_operand(ins, 3, ops, imms, mems, regs, fmt, data.shape)
+    if arg_value(ins, 4) != 0:
+        x = binary_bits(arg_value(ins, 2), s0, data, width)
+    else:
+        x = binary_bits(arg_value(ins, 2), data, s0, width)
+    op1 = arg_value(ins, 5)
+    if op1 != C.ALU_BYPASS:
+        s1 = _int_operand(ins, 6, ops, imms, mems, regs, fmt, data.shape)
+        if arg_value(ins, 7) != 0:
+            x = binary_bits(op1, s1, x, width)
+        else:
+            x = binary_bits(op1, x, s1, width)
+    store_bits(dst, mems, regs, x)
 
 
 @jit
 def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
+    op = arg_value(ins, 3)
+    if is_bitvec(op):
+        d1 = ops[arg_value(ins, 1)]
+        d2 = ops[arg_value(ins, 2)]
+        dst = ops[arg_value(ins, 0)]
+        a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
+        b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
+        store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
+        return L.STATUS_OK
     a = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, binary(arg_value(ins, 3), a, b))
@@ -30,6 +83,9 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
     """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
+    if is_bitvec(arg_value(ins, 2)):
+        _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
+        return L.STATUS_OK
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     partitions = data.shape[0]
     s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
