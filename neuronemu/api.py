@@ -236,7 +236,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
              for a in program.allocations.values()}
-    warnings = _unwritten_warning(program, regs)
+    warnings = _unwritten_warning(program, regs) + _range_warning(program, regs)
     return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles, timing,
                   warnings)
 
@@ -255,6 +255,28 @@ def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
     more = f" ({count - 1} more dynamic instructions do too)" if count > 1 else ""
     return [Diagnostic(f"{ins.definition.name} reads '{tile.symbol}' ({arg.name}), which nothing "
                        f"wrote before; it holds NaN / -1 bytes{more}", location)]
+
+
+def _range_warning(program: Program, regs) -> list[Diagnostic]:
+    """Activation inputs outside the documented range of their function (the hardware's result
+    is not specified there; neuronemu computes the float64 function anyway)."""
+    from neuronemu.exec import layout as L
+    from neuronemu.semantics.scalar import INPUT_RANGES
+
+    count = int(regs[L.REG_RANGE_COUNT])
+    if not count:
+        return []
+    ins = program.instructions[int(regs[L.REG_RANGE_PC])]
+    value = float(np.array([regs[L.REG_RANGE_BITS]], dtype=np.uint32).view(np.float32)[0])
+    from neuronemu.isa.table import load_isa
+
+    func = load_isa().enums["activation"].name_of(ins.args["func"])
+    low, high, kind = INPUT_RANGES[func]
+    where = f"|x| in [{low:.6g}, {high:.6g}]" if kind == "magnitude" else f"[{low:.6g}, {high:.6g}]"
+    more = f" ({count - 1} more dynamic instructions do too)" if count > 1 else ""
+    return [Diagnostic(f"{ins.definition.name} func={func} gets input {value:.9g} (data * scale + "
+                       f"bias), outside its documented range {where}; the hardware's result "
+                       f"there is not specified{more}", ins.location)]
 
 
 def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:

@@ -91,7 +91,10 @@ REG_FAULT_INFO = 75  # four values that describe a data-dependent fault (bad ind
 REG_VACC = 79       # the Vector engine's accumulator register of each partition (fp32 bits), 128
 REG_RNG_SEED = REG_VACC + 128   # seed of the rng / rand2 / dropout stream (set_rng_seed)
 REG_RNG_DRAWS = REG_RNG_SEED + 1  # random instructions executed since the seed was set
-REG_COUNT = REG_RNG_DRAWS + 1
+REG_RANGE_COUNT = REG_RNG_DRAWS + 1  # activations given inputs outside the documented range
+REG_RANGE_PC = REG_RANGE_COUNT + 1   # the first of them, and its first such input (fp32 bits)
+REG_RANGE_BITS = REG_RANGE_COUNT + 2
+REG_COUNT = REG_RANGE_BITS + 1
 
 # interpreter status codes
 STATUS_OK = 0

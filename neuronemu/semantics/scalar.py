@@ -11,9 +11,45 @@ from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
 
+# Documented valid input ranges (ARCHITECTURE.md 4.8, the NKI activation function table):
+# name -> (low, high, kind); "interval": low <= x <= high, "magnitude": low <= |x| <= high.
+# Outside them the hardware's result is not specified, so a run warns (it still computes the
+# float64 function).
+INPUT_RANGES = {
+    "log": (2.0**-64, 2.0**64, "interval"),
+    "sin": (-math.pi, math.pi, "interval"),
+    "arctan": (-math.pi / 2, math.pi / 2, "interval"),
+    "sqrt": (2.0**-116, 2.0**118, "interval"),
+    "rsqrt": (2.0**-87, 2.0**97, "interval"),
+    "reciprocal": (2.0**-42, 2.0**42, "magnitude"),
+}
+_NAMES = {"log": C.ACT_LOG, "sin": C.ACT_SIN, "arctan": C.ACT_ARCTAN, "sqrt": C.ACT_SQRT,
+          "rsqrt": C.ACT_RSQRT, "reciprocal": C.ACT_RECIPROCAL}
+# rows by function code: (checked, low, high, magnitude)
+_RANGE_TABLE = np.zeros((64, 4), dtype=np.float64)
+for _name, (_lo, _hi, _kind) in INPUT_RANGES.items():
+    _RANGE_TABLE[_NAMES[_name]] = (1.0, _lo, _hi, 1.0 if _kind == "magnitude" else 0.0)
+
 
 @jit
-def apply_function(func, x):
+def first_out_of_range(func, x):
+    """Index (flattened) of the first input outside func's documented range, or -1. NaN
+    inputs are not flagged (they propagate)."""
+    row = _RANGE_TABLE[func]
+    if row[0] == 0.0:
+        return -1
+    flat = x.ravel()
+    for i in range(flat.size):
+        v = np.float64(flat[i])
+        if row[3] != 0.0:
+            v = abs(v)
+        if v < row[1] or v > row[2]:
+            return i
+    return -1
+
+
+@jit
+def apply_function(func, x, alpha):
     """func(x) for an fp32 array: evaluated in float64 and rounded once to fp32.
 
     The hardware uses piecewise-polynomial tables whose exact error is not public; a correctly
@@ -58,6 +94,18 @@ def apply_function(func, x):
         y = v / (1.0 + np.exp(-2.0 * z))
     elif func == C.ACT_MISH:
         y = v * np.tanh(np.logaddexp(0.0, v))
+    elif func == C.ACT_GELU_APPRX_SIGMOID:
+        y = v / (1.0 + np.exp(-1.702 * v))
+    elif func == C.ACT_GELU_APPRX_SIGMOID_DX:
+        s = 1.0 / (1.0 + np.exp(-1.702 * v))
+        y = s + 1.702 * v * s * (1.0 - s)
+    elif func == C.ACT_SILU_DX:
+        s = 1.0 / (1.0 + np.exp(-v))
+        y = s * (1.0 + v * (1.0 - s))
+    elif func == C.ACT_ERF_DX:
+        y = 1.1283791670955126 * np.exp(-v * v)  # 2 / sqrt(pi)
+    elif func == C.ACT_PRELU:
+        y = np.where(v > 0.0, v, np.float64(alpha) * v)
     else:  # gelu and erf need math.erf, which numba offers for scalars only
         y = np.empty_like(v)
         flat_v = v.ravel()
@@ -65,6 +113,10 @@ def apply_function(func, x):
         for i in range(flat_v.size):
             if func == C.ACT_ERF:
                 flat_y[i] = math.erf(flat_v[i])
+            elif func == C.ACT_GELU_DX:
+                t = flat_v[i]
+                flat_y[i] = (0.5 * math.erfc(-t / math.sqrt(2.0))
+                             + t * math.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi))
             else:  # 1 + erf(t) = erfc(-t), without cancellation for negative inputs
                 flat_y[i] = 0.5 * flat_v[i] * math.erfc(-flat_v[i] / math.sqrt(2.0))
     return y.astype(np.float32)
@@ -79,7 +131,16 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
     # two fp32 roundings (multiply, then add), no fused multiply-add
     pre = (data * scale).astype(np.float32)
     pre = (pre + bias).astype(np.float32)
-    out = apply_function(arg_value(ins, 2), pre)
+    func = arg_value(ins, 2)
+    bad = first_out_of_range(func, pre)
+    if bad >= 0:
+        if regs[L.REG_RANGE_COUNT] == 0:
+            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
+            word = np.empty(1, dtype=np.float32)
+            word[0] = pre.ravel()[bad]
+            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
+        regs[L.REG_RANGE_COUNT] += 1
+    out = apply_function(func, pre, imms[arg_value(ins, 6)])
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     if arg_tag(ins, 5) == L.TAG_OPERAND:
         sums = np.empty((partitions, 1), dtype=np.float32)

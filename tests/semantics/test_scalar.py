@@ -25,6 +25,12 @@ DECLS = f"""
 _erf = np.vectorize(math.erf)
 _erfc = np.vectorize(math.erfc)
 LD = np.longdouble  # 64-bit significand on x86: 1 + tanh(z) keeps > 24 bits where it cancels
+
+
+def _sigmoid(v):
+    return 0.5 * (1 + np.tanh(LD(v) / 2))
+
+
 FUNCTIONS = {
     "copy": (lambda v: v, (-10, 10)),
     "exp": (np.exp, (-20, 20)),
@@ -48,6 +54,15 @@ FUNCTIONS = {
     "sin": (np.sin, (-10, 10)),
     "arctan": (np.arctan, (-50, 50)),
     "mish": (lambda v: v * np.tanh(np.log1p(np.exp(-np.abs(v))) + np.maximum(v, 0)), (-10, 10)),
+    # derivatives and approximations, written from their textbook definitions
+    "gelu_dx": (lambda v: 0.5 * _erfc(-v / math.sqrt(2))
+                + v * np.exp(-v * v / 2) / math.sqrt(2 * math.pi), (-6, 6)),
+    "gelu_apprx_sigmoid": (lambda v: LD(v) * 0.5 * (1 + np.tanh(LD(1.702) * LD(v) / 2)), (-8, 8)),
+    "gelu_apprx_sigmoid_dx": (lambda v: _sigmoid(1.702 * LD(v))
+                              * (1 + 1.702 * LD(v) * (1 - _sigmoid(1.702 * LD(v)))), (-3, 3)),
+    "silu_dx": (lambda v: _sigmoid(LD(v)) * (1 + LD(v) * (1 - _sigmoid(LD(v)))), (-3, 3)),
+    "erf_dx": (lambda v: 2 / np.sqrt(np.pi) * np.exp(-v * v), (-4, 4)),
+    "prelu": (lambda v: np.where(v > 0, v, 0.25 * v), (-5, 5)),  # alpha=0.25 in the kernel
 }
 
 
@@ -59,7 +74,9 @@ def test_every_activation_function_is_tested() -> None:
 def test_activation_function(func: str, rng) -> None:
     formula, (lo, hi) = FUNCTIONS[func]
     x = rng.uniform(lo, hi, (P, N)).astype(np.float32)
-    result = run_kernel(f"dma.copy a, x\nscalar.activation c, a, func={func}\ndma.copy out, c",
+    alpha = ", alpha=0.25" if func == "prelu" else ""
+    result = run_kernel(f"dma.copy a, x\nscalar.activation c, a, func={func}{alpha}\n"
+                        "dma.copy out, c",
                         inputs={"x": x}, decls=DECLS)
     with np.errstate(all="ignore"):
         expected = formula(x.astype(np.float64))
@@ -104,3 +121,38 @@ dma.copy y, h"""
     # tanh is within 1 fp32 ulp; after bf16 rounding at most a tie can differ: compare values
     np.testing.assert_allclose(result.outputs["y"].astype(np.float64),
                                expected.astype(np.float64), rtol=2**-8, atol=0)
+
+
+@pytest.mark.parametrize("func, value, shown", [
+    ("log", 0.0, "[5.42101e-20, 1.84467e+19]"),
+    ("sin", 4.0, "[-3.14159, 3.14159]"),
+    ("reciprocal", 1e-20, "|x| in [2.27374e-13, 4.39805e+12]"),
+])
+def test_inputs_outside_the_documented_range_warn(func: str, value: float, shown: str) -> None:
+    import neuronemu
+
+    src = f""".sbuf a float32[4, 8]
+.sbuf c float32[4, 8]
+vector.memset a, value=1.0
+vector.memset a[:, 3:4], value={value}
+scalar.activation c, a, func={func}
+scalar.activation c, a, func={func}
+"""
+    result = neuronemu.run(neuronemu.assemble(src, "k.s"))
+    [warning] = result.warnings
+    assert warning.location.line == 5
+    assert f"func={func} gets input {np.float32(value):.9g}" in warning.message
+    assert shown in warning.message
+    assert "(1 more dynamic instructions do too)" in warning.message
+
+
+def test_inputs_in_range_do_not_warn() -> None:
+    import neuronemu
+
+    src = """.sbuf a float32[4, 8]
+.sbuf c float32[4, 8]
+vector.memset a, value=2.0
+scalar.activation c, a, func=log
+scalar.activation c, a, func=rsqrt
+"""
+    assert neuronemu.run(neuronemu.assemble(src, "k.s")).warnings == []
