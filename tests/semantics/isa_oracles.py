@@ -82,3 +82,28 @@ def sequential_f32(op, values: np.ndarray, axis: int = -1) -> np.ndarray:
     which adds pairwise): the documented reduction order."""
     values = np.asarray(values, dtype=np.float32)
     return op.accumulate(values, axis=axis, dtype=np.float32).take(-1, axis=axis)
+
+
+# float64 formulas of the arithmetic ALU operators: for + - * / the fp32 result is the float64
+# result rounded once (float64 carries more than 2p + 2 bits), so these match bit for bit
+ALU = {
+    "bypass": lambda x, y: x,
+    "add": lambda x, y: x + y,
+    "subtract": lambda x, y: x - y,
+    "multiply": lambda x, y: x * y,
+    "divide": lambda x, y: x / y,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": lambda x, y: (x == y) * 1.0,
+    "not_equal": lambda x, y: (x != y) * 1.0,
+    "greater": lambda x, y: (x > y) * 1.0,
+    "greater_equal": lambda x, y: (x >= y) * 1.0,
+    "less": lambda x, y: (x < y) * 1.0,
+    "less_equal": lambda x, y: (x <= y) * 1.0,
+    "abs_max": lambda x, y: np.maximum(np.abs(x), np.abs(y)),
+    "abs_min": lambda x, y: np.minimum(np.abs(x), np.abs(y)),
+    "power": np.power,
+    "logical_and": lambda x, y: np.logical_and(x != 0, y != 0) * 1.0,
+    "logical_or": lambda x, y: np.logical_or(x != 0, y != 0) * 1.0,
+    "logical_xor": lambda x, y: np.logical_xor(x != 0, y != 0) * 1.0,
+}

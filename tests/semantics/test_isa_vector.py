@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from isa_oracles import (
+    ALU,
     U,
     assert_same_floats,
     bits,
@@ -40,28 +41,6 @@ vector.tensor_tensor c, a, b, op={{op}}
 dma.copy z, c
 """
 
-# float64 formulas of every alu_op (nki.language semantics; comparisons give 1.0 / 0.0)
-ALU = {
-    "bypass": lambda x, y: x,
-    "add": lambda x, y: x + y,
-    "subtract": lambda x, y: x - y,
-    "multiply": lambda x, y: x * y,
-    "divide": lambda x, y: x / y,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "equal": lambda x, y: (x == y) * 1.0,
-    "not_equal": lambda x, y: (x != y) * 1.0,
-    "greater": lambda x, y: (x > y) * 1.0,
-    "greater_equal": lambda x, y: (x >= y) * 1.0,
-    "less": lambda x, y: (x < y) * 1.0,
-    "less_equal": lambda x, y: (x <= y) * 1.0,
-    "abs_max": lambda x, y: np.maximum(np.abs(x), np.abs(y)),
-    "abs_min": lambda x, y: np.minimum(np.abs(x), np.abs(y)),
-    "power": np.power,
-    "logical_and": lambda x, y: np.logical_and(x != 0, y != 0) * 1.0,
-    "logical_or": lambda x, y: np.logical_or(x != 0, y != 0) * 1.0,
-    "logical_xor": lambda x, y: np.logical_xor(x != 0, y != 0) * 1.0,
-}
 # integer-only operators, tested on integer tiles in test_isa_bitvec.py
 BITVEC = {"bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"}
 
