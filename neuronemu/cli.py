@@ -3,6 +3,7 @@ README: 0 ok, 1 runtime fault, 2 usage, 3 assembly error, 4 bad input/output fil
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -406,6 +407,58 @@ def programs():
     for name, path in bundled_programs().items():
         first = path.read_text().splitlines()[0].lstrip("# ").strip()
         click.echo(f"{name:<28} {first}")
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True)
+def topology(name, as_json):
+    """Describe a multi-chip system (isa/topologies.toml), or list them all."""
+    from neuronemu.multichip.topology import load_topologies
+
+    topologies = load_topologies()
+    if name is None:
+        if as_json:
+            click.echo(json.dumps({n: _topology_json(t) for n, t in topologies.items()}))
+            return
+        for n, t in topologies.items():
+            click.echo(f"{n:<24} {t.chips:>4} chips x {t.cores_per_chip} cores  {t.layout}")
+        return
+    if name not in topologies:
+        close = difflib.get_close_matches(name, list(topologies), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise click.BadParameter(f"unknown topology '{name}'{hint} (topologies: "
+                                 f"{', '.join(topologies)})", param_hint="NAME")
+    t = topologies[name]
+    if as_json:
+        click.echo(json.dumps(_topology_json(t)))
+        return
+    click.echo(f"{name}: {t.chips} {t.target} chips x {t.cores_per_chip} cores "
+               f"= {t.chips * t.cores_per_chip} NeuronCores")
+    if t.layout == "torus":
+        dims = " x ".join(str(s) for s in t.shape)
+        click.echo(f"  layout     {dims} torus, {len(t.chip_neighbours(0))} neighbours per chip")
+    elif t.layout == "switched":
+        click.echo(f"  layout     {t.servers} servers x {t.chips_per_server} chips, a switch per "
+                   f"server, {t.spines} spine switch(es)")
+    else:
+        click.echo("  layout     one chip")
+    if t.links:
+        speeds = sorted({link.gb_s for link in t.links.values()})
+        click.echo(f"  links      {len(t.links)} ({', '.join(f'{s:g}' for s in speeds)} GB/s "
+                   f"each way), {t.chip_gb_s:g} GB/s out of each chip")
+        click.echo(f"  latency    {t.hop_ns:g} ns per hop, diameter {t.diameter} hops")
+        click.echo(f"  all-reduce ring, 1 MiB per chip: {t.ring_allreduce_ns(1 << 20) / 1000:.1f} us "
+                   f"(analytic: 2(n-1)/n x size / bandwidth + 2(n-1) x step latency)")
+    click.echo(f"  source     {t.source}")
+
+
+def _topology_json(t) -> dict:
+    return {"target": t.target, "layout": t.layout, "chips": t.chips,
+            "cores_per_chip": t.cores_per_chip, "shape": list(t.shape), "switches": t.switches,
+            "links": len(t.links), "link_gb_s": sorted({link.gb_s for link in t.links.values()}),
+            "hop_ns": t.hop_ns, "diameter": t.diameter,
+            "ring_allreduce_1mib_ns": round(t.ring_allreduce_ns(1 << 20), 3)}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,1 @@
+"""Multi-chip systems: topologies (issue 6; collectives and SPMD execution are not built yet)."""
