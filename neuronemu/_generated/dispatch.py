@@ -15,6 +15,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0201:  # scalar.activation
         return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0202:  # scalar.activate2
+        return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0301:  # gpsimd.iota
         return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0302:  # gpsimd.affine_select

@@ -324,3 +324,21 @@ def bitvec_operands(ctx, *names):
         if dtypes.get(tile.dtype).kind == "float":
             _fail(tile, f"{name} has dtype {tile.dtype}, but bitvec operators ("
                         f"{', '.join(BITVEC_OPS)}) need integer tiles")
+
+
+@rule
+def activate2_ops(ctx, op0, op1, reduce_op):
+    """The six (op0, op1) pairs of nki.isa.activate2, and a reduce_op it can fold with."""
+    from neuronemu.isa.table import load_isa
+
+    isa = load_isa()
+    alu = isa.enums["alu_op"]
+    pair = (alu.name_of(ctx.args[op0]), alu.name_of(ctx.args[op1]))
+    allowed = [("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"),
+               ("add", "bypass"), ("subtract", "bypass"), ("bypass", "bypass")]
+    if pair not in allowed:
+        _fail(ctx, f"({op0}, {op1}) = ({pair[0]}, {pair[1]}) is not one of activate2's pairs: "
+                   + ", ".join(f"({a}, {b})" for a, b in allowed))
+    name = isa.enums["reduce_op"].name_of(ctx.args[reduce_op])
+    if name not in ("add", "maximum", "minimum"):
+        _fail(ctx, f"{reduce_op}={name}: activate2 folds with add, maximum or minimum")

@@ -15,7 +15,7 @@ I_ENGINE = 1
 I_LINE = 2
 I_NARGS = 3
 I_ARGS = 4
-MAX_ARGS = 10
+MAX_ARGS = 14
 I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names)
 I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
 I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE
@@ -94,7 +94,8 @@ REG_RNG_DRAWS = REG_RNG_SEED + 1  # random instructions executed since the seed 
 REG_RANGE_COUNT = REG_RNG_DRAWS + 1  # activations given inputs outside the documented range
 REG_RANGE_PC = REG_RANGE_COUNT + 1   # the first of them, and its first such input (fp32 bits)
 REG_RANGE_BITS = REG_RANGE_COUNT + 2
-REG_COUNT = REG_RANGE_BITS + 1
+REG_SACC = REG_RANGE_BITS + 1      # the Scalar engine's accumulator registers, 128 (activate2)
+REG_COUNT = REG_SACC + 128
 
 # interpreter status codes
 STATUS_OK = 0

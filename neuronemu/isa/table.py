@@ -216,6 +216,11 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
             _fail(origin, f"missing required key '{key}'")
     args = tuple(_parse_arg(f"{origin}.args[{i}]", a, enums) for i, a in enumerate(raw["args"]))
     names = [a.name for a in args]
+    from neuronemu.exec.layout import MAX_ARGS
+
+    if len(args) > MAX_ARGS:
+        _fail(origin, f"{len(args)} arguments; the lowered instruction row holds {MAX_ARGS} "
+                      f"(neuronemu/exec/layout.py MAX_ARGS)")
     if len(set(names)) != len(names):
         _fail(origin, f"duplicate argument names in {names}")
     seen_keyword = False

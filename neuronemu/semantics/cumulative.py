@@ -36,7 +36,7 @@ def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
     identity = _identity(op1)
     out = np.empty(data.shape, dtype=np.float32)
     for p in range(data.shape[0]):
-        reg = A.start(regs, p, cmd, identity, imm1)
+        reg = A.start(regs, L.REG_VACC, p, cmd, identity, imm1)
         for i in range(data.shape[1]):
             if reverse:
                 value = binary_scalar(op0, imm0, data[p, i])
@@ -44,7 +44,7 @@ def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
                 value = binary_scalar(op0, data[p, i], imm0)
             reg = binary_scalar(op1, value, reg)
             out[p, i] = reg
-        A.finish(regs, p, cmd, reg, identity)
+        A.finish(regs, L.REG_VACC, p, cmd, reg, identity)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     return L.STATUS_OK
 
@@ -60,13 +60,13 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
     out = np.empty(data.shape, dtype=np.float32)
     sums = np.empty((data.shape[0], 1), dtype=np.float32)
     for p in range(data.shape[0]):
-        total = A.start(regs, p, cmd, 0.0, init)
+        total = A.start(regs, L.REG_VACC, p, cmd, 0.0, init)
         for i in range(data.shape[1]):
             x = np.float32(data[p, i] - shift[p])
             out[p, i] = np.float32(np.exp(np.float64(x)))
             total = np.float32(total + out[p, i])
         sums[p, 0] = total
-        A.finish(regs, p, cmd, total, 0.0)
+        A.finish(regs, L.REG_VACC, p, cmd, total, 0.0)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     if arg_tag(ins, 3) == L.TAG_OPERAND:
         store_f32(ops[arg_value(ins, 3)], mems, regs, fmt, sums)
@@ -87,7 +87,7 @@ def range_select(ins, ops, imms, mems, regs, fmt, table):
     out = np.empty(data.shape, dtype=np.float32)
     best = np.empty((data.shape[0], 1), dtype=np.float32)
     for p in range(data.shape[0]):
-        reg = A.start(regs, p, cmd, -np.inf, 0.0)
+        reg = A.start(regs, L.REG_VACC, p, cmd, -np.inf, 0.0)
         for j in range(data.shape[1]):
             index = np.float32(np.float32(j) + range_start)
             keep = (binary_scalar(cmp0, index, bound0[p]) != 0.0
@@ -95,7 +95,7 @@ def range_select(ins, ops, imms, mems, regs, fmt, table):
             out[p, j] = data[p, j] if keep else fill
             reg = max(reg, out[p, j])
         best[p, 0] = reg
-        A.finish(regs, p, cmd, reg, -np.inf)
+        A.finish(regs, L.REG_VACC, p, cmd, reg, -np.inf)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     if arg_tag(ins, 6) == L.TAG_OPERAND:
         store_f32(ops[arg_value(ins, 6)], mems, regs, fmt, best)

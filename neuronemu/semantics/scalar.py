@@ -10,6 +10,8 @@ from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+from neuronemu.semantics import accumulate as A
+from neuronemu.semantics.alu import binary
 
 # Documented valid input ranges (ARCHITECTURE.md 4.8, the NKI activation function table):
 # name -> (low, high, kind); "interval": low <= x <= high, "magnitude": low <= |x| <= high.
@@ -150,4 +152,60 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
                 acc += out[p, i]
             sums[p, 0] = acc
         store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, sums)
+    return L.STATUS_OK
+
+
+@jit
+def _reduce_identity(op):
+    if op == C.REDUCE_MAXIMUM:
+        return np.float32(-np.inf)
+    if op == C.REDUCE_MINIMUM:
+        return np.float32(np.inf)
+    return np.float32(0.0)
+
+
+@jit
+def activate2(ins, ops, imms, mems, regs, fmt, table):
+    """func((data op0 imm0) op1 imm1), each stage rounded to fp32, then an optional fold into the
+    Scalar engine's accumulator registers with reduce_op (add, maximum or minimum)."""
+    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    partitions = data.shape[0]
+    imm0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    imm1 = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    imm0 = imm0 * np.ones_like(data)
+    imm1 = imm1 * np.ones_like(data)
+    op0, op1 = arg_value(ins, 5), arg_value(ins, 6)
+    x = data  # a bypass stage passes its input through, reversed or not
+    if op0 != C.ALU_BYPASS:
+        x = binary(op0, imm0, x) if arg_value(ins, 8) != 0 else binary(op0, x, imm0)
+    if op1 != C.ALU_BYPASS:
+        x = binary(op1, imm1, x) if arg_value(ins, 9) != 0 else binary(op1, x, imm1)
+    func = arg_value(ins, 2)
+    bad = first_out_of_range(func, x)
+    if bad >= 0:
+        if regs[L.REG_RANGE_COUNT] == 0:
+            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
+            word = np.empty(1, dtype=np.float32)
+            word[0] = x.ravel()[bad]
+            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
+        regs[L.REG_RANGE_COUNT] += 1
+    out = apply_function(func, x, imms[arg_value(ins, 7)])
+    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    reduce_op = arg_value(ins, 11)
+    cmd = arg_value(ins, 12)
+    identity = _reduce_identity(reduce_op)
+    folded = np.empty((partitions, 1), dtype=np.float32)
+    for p in range(partitions):
+        acc = A.start(regs, L.REG_SACC, p, cmd, identity, 0.0)
+        for i in range(out.shape[1]):
+            if reduce_op == C.REDUCE_MAXIMUM:
+                acc = max(acc, out[p, i])
+            elif reduce_op == C.REDUCE_MINIMUM:
+                acc = min(acc, out[p, i])
+            else:
+                acc = np.float32(acc + out[p, i])
+        folded[p, 0] = acc
+        A.finish(regs, L.REG_SACC, p, cmd, acc, identity)
+    if arg_tag(ins, 10) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, 10)], mems, regs, fmt, folded)
     return L.STATUS_OK
