@@ -4,6 +4,7 @@
 
 OP_TENSOR_MATMUL = 0x0101  # isa/tensor.toml
 OP_TENSOR_TRANSPOSE = 0x0102  # isa/tensor.toml
+OP_TENSOR_MATMUL_MX = 0x0103  # isa/tensor.toml
 OP_SCALAR_ACTIVATION = 0x0201  # isa/scalar.toml
 OP_SCALAR_ACTIVATE2 = 0x0202  # isa/scalar.toml
 OP_GPSIMD_IOTA = 0x0301  # isa/gpsimd.toml
@@ -47,6 +48,7 @@ OP_VECTOR_RNG = 0x0515  # isa/vector.toml
 OP_VECTOR_SET_RNG_SEED = 0x0516  # isa/vector.toml
 OP_VECTOR_RAND2 = 0x0517  # isa/vector.toml
 OP_VECTOR_DROPOUT = 0x0518  # isa/vector.toml
+OP_VECTOR_QUANTIZE_MX = 0x0519  # isa/vector.toml
 OP_SYNC_SIGNAL = 0x0601  # isa/sync.toml
 OP_SYNC_WAIT = 0x0602  # isa/sync.toml
 OP_SYNC_BARRIER = 0x0603  # isa/sync.toml

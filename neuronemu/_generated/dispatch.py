@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, random, scalar, search, sync, tensor
+from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
 
 
 @jit
@@ -13,6 +13,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return tensor.matmul(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0102:  # tensor.transpose
         return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0103:  # tensor.matmul_mx
+        return mx.matmul_mx(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0201:  # scalar.activation
         return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0202:  # scalar.activate2
@@ -99,6 +101,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return random.rand2(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0518:  # vector.dropout
         return random.dropout(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0519:  # vector.quantize_mx
+        return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

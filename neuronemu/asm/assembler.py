@@ -29,6 +29,9 @@ INITIALISERS = {
 }
 DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
 SYNC_MODES = ("auto", "explicit")
+PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
+PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
+                 "gpsimd.tensor_copy"}
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 
 
@@ -342,11 +345,29 @@ class Assembler:
             else:
                 values[arg.name] = None
         self._check_bitvec_allowed(definition, values, given)
+        self._check_packed_dtypes(definition, values)
         ctx = CheckContext(definition, values, self.target, location)
         for check in definition.checks:
             RULES[check.rule](ctx, *check.args)
         line_text = self.source.line(location.line).strip()
         return Instruction(definition, values, location, line_text)
+
+    def _check_packed_dtypes(self, definition: InstrDef, values: dict) -> None:
+        """x4-packed fp8 tiles hold four values per element: only the MX instructions read them
+        as such, and copies move them only unchanged (same dtype on both sides)."""
+        tiles = [(a.name, values[a.name]) for a in definition.args
+                 if isinstance(values.get(a.name), Tile)]
+        packed = [(n, t) for n, t in tiles if dtypes.get(t.dtype).packs]
+        if not packed or definition.name in PACKED_USERS:
+            return
+        name, tile = packed[0]
+        if definition.name in PACKED_COPIES and len({t.dtype for _, t in tiles}) == 1:
+            return
+        raise AsmError(f"{definition.name} cannot use '{tile.symbol}' ({tile.dtype}, four fp8 "
+                       f"values per element) as '{name}': packed tiles are made by "
+                       f"vector.quantize_mx, read by tensor.matmul_mx, and moved unchanged by "
+                       f"{', '.join(sorted(PACKED_COPIES))} (same dtype on both sides)",
+                       tile.location)
 
     def _check_bitvec_allowed(self, definition: InstrDef, values: dict, given: dict) -> None:
         """Bitvec ALU operators exist only where the entry says so (rule bitvec_operands)."""

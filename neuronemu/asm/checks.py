@@ -342,3 +342,53 @@ def activate2_ops(ctx, op0, op1, reduce_op):
     name = isa.enums["reduce_op"].name_of(ctx.args[reduce_op])
     if name not in ("add", "maximum", "minimum"):
         _fail(ctx, f"{reduce_op}={name}: activate2 folds with add, maximum or minimum")
+
+
+def _mx_scale_rows_ok(data: Tile, scale: Tile) -> bool:
+    # scales of partitions p sit at row 32 (p // 32) + (p % 32) // 8: a [P, .] tile, or [P/8, .]
+    # when the data fits in one quadrant
+    return scale.partitions == data.partitions or (data.partitions <= 32
+                                                   and scale.partitions == data.partitions // 8)
+
+
+@rule
+def mx_layout(ctx, src, dst, scale):
+    tiles = dict(_tiles(ctx, [src, dst, scale]))
+    if len(tiles) != 3:
+        return
+    s, d, sc = tiles[src], tiles[dst], tiles[scale]
+    if s.partitions % 32 or s.partitions > 128:
+        _fail(s, f"{src} must span a multiple of 32 partitions (at most 128), not {s.partitions}")
+    if s.free_size % 4:
+        _fail(s, f"{src} must have a multiple of 4 elements per partition, not {s.free_size}")
+    if (d.partitions, d.free_size) != (s.partitions, s.free_size // 4):
+        _fail(d, f"{dst} must be [{s.partitions}, {s.free_size // 4}] (four values per x4 "
+                 f"element), not {_shape(d)}")
+    if sc.free_size != s.free_size // 4 or not _mx_scale_rows_ok(s, sc):
+        rows = f"{s.partitions}" + (f" or {s.partitions // 8}" if s.partitions <= 32 else "")
+        _fail(sc, f"{scale} must be [{rows}, {s.free_size // 4}] (one scale per 8 partitions x "
+                  f"4 values, at row 32q + g), not {_shape(sc)}")
+
+
+@rule
+def mx_scales(ctx, data, scale):
+    tiles = dict(_tiles(ctx, [data, scale]))
+    if len(tiles) != 2:
+        return
+    d, sc = tiles[data], tiles[scale]
+    if d.partitions % 32:
+        _fail(d, f"{data} must span a multiple of 32 partitions, not {d.partitions}")
+    if sc.free_size != d.free_size or not _mx_scale_rows_ok(d, sc):
+        rows = f"{d.partitions}" + (f" or {d.partitions // 8}" if d.partitions <= 32 else "")
+        _fail(sc, f"{scale} must be [{rows}, {d.free_size}] (one scale per 8 partitions of "
+                  f"{data}), not {_shape(sc)}")
+
+
+@rule
+def mx_dst(ctx, dst, stationary, moving):
+    tiles = dict(_tiles(ctx, [dst, stationary, moving]))
+    if len(tiles) == 3:
+        d, s, m = tiles[dst], tiles[stationary], tiles[moving]
+        if (d.partitions, d.free_size) != (s.free_size, m.free_size):
+            _fail(d, f"{dst} must be [{s.free_size}, {m.free_size}] ({stationary} free x "
+                     f"{moving} free), not {_shape(d)}")

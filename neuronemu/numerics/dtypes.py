@@ -53,6 +53,7 @@ class DType:
     nan_decode: str = "quiet"
     overflow: str = "inf"
     pad_bits: int = 0
+    packs: str = ""           # x4 types: the fp8 dtype of each of the 4 bytes
 
     @property
     def bits(self) -> int:

@@ -146,8 +146,9 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
         if counts[pc] and ins.definition.cost_class == "tensor_matmul":
             stationary = ins.args["stationary"]
             moving = ins.args["moving"]
-            flops += int(counts[pc]) * 2 * stationary.partitions * stationary.free_size \
-                * moving.free_size
+            # an x4 (MX) operand packs 4 contraction indices per partition
+            depth = stationary.partitions * (4 if ins.definition.name == "tensor.matmul_mx" else 1)
+            flops += int(counts[pc]) * 2 * depth * stationary.free_size * moving.free_size
     peak = 2 * 128 * 128 * engine_clocks["tensor"]
     dma = (dma_stats(dma_counts, busy, engine_busy, time_ns)
            if dma_counts is not None and dma_counts[:, 0].any() else None)

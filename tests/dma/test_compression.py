@@ -76,7 +76,7 @@ def test_codec_round_trip_property(itemsize, rows, columns, density, seed) -> No
     assert rows * masks.shape[1] * 8 + popcount * itemsize == expected_size(bits, itemsize)
 
 
-KERNEL = """.target trn2
+KERNEL = """.target {target}
 .hbm w {dt}[{r}, {c}] input compressed
 .hbm plain {dt}[{r}, {c}] input
 .hbm back {dt}[{r}, {c}] output
@@ -105,7 +105,8 @@ def test_dma_round_trip_every_dtype(dtype: str, kind: str) -> None:
         nan = (bits & 0x7F800000) == 0x7F800000
         bits = np.where(nan & ((bits & 0x7FFFFF) != 0), 0x7FC00000, bits)
     values = dtypes.from_bits(bits.astype(WIDTH[itemsize]), dtype)
-    src = KERNEL.format(dt=dtype, r=rows, c=columns)
+    target = "trn3" if dtypes.get(dtype).packs else "trn2"  # x4 types are trn3's, e3m4 not
+    src = KERNEL.format(dt=dtype, r=rows, c=columns, target=target)
     result = neuronemu.run(neuronemu.assemble(src, "kernel.s"), inputs={"w": values,
                                                                          "plain": values})
     for name in ("back", "packed"):
