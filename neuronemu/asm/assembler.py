@@ -713,7 +713,9 @@ def lower(program: Program) -> None:
             queue = ins.args.get("queue")
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
             if ins.args.get("dge") == isa.enums["dge"].values["hw"]:
-                row[L.I_DMA_FLAGS] |= L.DMA_HWDGE
+                row[L.I_FLAGS] |= L.DMA_HWDGE
+        if ins.args.get("perf_mode") == isa.enums["matmul_perf_mode"].values["double_row"]:
+            row[L.I_FLAGS] |= L.MATMUL_DOUBLE_ROW
         elif d.engine == "sync":
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
             track = ins.args.get("track")

@@ -392,3 +392,17 @@ def mx_dst(ctx, dst, stationary, moving):
         if (d.partitions, d.free_size) != (s.free_size, m.free_size):
             _fail(d, f"{dst} must be [{s.free_size}, {m.free_size}] ({stationary} free x "
                      f"{moving} free), not {_shape(d)}")
+
+
+@rule
+def double_row(ctx, mode, stationary, moving):
+    """The fp8 double-row mode exists from NeuronCore-v3 on and takes fp8 operands only."""
+    if ctx.args.get(mode) != 1:
+        return
+    if ctx.target.name == "trn1":
+        _fail(ctx, f"{mode}=double_row needs trn2 or trn3 (NeuronCore-v2 has no TensorE "
+                   f"performance modes)")
+    for name, tile in _tiles(ctx, [stationary, moving]):
+        if not tile.dtype.startswith("float8"):
+            _fail(tile, f"{mode}=double_row packs fp8 pairs: {name} must be an fp8 tile, not "
+                        f"{tile.dtype}")

@@ -20,10 +20,11 @@ I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names
 I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
 I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE
 I_EXTRA_OUTPUTS = I_COST + 3     # optional output tiles given (e.g. activation reduce_res)
-I_DMA_FLAGS = I_COST + 4         # DMA_HWDGE: descriptors from the hardware DGE (shorter fixed cost)
+I_FLAGS = I_COST + 4             # timing-relevant modes: DMA_HWDGE, MATMUL_DOUBLE_ROW
 INSTR_WIDTH = I_COST + 5
 
-DMA_HWDGE = 1
+DMA_HWDGE = 1           # descriptors from the hardware DGE (shorter fixed cost)
+MATMUL_DOUBLE_ROW = 2   # fp8 double-row performance mode (2x TensorE throughput)
 
 ACCESS_READ = 1
 ACCESS_WRITE = 2

@@ -135,7 +135,7 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
     else:
         wire_bytes = max(read, written)
         raw_bytes = max(raw_read, raw_written)
-    if ins[L.I_DMA_FLAGS] & L.DMA_HWDGE:
+    if ins[L.I_FLAGS] & L.DMA_HWDGE:
         fixed = params[T_DMA_HWDGE_FIXED_NS]
     else:
         fixed = params[T_DMA_FIXED_NS]

@@ -103,6 +103,8 @@ def cost_cycles(ins, ops, costs, params):
         cycles = max(row[C_MIN_II], float(mv[L.OP_SIZE]))
         if mv[L.OP_DTYPE] == _FLOAT32:
             cycles *= row[C_FP32_FACTOR]
+        if ins[L.I_FLAGS] & L.MATMUL_DOUBLE_ROW:
+            cycles *= 0.5
         return cycles + row[C_FIXED]
     if formula == F_TRANSPOSE:
         data = ops[ins[L.I_ARGS + 3]]  # argument 1: the input

@@ -182,3 +182,29 @@ def test_trace_event_cap_keeps_totals() -> None:
     capped = neuronemu.run(program, max_trace_events=5).timing
     assert capped.events_recorded == 5 and capped.events_total == full.events_total
     assert capped.tracks == full.tracks
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_double_row_fp8_matmul_takes_half_the_cycles(target: str) -> None:
+    src = """.sbuf w float8_e4m3[128, 128]
+.sbuf x float8_e4m3[128, 512]
+.psum acc float32[128, 512]
+vector.memset w, value=0.5
+vector.memset x, value=2.0
+tensor.matmul acc, w, x{mode}
+"""
+    normal = timing(src.format(mode=""), target)
+    fast = timing(src.format(mode=", perf_mode=double_row"), target)
+    assert normal.tracks["tensor"].busy_ns == pytest.approx(512 / CLOCK[target]["tensor"])
+    assert fast.tracks["tensor"].busy_ns == pytest.approx(256 / CLOCK[target]["tensor"])
+
+
+@pytest.mark.parametrize("target, dtype, message", [
+    ("trn1", "float8_e4m3", "perf_mode=double_row needs trn2 or trn3"),
+    ("trn2", "bfloat16", "stationary must be an fp8 tile, not bfloat16"),
+])
+def test_double_row_errors(target: str, dtype: str, message: str) -> None:
+    src = (f".target {target}\n.sbuf w {dtype}[128, 128]\n.sbuf x {dtype}[128, 512]\n"
+           ".psum acc float32[128, 512]\ntensor.matmul acc, w, x, perf_mode=double_row\n")
+    with pytest.raises(neuronemu.AsmError, match=message):
+        neuronemu.assemble(src, "k.s")
