@@ -17,7 +17,7 @@ MAGIC = b"NEO\x00"
 VERSION = 1
 
 # argument field tags
-_ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE = range(7)
+_ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE, _INT_LIST = range(8)
 _ROLES = ("input", "output", "scratch")
 _COMPRESSED = 0x80  # role byte flag: the tensor is stored compressed (docs/dma.md)
 _SPACES = ("sbuf", "psum")
@@ -114,6 +114,10 @@ def _encode_arg(w: _Writer, arg, value, symbols: dict[str, int], isa) -> None:
         w.pack("Bd", _IMMEDIATE, value.value)
     elif arg.kind == "number":
         w.pack("Bd", _FLOAT, float(value))
+    elif arg.kind == "int_list":
+        w.pack("BH", _INT_LIST, len(value))
+        for _, item in value:
+            w.pack("q", item)
     elif isinstance(value, tuple):  # (kind, value) of reg / int / label arguments
         kind, v = value
         tag = {"reg": _REG, "int": _INT, "label": _LABEL}[kind]
@@ -220,6 +224,9 @@ def _decode_arg(r: _Reader, arg, names, isa, targets: set[int]) -> str | None:
             else:
                 items.append(_affine_text(start, regs))
         return names[symbol] + (f"[{', '.join(items)}]" if items else "")
+    if tag == _INT_LIST:
+        count = r.unpack("H")
+        return "[" + ", ".join(str(r.unpack("q")) for _ in range(count)) + "]"
     if tag in (_FLOAT, _IMMEDIATE):
         value = r.unpack("d")
         return repr(value)

@@ -49,6 +49,7 @@ OP_VECTOR_SET_RNG_SEED = 0x0516  # isa/vector.toml
 OP_VECTOR_RAND2 = 0x0517  # isa/vector.toml
 OP_VECTOR_DROPOUT = 0x0518  # isa/vector.toml
 OP_VECTOR_QUANTIZE_MX = 0x0519  # isa/vector.toml
+OP_VECTOR_STREAM_SHUFFLE = 0x051a  # isa/vector.toml
 OP_SYNC_SIGNAL = 0x0601  # isa/sync.toml
 OP_SYNC_WAIT = 0x0602  # isa/sync.toml
 OP_SYNC_BARRIER = 0x0603  # isa/sync.toml

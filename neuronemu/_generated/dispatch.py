@@ -103,6 +103,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return random.dropout(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0519:  # vector.quantize_mx
         return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x051a:  # vector.stream_shuffle
+        return search.stream_shuffle(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

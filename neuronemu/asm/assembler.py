@@ -425,6 +425,20 @@ class Assembler:
             if kind == "reg":
                 raise self.error(node, f"{what} must be a register r0..r63")
             return ("int", self.eval.integer(node))
+        if kind == "int_list":
+            if node.data != "list":
+                raise self.error(node, f"{what} must be a bracketed list of {arg.length} "
+                                       f"integers, e.g. [{', '.join(map(str, range(3)))}, ...]")
+            items = [self.eval.integer(c) for c in node.children if c is not None]
+            if len(items) != arg.length:
+                raise self.error(node, f"{what} needs {arg.length} integers, got {len(items)}")
+            if arg.range:
+                for c, value in zip((c for c in node.children if c is not None), items,
+                                    strict=True):
+                    if not arg.range[0] <= value <= arg.range[1]:
+                        raise self.error(c, f"{what}: {value} is outside [{arg.range[0]}, "
+                                            f"{arg.range[1]}]")
+            return tuple(("item", v) for v in items)
         if kind == "label":
             word = str(node.children[0]) if node.data == "name" else ""
             if word not in self.labels:
@@ -695,6 +709,9 @@ def lower(program: Program) -> None:
             elif arg.kind == "number":
                 imms.append(float(value))
                 tag, v = L.TAG_FLOAT, len(imms) - 1
+            elif arg.kind == "int_list":  # the items, consecutive in imms (exact: small ints)
+                tag, v = L.TAG_FLOAT, len(imms)
+                imms.extend(float(item) for _, item in value)
             elif isinstance(value, tuple):
                 kind, v = value
                 tag = {"reg": L.TAG_REG, "int": L.TAG_INT, "label": L.TAG_LABEL}[kind]

@@ -406,3 +406,21 @@ def double_row(ctx, mode, stationary, moving):
         if not tile.dtype.startswith("float8"):
             _fail(tile, f"{mode}=double_row packs fp8 pairs: {name} must be an fp8 tile, not "
                         f"{tile.dtype}")
+
+
+@rule
+def shuffle_mask(ctx, mask, src):
+    """Mask entries name a partition of the quadrant (< 32, and < P when the tile is smaller),
+    or 255; a tile spans whole quadrants unless it fits in one."""
+    tiles = dict(_tiles(ctx, [src]))
+    if src not in tiles:
+        return
+    p = tiles[src].partitions
+    if p > 32 and p % 32:
+        _fail(tiles[src], f"{src} spans {p} partitions: a shuffle works on whole 32-partition "
+                          f"quadrants (a multiple of 32, or at most 32)")
+    limit = min(p, 32)
+    for i, (_, value) in enumerate(ctx.args[mask]):
+        if i < limit and value != 255 and value >= limit:
+            _fail(ctx, f"{mask}[{i}] = {value}: entries name a source partition below {limit} "
+                       f"(the quadrant's partitions in {src}) or are 255 (keep)")

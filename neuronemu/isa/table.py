@@ -26,10 +26,11 @@ ARG_KINDS = {
     "reg": "a register r0..r63",
     "reg_or_int": "a register or an integer immediate",
     "label": "a label defined in the same file",
+    "int_list": "a bracketed list of integers, e.g. [1, 0, 3, 2]",
 }
 SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
-             "range", "compressed"}
+             "range", "compressed", "length"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
                "targets", "setup"}
 
@@ -52,6 +53,7 @@ class ArgDef:
     range: tuple[int, int] | None = None
     # "yes": the tile must belong to a compressed HBM tensor; "no" (default): it must not
     compressed: str = "no"
+    length: int = 0                 # int_list: the number of items
 
     @property
     def required(self) -> bool:
@@ -200,7 +202,7 @@ def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
     rng = raw.get("range")
     if raw.get("compressed", "no") not in ("yes", "no"):
         _fail(origin, "compressed must be \"yes\" or \"no\"")
-    return ArgDef(compressed=raw.get("compressed", "no"), name=raw["name"], kind=kind, spaces=spaces, access=access,
+    return ArgDef(compressed=raw.get("compressed", "no"), length=int(raw.get("length", 0)), name=raw["name"], kind=kind, spaces=spaces, access=access,
                   keyword=bool(raw.get("keyword", False)), default=raw.get("default"),
                   optional=bool(raw.get("optional", False)), enum=raw.get("enum"),
                   doc=raw.get("doc", ""), range=tuple(rng) if rng else None)

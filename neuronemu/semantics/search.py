@@ -13,6 +13,7 @@ from neuronemu.exec.memory import (
     load_bits,
     load_f32,
     scalar_column,
+    store_bits,
     store_f32,
 )
 
@@ -91,4 +92,18 @@ def match_replace8(ins, ops, imms, mems, regs, fmt, table):
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, data)
     if arg_tag(ins, 4) == L.TAG_OPERAND:
         store_f32(ops[arg_value(ins, 4)], mems, regs, fmt, where)
+    return L.STATUS_OK
+
+
+@jit
+def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    bits = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    out = load_bits(dst, mems, regs)
+    start = arg_value(ins, 2)
+    for p in range(bits.shape[0]):
+        source = np.int64(imms[start + p % 32])
+        if source != 255:
+            out[p] = bits[(p // 32) * 32 + source]
+    store_bits(dst, mems, regs, out)
     return L.STATUS_OK
