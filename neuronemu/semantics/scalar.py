@@ -125,6 +125,21 @@ def apply_function(func, x, alpha):
 
 
 @jit
+def checked_function(func, x, alpha, regs):
+    """apply_function, noting the first instruction (and its first input) that gives func an
+    input outside its documented range, and how many do."""
+    bad = first_out_of_range(func, x)
+    if bad >= 0:
+        if regs[L.REG_RANGE_COUNT] == 0:
+            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
+            word = np.empty(1, dtype=np.float32)
+            word[0] = x.ravel()[bad]
+            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
+        regs[L.REG_RANGE_COUNT] += 1
+    return apply_function(func, x, alpha)
+
+
+@jit
 def activation(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     partitions = data.shape[0]
@@ -133,16 +148,7 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
     # two fp32 roundings (multiply, then add), no fused multiply-add
     pre = (data * scale).astype(np.float32)
     pre = (pre + bias).astype(np.float32)
-    func = arg_value(ins, 2)
-    bad = first_out_of_range(func, pre)
-    if bad >= 0:
-        if regs[L.REG_RANGE_COUNT] == 0:
-            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
-            word = np.empty(1, dtype=np.float32)
-            word[0] = pre.ravel()[bad]
-            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
-        regs[L.REG_RANGE_COUNT] += 1
-    out = apply_function(func, pre, imms[arg_value(ins, 6)])
+    out = checked_function(arg_value(ins, 2), pre, imms[arg_value(ins, 6)], regs)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     if arg_tag(ins, 5) == L.TAG_OPERAND:
         sums = np.empty((partitions, 1), dtype=np.float32)
@@ -180,16 +186,7 @@ def activate2(ins, ops, imms, mems, regs, fmt, table):
         x = binary(op0, imm0, x) if arg_value(ins, 8) != 0 else binary(op0, x, imm0)
     if op1 != C.ALU_BYPASS:
         x = binary(op1, imm1, x) if arg_value(ins, 9) != 0 else binary(op1, x, imm1)
-    func = arg_value(ins, 2)
-    bad = first_out_of_range(func, x)
-    if bad >= 0:
-        if regs[L.REG_RANGE_COUNT] == 0:
-            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
-            word = np.empty(1, dtype=np.float32)
-            word[0] = x.ravel()[bad]
-            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
-        regs[L.REG_RANGE_COUNT] += 1
-    out = apply_function(func, x, imms[arg_value(ins, 7)])
+    out = checked_function(arg_value(ins, 2), x, imms[arg_value(ins, 7)], regs)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
     reduce_op = arg_value(ins, 11)
     cmd = arg_value(ins, 12)
