@@ -206,14 +206,20 @@ def store_f32(op, mems, regs, fmt, values):
 
 
 @jit
-def _store_stochastic(op, mems, regs, fmt, values):
-    """Element (p, i) draws its bits from (seed, instruction, store, p * N + i): reproducible and
-    independent of the order elements are visited in."""
-    code = op[L.OP_DTYPE]
+def round_to_bits(values, code, fmt, regs):
+    """fp32 values [P, N] -> storage bits of dtype ``code``: to nearest even, or stochastically
+    when the run enables it (regs[REG_SR_ON]) and code is narrower than fp32. Element (p, i)
+    draws its bits from (seed, instruction, store, p * N + i): reproducible and independent of
+    the order elements are visited in."""
+    bits = np.empty(values.shape, dtype=np.int64)
+    n = values.shape[1]
+    if regs[L.REG_SR_ON] == 0 or code == _F32:
+        for p in range(values.shape[0]):
+            for i in range(n):
+                bits[p, i] = encode(values[p, i], code, fmt)
+        return bits
     key = stream_key(regs[L.REG_SR_SEED], regs[L.REG_STEP], regs[L.REG_SR_STORE])
     regs[L.REG_SR_STORE] += 1
-    n = values.shape[1]
-    bits = np.empty(values.shape, dtype=np.int64)
     for p in range(values.shape[0]):
         for i in range(n):
             rand = random_bits(key, p * n + i)
@@ -221,7 +227,12 @@ def _store_stochastic(op, mems, regs, fmt, values):
                 bits[p, i] = encode_bf16_stochastic(values[p, i], rand)
             else:
                 bits[p, i] = encode_stochastic(values[p, i], code, fmt, rand)
-    store_bits(op, mems, regs, bits)
+    return bits
+
+
+@jit
+def _store_stochastic(op, mems, regs, fmt, values):
+    store_bits(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
 
 
 @jit

@@ -19,11 +19,12 @@ from neuronemu.exec.memory import (
     load_bits,
     load_f32,
     one_row,
+    round_to_bits,
     store_bits,
     store_f32,
 )
 from neuronemu.numerics import dtypes as D
-from neuronemu.numerics.cast import decode, encode
+from neuronemu.numerics.cast import decode
 
 _INT32 = D.get("int32").code
 
@@ -37,15 +38,11 @@ def copy(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def _bits_in(code, src, mems, regs, fmt, table):
-    """The source tile's elements as raw bits of dtype ``code`` (cast via fp32, RNE)."""
+    """The source tile's elements as raw bits of dtype ``code`` (cast via fp32, rounded as any
+    store is: to nearest even, or stochastically when the run asks for it)."""
     if src[L.OP_DTYPE] == code:
         return load_bits(src, mems, regs)
-    values = load_f32(src, mems, regs, fmt, table)
-    bits = np.empty(values.shape, dtype=np.int64)
-    for p in range(values.shape[0]):
-        for i in range(values.shape[1]):
-            bits[p, i] = encode(values[p, i], code, fmt)
-    return bits
+    return round_to_bits(load_f32(src, mems, regs, fmt, table), code, fmt, regs)
 
 
 @jit

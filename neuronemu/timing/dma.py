@@ -97,6 +97,8 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
     touches_hbm = False
     src_on_chip = False
     row_buffers = 1
+    total_buffers = 1
+    compressed_wire = -1.0
     for k in range(nargs):
         if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
             continue
@@ -111,6 +113,7 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
         wire = raw
         if op[L.OP_BLOCK] > 0 and regs[L.REG_DMA_WIRE] >= 0:
             wire = float(regs[L.REG_DMA_WIRE])
+            compressed_wire = wire
         if access & L.ACCESS_READ:
             read += wire
             raw_read += raw
@@ -127,14 +130,20 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
                 hbm_raw_written += raw
         touches_hbm = touches_hbm or in_hbm
         run = contiguous_bytes(op)
-        buffers = n_rows * -(-row_bytes // run)
+        if run == row_bytes and op[L.OP_PCOLSTEP] == row_bytes and in_hbm:
+            run = n_rows * row_bytes  # rows back to back in HBM: one contiguous run
+        buffers = max(1, -(-(n_rows * row_bytes) // run)) if run > row_bytes else \
+            n_rows * -(-row_bytes // run)
         row_buffers = max(row_buffers, -(-buffers // rows))
+        total_buffers = max(total_buffers, buffers)
     if touches_hbm:
         wire_bytes = max(hbm_read, hbm_written)
         raw_bytes = max(hbm_raw_read, hbm_raw_written)
     else:
         wire_bytes = max(read, written)
         raw_bytes = max(raw_read, raw_written)
+    if compressed_wire >= 0.0:
+        wire_bytes = compressed_wire  # the compressed side sets the traffic (docs/dma.md)
     if ins[L.I_FLAGS] & L.DMA_HWDGE:
         fixed = params[T_DMA_HWDGE_FIXED_NS]
     else:
@@ -142,22 +151,27 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
     engines = int(params[T_DMA_ENGINES])
     engine_bw = params[T_DMA_BYTES_PER_NS] / engines
     eff = sbuf_efficiency if src_on_chip and not hbm_read > 0.0 else efficiency
-    row_ns = (wire_bytes / rows + row_buffers * params[T_DMA_BUFFER_OVERHEAD]) / (engine_bw * eff)
+    overhead = params[T_DMA_BUFFER_OVERHEAD]
+    row_ns = (wire_bytes / rows + row_buffers * overhead) / (engine_bw * eff)
     per_engine = np.zeros(engines, dtype=np.int64)
     partitions = int(params[T_PARTITIONS])
-    for i in range(rows):
-        if rows_op >= 0:
+    if rows_op >= 0:
+        for i in range(rows):
             partition = ops[rows_op][L.OP_PSTART] + i
             per_engine[partition * engines // partitions] += 1
-        else:
-            per_engine[i % engines] += 1
     data_start = ready + fixed
     end = data_start
     alone = 0.0
     for e in range(engines):
-        if per_engine[e] == 0:
-            continue
-        duration = per_engine[e] * row_ns
+        if rows_op >= 0:
+            if per_engine[e] == 0:
+                continue
+            duration = per_engine[e] * row_ns
+        else:
+            # HBM -> HBM: no partitions to follow; the bytes and their buffers are split evenly
+            # over all engines (a long contiguous run is cut into one piece per engine)
+            duration = (wire_bytes / engines + max(1, -(-total_buffers // engines)) * overhead) \
+                / (engine_bw * eff)
         start = reserve(engine_free[e], data_start, duration)
         engine_busy[e] += duration
         end = max(end, start + duration)

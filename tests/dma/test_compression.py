@@ -158,3 +158,21 @@ def test_compressed_misuse_is_a_located_error(body: str, message: str) -> None:
 def test_compressed_tensor_must_be_2d() -> None:
     with pytest.raises(AsmError, match="2-D"):
         neuronemu.assemble(".hbm w bfloat16[4, 128, 64] input compressed\n", "bad.s")
+
+
+def test_compress_with_a_cast_rounds_stochastically_when_asked() -> None:
+    """fp32 1 + 2^-10 lies 1/8 of the way from bf16 1.0 to 1.0078125: with stochastic rounding
+    about 1/8 of the elements round up, in dma.compress as in any other store."""
+    src = """.hbm x float32[128, 512] input
+.hbm c bfloat16[128, 512] output compressed
+dma.compress c, x
+"""
+    x = np.full((128, 512), 1 + 2.0**-10, np.float32)
+    program = neuronemu.assemble(src, "k.s")
+    rne = neuronemu.run(program, inputs={"x": x}).tensors["c"].astype(np.float64)
+    assert np.all(rne == 1.0)
+    sr = neuronemu.run(program, inputs={"x": x},
+                       stochastic_rounding=True).tensors["c"].astype(np.float64)
+    up = np.mean(sr == 1.0078125)
+    assert set(np.unique(sr)) <= {1.0, 1.0078125}
+    assert abs(up - 0.125) < 5 * np.sqrt(0.125 * 0.875 / x.size)

@@ -129,3 +129,17 @@ def test_text_report_shows_dma_line() -> None:
         result = runner.invoke(main, ["run", "k.s"])
     assert result.exit_code == 0, result.output
     assert "dma: 1 transfers, 0.262 MB" in result.output
+
+
+@pytest.mark.parametrize("shape", ["[65536]", "[1, 65536]", "[128, 512]", "[4, 128, 128]"])
+def test_contiguous_hbm_to_hbm_spreads_over_all_engines(shape: str) -> None:
+    """256 KiB back to back in HBM is one run cut into 16 pieces, whatever the tensor's shape."""
+    t = timing(f".hbm a float32{shape} input\n.hbm b float32{shape} output\ndma.copy b, a\n")
+    assert t.time_ns == pytest.approx(1300 + (262144 / 16 + 256) / (368 / 16))
+
+
+def test_hbm_to_hbm_compress_is_charged_compressed_bytes() -> None:
+    t = timing(".hbm a bfloat16[128, 512] input init=zeros\n"
+               ".hbm c bfloat16[128, 512] output compressed\ndma.compress c, a\n")
+    assert t.dma.compressed_bytes == 128 * 8 * 8  # 8 masks of 8 bytes per row, no data
+    assert t.dma.bytes == 128 * 512 * 2
