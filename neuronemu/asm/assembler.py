@@ -346,7 +346,9 @@ class Assembler:
                 values[arg.name] = None
         self._check_bitvec_allowed(definition, values, given)
         self._check_packed_dtypes(definition, values)
-        ctx = CheckContext(definition, values, self.target, location)
+        arg_locations = {name: location_of(self.source, node.meta) for name, node in given.items()
+                         if getattr(node, "meta", None) is not None and not node.meta.empty}
+        ctx = CheckContext(definition, values, self.target, location, arg_locations)
         for check in definition.checks:
             RULES[check.rule](ctx, *check.args)
         line_text = self.source.line(location.line).strip()

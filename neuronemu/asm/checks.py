@@ -40,14 +40,25 @@ def _fail(tile_or_ctx, message: str, notes=()):
     raise AsmError(message, location, notes)
 
 
+class _Located:
+    def __init__(self, location):
+        self.location = location
+
+
 class CheckContext:
     """What a rule sees: instruction definition, argument values by name, target, location."""
 
-    def __init__(self, definition, args, target, location):
+    def __init__(self, definition, args, target, location, arg_locations=None):
         self.definition = definition
         self.args = args
         self.target = target
         self.location = location
+        self.arg_locations = arg_locations or {}
+
+    def at(self, name):
+        """Something to fail at: the argument as written, else the instruction."""
+        location = self.arg_locations.get(name)
+        return _Located(location) if location is not None else self
 
 
 @rule
@@ -240,7 +251,7 @@ def transposed(ctx, dst, src):
 def hw_dge(ctx, name):
     """dge=hw needs a target with a hardware descriptor generator."""
     if ctx.args.get(name) == 1 and not ctx.target.dma_hwdge_fixed_ns:
-        _fail(ctx, f"{name}=hw needs the hardware descriptor generator, which {ctx.target.name} "
+        _fail(ctx.at(name), f"{name}=hw needs the hardware descriptor generator, which {ctx.target.name} "
                    f"does not have (trn2 and later); use {name}=static")
 
 
@@ -278,7 +289,7 @@ def _enum_in(ctx, name, allowed, what):
     values = load_isa().enums["alu_op"].values
     code = ctx.args.get(name)
     if code is not None and code not in [values[a] for a in allowed]:
-        _fail(ctx, f"{name} must be {what}: {', '.join(allowed)}")
+        _fail(ctx.at(name), f"{name} must be {what}: {', '.join(allowed)}")
 
 
 @rule
@@ -318,7 +329,8 @@ def bitvec_operands(ctx, *names):
         return
     if not all(c in codes for _, c in used):
         kinds = ", ".join(f"{n}={load_isa().enums['alu_op'].name_of(c)}" for n, c in used)
-        _fail(ctx, f"{ctx.definition.name} mixes bitvec and arithmetic operators ({kinds}); "
+        _fail(ctx.at(used[-1][0]), f"{ctx.definition.name} mixes bitvec and arithmetic "
+                                   f"operators ({kinds}); "
                    f"both stages must be bitvec or both arithmetic")
     for name, tile in _tiles(ctx, names):
         if dtypes.get(tile.dtype).kind == "float":
@@ -337,11 +349,11 @@ def activate2_ops(ctx, op0, op1, reduce_op):
     allowed = [("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"),
                ("add", "bypass"), ("subtract", "bypass"), ("bypass", "bypass")]
     if pair not in allowed:
-        _fail(ctx, f"({op0}, {op1}) = ({pair[0]}, {pair[1]}) is not one of activate2's pairs: "
+        _fail(ctx.at(op1), f"({op0}, {op1}) = ({pair[0]}, {pair[1]}) is not one of activate2's pairs: "
                    + ", ".join(f"({a}, {b})" for a, b in allowed))
     name = isa.enums["reduce_op"].name_of(ctx.args[reduce_op])
     if name not in ("add", "maximum", "minimum"):
-        _fail(ctx, f"{reduce_op}={name}: activate2 folds with add, maximum or minimum")
+        _fail(ctx.at(reduce_op), f"{reduce_op}={name}: activate2 folds with add, maximum or minimum")
 
 
 def _mx_scale_rows_ok(data: Tile, scale: Tile) -> bool:
@@ -400,7 +412,7 @@ def double_row(ctx, mode, stationary, moving):
     if ctx.args.get(mode) != 1:
         return
     if ctx.target.name == "trn1":
-        _fail(ctx, f"{mode}=double_row needs trn2 or trn3 (NeuronCore-v2 has no TensorE "
+        _fail(ctx.at(mode), f"{mode}=double_row needs trn2 or trn3 (NeuronCore-v2 has no TensorE "
                    f"performance modes)")
     for name, tile in _tiles(ctx, [stationary, moving]):
         if not tile.dtype.startswith("float8"):
@@ -422,5 +434,5 @@ def shuffle_mask(ctx, mask, src):
     limit = min(p, 32)
     for i, (_, value) in enumerate(ctx.args[mask]):
         if i < limit and value != 255 and value >= limit:
-            _fail(ctx, f"{mask}[{i}] = {value}: entries name a source partition below {limit} "
+            _fail(ctx.at(mask), f"{mask}[{i}] = {value}: entries name a source partition below {limit} "
                        f"(the quadrant's partitions in {src}) or are 255 (keep)")

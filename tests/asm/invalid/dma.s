@@ -9,7 +9,7 @@
 .sbuf fidx float32[128, 1]
 #---
 dma.copy t, a, queue=16                      # CHECK: 22: error: dma.copy argument 'queue' must be in the range [0, 15], got 16
-dma.copy t, a, dge=hw                        # CHECK: 1: error: dge=hw needs the hardware descriptor generator, which trn1 does not have (trn2 and later); use dge=static
+dma.copy t, a, dge=hw                        # CHECK: 20: error: dge=hw needs the hardware descriptor generator, which trn1 does not have (trn2 and later); use dge=static
 dma.copy t, w                                # CHECK: 13: error: 'w' is stored compressed, so dma.copy cannot use it as 'src'; only dma.decompress reads a compressed tensor and only dma.compress writes one
 dma.compress a, t                            # CHECK: 14: error: dma.compress writes compressed data, but 'a' is not declared compressed (add 'compressed' after its role in .hbm); use dma.copy for plain tensors
 dma.decompress t, a                          # CHECK: 19: error: dma.decompress reads compressed data, but 'a' is not declared compressed (add 'compressed' after its role in .hbm); use dma.copy for plain tensors
