@@ -23,10 +23,8 @@ from neuronemu.exec.memory import (
     store_bits,
     store_f32,
 )
-from neuronemu.numerics import dtypes as D
 from neuronemu.numerics.cast import decode
-
-_INT32 = D.get("int32").code
+from neuronemu.semantics.alu import to_int
 
 
 @jit
@@ -112,14 +110,12 @@ def accumulate(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
-def _row_numbers(index, mems, regs, rows):
+def _row_numbers(index, mems, regs, fmt, rows):
     """The index column as row numbers; (-1, p, value) when entry p is outside [0, rows)."""
-    bits = load_bits(index, mems, regs)
-    numbers = np.empty(bits.shape[0], dtype=np.int64)
-    for p in range(bits.shape[0]):
-        v = bits[p, 0]
-        if index[L.OP_DTYPE] == _INT32 and v >= (1 << 31):
-            v -= 1 << 32
+    values = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
+    numbers = np.empty(values.shape[0], dtype=np.int64)
+    for p in range(values.shape[0]):
+        v = values[p, 0]
         if v < 0 or v >= rows:
             return numbers, p, v
         numbers[p] = v
@@ -138,7 +134,7 @@ def _fault_bad_index(regs, p, value, rows):
 def gather(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
     src = ops[arg_value(ins, 1)]
-    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, src[L.OP_PCOUNT])
+    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, fmt, src[L.OP_PCOUNT])
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
     for p in range(dst[L.OP_PCOUNT]):
@@ -150,7 +146,7 @@ def gather(ins, ops, imms, mems, regs, fmt, table):
 def scatter(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
     src = ops[arg_value(ins, 1)]
-    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, dst[L.OP_PCOUNT])
+    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, fmt, dst[L.OP_PCOUNT])
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, dst[L.OP_PCOUNT])
     # one transfer must not write a row twice: the order of the two writes is undefined

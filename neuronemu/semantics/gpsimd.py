@@ -9,10 +9,7 @@ from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
-from neuronemu.numerics import dtypes as D
-from neuronemu.semantics.alu import reduce_rows
-
-_INT32 = D.get("int32").code
+from neuronemu.semantics.alu import reduce_rows, to_int
 
 
 @jit
@@ -118,14 +115,12 @@ def n_gather(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
     data = load_bits(ops[arg_value(ins, 1)], mems, regs)
     index = ops[arg_value(ins, 2)]
-    indices = load_bits(index, mems, regs)
+    indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
     n = data.shape[1]
     out = np.empty(indices.shape, dtype=np.int64)
     for p in range(indices.shape[0]):
         for j in range(indices.shape[1]):
             v = indices[p, j]
-            if index[L.OP_DTYPE] == _INT32 and v >= (1 << 31):
-                v -= 1 << 32
             if v < 0 or v >= n:
                 regs[L.REG_FAULT_INFO] = p
                 regs[L.REG_FAULT_INFO + 1] = v
