@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,44 +74,6 @@ class Result:
         return self.program.target.name
 
 
-def initial_values(tensor: HbmTensor, seed: int) -> np.ndarray:
-    """The default contents of a tensor: float64 values by its ``init``, before the dtype cast.
-
-    Random initialisers draw from PCG64 keyed by (seed, crc32(name)), so every tensor gets its
-    own reproducible stream whatever the declaration order."""
-    kind, *params = tensor.init
-    shape = tensor.shape
-    rng = np.random.default_rng([seed, zlib.crc32(tensor.name.encode())])
-    if kind == "zeros":
-        return np.zeros(shape)
-    if kind == "ones":
-        return np.ones(shape)
-    if kind == "full":
-        return np.full(shape, params[0])
-    if kind == "arange":
-        return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
-    if kind == "identity":
-        return np.eye(shape[0])
-    if kind == "normal":
-        return rng.normal(params[0], params[1], size=shape)
-    if kind == "uniform":
-        return rng.uniform(params[0], params[1], size=shape)
-    if kind == "relu_normal":  # ReLU-sparse activations or weights: about half are exact zeros
-        return np.maximum(rng.normal(params[0], params[1], size=shape), 0.0)
-    return np.full(shape, np.nan)
-
-
-def _tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
-    from neuronemu.numerics import dtypes
-
-    dt = dtypes.get(tensor.dtype)
-    if dt.kind != "float" and values.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            if np.isnan(values).any():
-                return np.full(values.shape, (1 << (8 * dt.itemsize)) - 1, dtype=np.uint64)
-    return np.ascontiguousarray(dtypes.to_bits(values, tensor.dtype))
-
-
 def _check_input(tensor: HbmTensor, value) -> np.ndarray:
     from neuronemu.numerics import dtypes
 
@@ -138,89 +99,151 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS, stochastic_rounding: bool = False,
         rounding_seed: int | None = None) -> Result:
-    """Run an assembled program. ``inputs`` override the declared initialisers by tensor name;
-    arrays are cast to the declared dtype with round-to-nearest-even. The first
+    """Run an assembled program on one core. ``inputs`` override the declared initialisers by
+    tensor name; arrays are cast to the declared dtype with round-to-nearest-even. The first
     ``max_trace_events`` timed instructions are kept for the trace and the critical path.
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
-    with bits from (``rounding_seed``, default ``seed``; instruction; element)."""
-    from neuronemu.exec import layout as L
-    from neuronemu.exec.interpreter import (
-        EVENT_TIMES_WIDTH,
-        EVENT_WIDTH,
-        make_memories,
-        run_loop,
-    )
-    from neuronemu.isa.table import load_isa
-    from neuronemu.numerics import dtypes
-    from neuronemu.timing import model, report
-    from neuronemu.timing.dma import ENGINE_INTERVALS, STATS_WIDTH
+    with bits from (``rounding_seed``, default ``seed``; instruction; element). cc.* instructions
+    run with a world of one rank (use ``run_spmd`` for several)."""
+    from neuronemu.multichip import spmd
 
+    inputs = _checked_inputs(program, inputs, 1)
+    cores, _ = spmd.execute(program, None, 1, inputs, seed, max_instructions=max_instructions,
+                            max_trace_events=max_trace_events,
+                            stochastic_rounding=stochastic_rounding,
+                            rounding_seed=rounding_seed)
+    return _finish(program, cores[0], inputs[0], seed, max_instructions, 1)
+
+
+@dataclass
+class SpmdResult:
+    """A run of one kernel on every rank of a topology (``run_spmd``)."""
+
+    program: Program
+    topology: str
+    ranks_per_chip: int
+    ranks: list[Result]
+    """Per rank: its outputs, instructions, timing and warnings, as a single-core run reports."""
+    network: object
+    """Link traffic: neuronemu.multichip.network.NetworkStats."""
+    wall_seconds: float
+
+    @property
+    def world(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Every output tensor stacked over ranks: shape (world, *declared shape)."""
+        return {name: np.stack([r.outputs[name] for r in self.ranks])
+                for name in self.ranks[0].outputs}
+
+    @property
+    def time_ns(self) -> float:
+        """When the last rank's last track finished."""
+        return max(r.timing.time_ns for r in self.ranks)
+
+
+def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | None = None,
+             seed: int = 0, ranks_per_chip: int = 1,
+             max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+             max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS,
+             stochastic_rounding: bool = False, rounding_seed: int | None = None) -> SpmdResult:
+    """Run the kernel on every chip of ``topology`` (``ranks_per_chip`` cores each; rank =
+    chip * ranks_per_chip + core). An input array of the declared shape is given to every rank;
+    one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
+    inputs use their initialisers, random ones drawn per rank. ``max_instructions`` and
+    ``max_trace_events`` apply to each rank."""
+    from neuronemu.multichip import spmd
+    from neuronemu.multichip.topology import load_topologies
+
+    topologies = load_topologies()
+    if topology not in topologies:
+        raise InputError(f"unknown topology '{topology}' (topologies: "
+                         f"{', '.join(topologies)})")
+    topo = topologies[topology]
+    if topo.target != program.target.name:
+        raise InputError(f"topology {topology} is made of {topo.target} chips but the kernel "
+                         f"is assembled for {program.target.name} (assemble with "
+                         f"target={topo.target!r})")
+    if not 1 <= ranks_per_chip <= topo.cores_per_chip:
+        raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
+                         f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
+    world = topo.chips * ranks_per_chip
+    per_rank = _checked_inputs(program, inputs, world)
+    start = time.perf_counter()
+    cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
+                                  max_instructions=max_instructions,
+                                  max_trace_events=max(1024, max_trace_events // world),
+                                  stochastic_rounding=stochastic_rounding,
+                                  rounding_seed=rounding_seed)
+    results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
+               for r, core in enumerate(cores)]
+    return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
+                      time.perf_counter() - start)
+
+
+def _checked_inputs(program: Program, inputs, world: int) -> list[dict[str, np.ndarray]]:
+    """Inputs per rank: an array of the declared shape goes to every rank, one with a leading
+    axis of length ``world`` is split over the ranks."""
     inputs = dict(inputs or {})
     for name in inputs:
         if name not in program.tensors:
             known = ", ".join(t.name for t in program.inputs()) or "none"
             raise InputError(f"kernel has no tensor '{name}' (inputs: {known})")
-    sbuf, psum, hbm = make_memories(program)
-    for tensor in program.tensors.values():
-        if tensor.name in inputs:
-            values = _check_input(tensor, inputs[tensor.name])
+    per_rank: list[dict[str, np.ndarray]] = [{} for _ in range(world)]
+    for name, value in inputs.items():
+        tensor = program.tensors[name]
+        array = np.asarray(value)
+        if world > 1 and array.ndim == len(tensor.shape) + 1 and array.shape[0] == world:
+            for r in range(world):
+                per_rank[r][name] = _check_input(tensor, array[r])
         else:
-            values = initial_values(tensor, seed)
-        bits = _tensor_bits(tensor, values)
-        itemsize = dtypes.get(tensor.dtype).itemsize
-        if tensor.compressed:
-            from neuronemu.exec.codec import encode_tensor
+            if world > 1 and array.ndim == len(tensor.shape) + 1:
+                raise InputError(f"input '{name}' has shape {tuple(array.shape)}: a per-rank "
+                                 f"input needs a leading axis of length {world} (the world), "
+                                 f"then {tensor.dtype}{list(tensor.shape)}", tensor.location)
+            checked = _check_input(tensor, array)
+            for r in range(world):
+                per_rank[r][name] = checked
+    return per_rank
 
-            raw = encode_tensor(bits.astype(np.int64), itemsize)
-        else:
-            raw = bits.astype(f"<u{itemsize}").view(np.uint8).ravel()
-        hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
-    regs = np.zeros(L.REG_COUNT, dtype=np.int64)
-    regs[L.REG_SR_ON] = int(bool(stochastic_rounding))
-    regs[L.REG_SR_SEED] = seed if rounding_seed is None else rounding_seed
-    regs[L.REG_RNG_SEED] = seed  # until the kernel's set_rng_seed
-    counts = np.zeros(len(program.instrs), dtype=np.int64)
+
+def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: int,
+            world: int) -> Result:
+    from neuronemu.exec import layout as L
+    from neuronemu.isa.table import load_isa
+    from neuronemu.numerics import dtypes
+    from neuronemu.timing import report
+
+    regs = core.regs
+    if core.status != L.STATUS_OK:
+        fault = _fault(program, core.status, core.pc, regs, max_instructions)
+        if world > 1:
+            fault.message = f"rank {core.rank}: {fault.message}"
+        raise fault
     isa = load_isa()
-    clocks = model.track_clocks(program.target)
-    busy = np.zeros(L.NUM_TRACKS, dtype=np.float64)
-    write_end, read_end = model.region_tables((sbuf, psum, hbm))
-    for tensor in program.tensors.values():
-        if tensor.name in inputs or tensor.init[0] != "nan":
-            model.mark_written(write_end[L.SPACE_HBM], tensor.offset, tensor.nbytes)
-    track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
-    engines = program.target.dma_engines
-    engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
-    engine_busy = np.zeros(engines, dtype=np.float64)
-    dma_stats = np.zeros((L.NUM_DMA_QUEUES, STATS_WIDTH), dtype=np.float64)
-    timing_state = (model.cost_table(isa), model.target_params(program.target), clocks,
-                    track_free, busy, write_end, read_end, engine_free, engine_busy, dma_stats)
-    events = np.zeros((max(max_trace_events, 1), EVENT_WIDTH), dtype=np.int64)
-    event_times = np.zeros((max(max_trace_events, 1), EVENT_TIMES_WIDTH), dtype=np.float64)
-    start = time.perf_counter()
-    status, pc, steps = run_loop(program.instrs, program.ops, program.imms, (sbuf, psum, hbm), regs,
-                                 dtypes.format_table(), dtypes.decode_table(),
-                                 np.int64(max_instructions), counts, timing_state, events,
-                                 event_times)
-    wall = time.perf_counter() - start
-    if status != L.STATUS_OK:
-        raise _fault(program, status, pc, regs, max_instructions)
+    counts = core.counts
     per_engine = np.zeros(L.NUM_TRACKS, dtype=np.int64)
     np.add.at(per_engine, program.instrs[:, L.I_ENGINE], counts)
     engine_names = isa.enums["engine"]
     instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
     n_events = int(regs[L.REG_EVENTS])
-    events, event_times = events[:max_trace_events], event_times[:max_trace_events]
+    events, event_times = core.events, core.event_times
+    busy, track_free = core.busy, core.track_free
     if program.sync_mode == "explicit":
         from neuronemu.timing import explicit
 
         if n_events > len(events):
             raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
                                f"executed {n_events} and max_trace_events is {len(events)}")
-        replayed = explicit.replay(program, events[:n_events], event_times[:n_events], clocks)
+        replayed = explicit.replay(program, events[:n_events], event_times[:n_events],
+                                   core.clocks)
         busy, track_free = replayed.busy, replayed.track_free
         event_times = replayed.event_times
-    timing = report.build(program, counts, busy, track_free, clocks, events, event_times,
-                          n_events, dma_stats, engine_busy)
+    timing = report.build(program, counts, busy, track_free, core.clocks, events, event_times,
+                          n_events, core.dma_stats, core.engine_busy)
+    hbm = core.mems[2]
     tensors = {}
     for tensor in program.tensors.values():
         dt = dtypes.get(tensor.dtype)
@@ -234,11 +257,15 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
             bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
         tensors[tensor.name] = dtypes.from_bits(bits, tensor.dtype)
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
+    sbuf, psum = core.mems[0], core.mems[1]
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
              for a in program.allocations.values()}
     warnings = _unwritten_warning(program, regs) + _range_warning(program, regs)
-    return Result(program, outputs, instructions, int(steps), wall, seed, tensors, tiles, timing,
-                  warnings)
+    if world > 1:
+        for w in warnings:
+            w.message = f"rank {core.rank}: {w.message}"
+    return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
+                  timing, warnings)
 
 
 def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
@@ -325,4 +352,6 @@ def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeF
                             f"name row {c} of '{table.symbol}', so one transfer would write it "
                             f"twice (overlapping destination writes); nothing was written",
                             index.location)
+    if status == L.STATUS_DIV_ZERO and ins is not None:
+        return RuntimeFault(f"{ins.definition.name}: division by zero (b = 0)", ins.location)
     return RuntimeFault(f"execution fault (status {status})", location)

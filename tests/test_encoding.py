@@ -43,7 +43,7 @@ def test_bundled_programs_round_trip(name: str) -> None:
 @pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)
 def test_every_table_example_round_trips(definition) -> None:
     target = definition.targets[0] if definition.targets else None
-    program = neuronemu.assemble(f"{definition.setup}\n{definition.example}\nend:\n",
+    program = neuronemu.assemble(definition.example_program,
                                  target=target)
     data, again, text = _round_trip(program)
     assert data == again, text

@@ -39,7 +39,7 @@ def test_semantics_function_exists(definition) -> None:
     assert hasattr(importlib.import_module(f"neuronemu.semantics.{module}"), function)
 
 
-NO_NKI_NAME = {"dma.compress", "dma.decompress"}
+NO_NKI_NAME = {"dma.compress", "dma.decompress", "cc.barrier"}
 
 
 @pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)
@@ -51,14 +51,15 @@ def test_entry_is_documented(definition) -> None:
     # sequencer instructions and inline compression (no public API, ARCHITECTURE.md 5.4) have no
     # nki.isa name
     if definition.engine not in ("ctrl", "sync") and definition.name not in NO_NKI_NAME:
-        assert definition.nki and definition.nki.startswith("nki.isa."), definition.name
+        assert definition.nki and definition.nki.startswith(("nki.isa.", "nki.collectives.")), (
+            definition.name)
 
 
 @pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)
 def test_example_runs(definition) -> None:
     """Each table example, with its setup, assembles and runs on every target it supports, and
     executes the example instruction itself."""
-    source = f"{definition.setup}\n{definition.example}\nend:\n"
+    source = definition.example_program
     for target in definition.targets or ("trn1", "trn2", "trn3"):
         program = neuronemu.assemble(f".target {target}\n{source}",
                                      filename=f"{definition.name}.s")
@@ -67,7 +68,7 @@ def test_example_runs(definition) -> None:
 
 
 def _run_example(definition) -> neuronemu.Result:
-    program = neuronemu.assemble(f"{definition.setup}\n{definition.example}\nend:\n")
+    program = neuronemu.assemble(definition.example_program)
     return neuronemu.run(program)
 
 

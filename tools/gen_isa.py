@@ -88,9 +88,10 @@ def reference(isa) -> str:
                            f"{default} | {a.doc} |")
             if d.checks:
                 out += ["", "Checks: " + "; ".join(f"`{c.text}`" for c in d.checks)]
-            if d.setup:
-                out += ["", "Example (with the declarations it needs):", "", "```asm", d.setup,
-                        d.example, "```", ""]
+            if d.setup or d.teardown:
+                lines = [x for x in (d.setup, d.example, d.teardown) if x]
+                out += ["", "Example (with the declarations and instructions it needs):", "",
+                        "```asm", *lines, "```", ""]
             else:
                 out += ["", f"Example: `{d.example}`", ""]
     out += ["## Cost classes", "",

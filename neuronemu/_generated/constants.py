@@ -62,6 +62,18 @@ OP_CTRL_BGE = 0x0706  # isa/ctrl.toml
 OP_CTRL_BNE = 0x0707  # isa/ctrl.toml
 OP_CTRL_BEQ = 0x0708  # isa/ctrl.toml
 OP_CTRL_JMP = 0x0709  # isa/ctrl.toml
+OP_CTRL_DIV = 0x070a  # isa/ctrl.toml
+OP_CTRL_REM = 0x070b  # isa/ctrl.toml
+OP_CTRL_RANK = 0x070c  # isa/ctrl.toml
+OP_CTRL_WORLD = 0x070d  # isa/ctrl.toml
+OP_CC_SEND = 0x0801  # isa/cc.toml
+OP_CC_RECV = 0x0802  # isa/cc.toml
+OP_CC_ALL_REDUCE = 0x0803  # isa/cc.toml
+OP_CC_REDUCE_SCATTER = 0x0804  # isa/cc.toml
+OP_CC_ALL_GATHER = 0x0805  # isa/cc.toml
+OP_CC_ALL_TO_ALL = 0x0806  # isa/cc.toml
+OP_CC_PERMUTE = 0x0807  # isa/cc.toml
+OP_CC_BARRIER = 0x0808  # isa/cc.toml
 
 ENGINE_TENSOR = 1
 ENGINE_SCALAR = 2
@@ -70,6 +82,7 @@ ENGINE_DMA = 4
 ENGINE_VECTOR = 5
 ENGINE_SYNC = 6
 ENGINE_CTRL = 7
+ENGINE_CC = 8
 
 TRACK_TENSOR = 1
 TRACK_SCALAR = 2
@@ -169,3 +182,8 @@ REDUCE_CMD_LOAD_REDUCE = 4
 
 MATMUL_PERF_MODE_NONE = 0
 MATMUL_PERF_MODE_DOUBLE_ROW = 1
+
+COLLECTIVE_ALGORITHM_AUTO = 0
+COLLECTIVE_ALGORITHM_RING = 1
+COLLECTIVE_ALGORITHM_MESH = 2
+COLLECTIVE_ALGORITHM_RDH = 3

@@ -4,7 +4,7 @@
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.semantics import ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
+from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
 
 
 @jit
@@ -129,4 +129,28 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0709:  # ctrl.jmp
         return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070a:  # ctrl.div
+        return ctrl.div(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070b:  # ctrl.rem
+        return ctrl.rem(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070c:  # ctrl.rank
+        return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070d:  # ctrl.world
+        return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0801:  # cc.send
+        return cc.send(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0802:  # cc.recv
+        return cc.recv(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0803:  # cc.all_reduce
+        return cc.all_reduce(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0804:  # cc.reduce_scatter
+        return cc.reduce_scatter(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0805:  # cc.all_gather
+        return cc.all_gather(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0806:  # cc.all_to_all
+        return cc.all_to_all(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0807:  # cc.permute
+        return cc.permute(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0808:  # cc.barrier
+        return cc.barrier(ins, ops, imms, mems, regs, fmt, table)
     return L.STATUS_BAD_OPCODE

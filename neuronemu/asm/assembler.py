@@ -728,7 +728,7 @@ def lower(program: Program) -> None:
                     row[L.I_EXTRA_OUTPUTS] += 1
         row[L.I_COST] = costs[d.cost_class].code
         row[L.I_TRACK] = engine_codes[d.engine]
-        if d.engine == "dma":
+        if d.engine in ("dma", "cc"):
             queue = ins.args.get("queue")
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
             if ins.args.get("dge") == isa.enums["dge"].values["hw"]:

@@ -299,6 +299,11 @@ def scan_op(ctx, name):
 
 
 @rule
+def collective_op(ctx, name):
+    _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
+
+
+@rule
 def compare_op(ctx, name):
     _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
              "a comparison")

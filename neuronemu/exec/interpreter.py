@@ -7,14 +7,12 @@ bounds-checked, so a faulting instruction writes nothing.
 
 from __future__ import annotations
 
-import numpy as np
-
 from neuronemu._generated.dispatch import execute
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import dynamic_offset, in_bounds
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
-from neuronemu.timing.model import schedule
+from neuronemu.timing.model import C_FORMULA, F_NETWORK, schedule
 
 ENGINE_DMA = 4   # isa/enums.toml
 ENGINE_CTRL = 7
@@ -24,8 +22,12 @@ EVENT_TIMES_WIDTH = 5  # start, end, cycles (ns for DMA), bytes, wire bytes
 
 @jit
 def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timing, events,
-             event_times):
-    """Returns (status, pc, steps). ``counts[pc]`` counts executions of each static instruction.
+             event_times, start_pc, start_steps):
+    """Returns (status, pc, steps), starting at ``start_pc`` with ``start_steps`` already run.
+    ``counts[pc]`` counts executions of each static instruction.
+
+    A cc.* instruction (cost formula network) returns STATUS_YIELD with pc on it, unexecuted and
+    uncounted: the multi-chip driver executes and times it, then resumes at the next pc.
 
     ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end, engine_free,
     engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model and .dma),
@@ -36,8 +38,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     past the cap). The explicit-sync scheduler replays these events."""
     (costs, params, clocks, track_free, busy, write_end, read_end, engine_free, engine_busy,
      dma_stats) = timing
-    pc = 0
-    steps = 0
+    pc = start_pc
+    steps = start_steps
     n = instrs.shape[0]
     cap = events.shape[0]
     while pc < n:
@@ -49,6 +51,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                     and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs)):
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
+        if costs[ins[L.I_COST], C_FORMULA] == F_NETWORK:
+            return L.STATUS_YIELD, pc, steps
         regs[L.REG_PC] = pc + 1
         regs[L.REG_STEP] = steps
         regs[L.REG_SR_STORE] = 0
@@ -102,14 +106,3 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
             return status, pc, steps
         pc = regs[L.REG_PC]
     return L.STATUS_OK, pc, steps
-
-
-def make_memories(program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SBUF and PSUM start as 0xFF bytes (NaN in every float dtype, -1 in ints) so that reading
-    never-written memory shows up, as nki.simulate does; HBM holds only the declared tensors."""
-    target = program.target
-    sbuf = np.full((target.partitions, target.sbuf_partition_bytes), 0xFF, dtype=np.uint8)
-    psum = np.full((target.partitions, target.psum_partition_bytes), 0xFF, dtype=np.uint8)
-    # a multiple of 4 bytes, so the loaders can view it as fp32 words
-    hbm = np.full((1, max(-(-program.hbm_bytes // 4) * 4, 4)), 0xFF, dtype=np.uint8)
-    return sbuf, psum, hbm

@@ -96,7 +96,9 @@ REG_RANGE_COUNT = REG_RNG_DRAWS + 1  # activations given inputs outside the docu
 REG_RANGE_PC = REG_RANGE_COUNT + 1   # the first of them, and its first such input (fp32 bits)
 REG_RANGE_BITS = REG_RANGE_COUNT + 2
 REG_SACC = REG_RANGE_BITS + 1      # the Scalar engine's accumulator registers, 128 (activate2)
-REG_COUNT = REG_SACC + 128
+REG_RANK = REG_SACC + 128         # this core's rank and the number of ranks (ctrl.rank / world)
+REG_WORLD = REG_RANK + 1
+REG_COUNT = REG_WORLD + 1
 
 # interpreter status codes
 STATUS_OK = 0
@@ -106,3 +108,5 @@ STATUS_BAD_OPCODE = 3
 STATUS_BAD_VALUE = 4
 STATUS_BAD_INDEX = 5   # an index outside the indexed tensor (REG_FAULT_INFO: p, index, limit, j)
 STATUS_OVERLAP = 6     # two partitions of one scatter write the same row (REG_FAULT_INFO: p, q, row)
+STATUS_YIELD = 7       # a cc.* instruction at pc: the multi-chip driver executes it, then resumes
+STATUS_DIV_ZERO = 8    # ctrl.div / ctrl.rem by zero

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from neuronemu.isa.resources import isa_dir
 
-ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl")
+ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl", "cc")
 
 ARG_KINDS = {
     "tile": "a memory tile (named allocation or HBM tensor, optionally sliced)",
@@ -32,7 +32,7 @@ SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
              "range", "compressed", "length"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
-               "targets", "setup"}
+               "targets", "setup", "teardown"}
 
 
 class TableError(ValueError):
@@ -84,6 +84,14 @@ class InstrDef:
     # declarations and instructions that make ``example`` runnable; the example may branch to
     # the label ``end``, which the runner places after it (tests/test_isa_table.py runs them all)
     setup: str = ""
+    # instructions that must follow the example (e.g. the cc.recv that takes a cc.send's message)
+    teardown: str = ""
+
+    @property
+    def example_program(self) -> str:
+        """Setup, example and teardown as one runnable source (ends with the label ``end``)."""
+        parts = [self.setup, self.example, self.teardown, "end:"]
+        return "\n".join(p for p in parts if p) + "\n"
 
     @property
     def name(self) -> str:
@@ -129,7 +137,7 @@ class Target:
             raise AttributeError(key) from None
 
 
-COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma")
+COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma", "network")
 _COST_KEYS = {"formula", "per_element", "fast_per_element", "min_ii", "fixed", "extra_output",
               "fp32_factor", "efficiency", "sbuf_efficiency", "indexed", "source"}
 
@@ -246,7 +254,8 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
                     cost_class=raw["cost_class"], example=raw["example"], args=args,
                     checks=tuple(checks), nki=raw.get("nki"),
                     targets=tuple(targets) if targets else None, origin=origin,
-                    setup=raw.get("setup", "").strip())
+                    setup=raw.get("setup", "").strip(),
+                    teardown=raw.get("teardown", "").strip())
 
 
 def _is_dtype_word(word: str) -> bool:

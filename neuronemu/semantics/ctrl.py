@@ -70,3 +70,33 @@ def beq(ins, ops, imms, mems, regs, fmt, table):
 def jmp(ins, ops, imms, mems, regs, fmt, table):
     regs[L.REG_PC] = arg_value(ins, 0)
     return L.STATUS_OK
+
+
+@jit
+def div(ins, ops, imms, mems, regs, fmt, table):
+    b = _operand(ins, 2, regs)
+    if b == 0:
+        return L.STATUS_DIV_ZERO
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs) // b  # numba: floor division, as Python
+    return L.STATUS_OK
+
+
+@jit
+def rem(ins, ops, imms, mems, regs, fmt, table):
+    b = _operand(ins, 2, regs)
+    if b == 0:
+        return L.STATUS_DIV_ZERO
+    regs[arg_value(ins, 0)] = _operand(ins, 1, regs) % b
+    return L.STATUS_OK
+
+
+@jit
+def rank(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = regs[L.REG_RANK]
+    return L.STATUS_OK
+
+
+@jit
+def world(ins, ops, imms, mems, regs, fmt, table):
+    regs[arg_value(ins, 0)] = regs[L.REG_WORLD]
+    return L.STATUS_OK

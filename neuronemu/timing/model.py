@@ -34,8 +34,9 @@ C_EFFICIENCY = 7
 C_SBUF_EFFICIENCY = 8
 C_INDEXED = 9
 COST_WIDTH = 10
-FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5}
-F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA = range(6)
+FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5,
+            "network": 6}
+F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA, F_NETWORK = range(7)
 
 _ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
 _FLOAT32 = 0               # dtype code of float32 (isa/dtypes.toml)

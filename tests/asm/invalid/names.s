@@ -3,7 +3,7 @@
 .sbuf t float32[128, 512]
 .sbuf col float32[128, 1]
 #---
-vectr.tensor_copy t, t                       # CHECK: 1: error: unknown engine 'vectr'; engines: ctrl, dma, gpsimd, scalar, sync, tensor, vector; did you mean 'vector'?
+vectr.tensor_copy t, t                       # CHECK: 1: error: unknown engine 'vectr'; engines: cc, ctrl, dma, gpsimd, scalar, sync, tensor, vector; did you mean 'vector'?
 vector.tensor_tensr t, t, t, op=add          # CHECK: 1: error: unknown instruction 'vector.tensor_tensr'; did you mean 'tensor_tensor'?
 gpsimd.activation t, t, func=exp             # CHECK: 1: error: gpsimd has no instruction 'activation'; it exists as scalar.activation
 vector.tensor_tensor t, t, q, op=add         # CHECK: 28: error: unknown tile 'q'
