@@ -153,15 +153,26 @@ def main() -> None:
               help="Seed of the stochastic-rounding bits (default: --seed).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
+@click.option("--topology", metavar="NAME",
+              help="Run the kernel on every chip of a multi-chip system (SPMD; `neuronemu "
+                   "topology` lists them). Inputs of the declared shape go to every rank, with a "
+                   "leading world axis one per rank; outputs gain that axis.")
+@click.option("--ranks-per-chip", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --topology: cores of each chip that run the kernel.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, stochastic_rounding,
-        rounding_seed, trace_path, as_json):
+        rounding_seed, trace_path, topology, ranks_per_chip, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
     from neuronemu import api
 
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
+    if topology is not None:
+        _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_instructions,
+                  stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip,
+                  as_json)
+        return
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
@@ -230,6 +241,113 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, sto
     _print_timing(result.timing, program.target.name, program.sync_mode)
     if trace_path is not None:
         click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
+
+
+def _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_instructions,
+              stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip,
+              as_json) -> None:
+    from neuronemu import api
+    from neuronemu.multichip.topology import load_topologies
+
+    try:
+        topologies = load_topologies()
+        if topology not in topologies:
+            close = difflib.get_close_matches(topology, topologies, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise InputError(f"--topology: unknown topology '{topology}' (topologies: "
+                             f"{', '.join(topologies)}){hint}")
+        path = _bundled(kernel)
+        program = api.assemble_file(path, target=target or topologies[topology].target)
+        for name in output_files:
+            if name not in program.tensors or program.tensors[name].role != "output":
+                names = ", ".join(t.name for t in program.outputs()) or "none"
+                raise InputError(f"--output {name}: the kernel has no output '{name}' "
+                                 f"(outputs: {names})")
+        result = api.run_spmd(program, topology, _load_inputs(input_files), seed=seed,
+                              ranks_per_chip=ranks_per_chip, max_instructions=max_instructions,
+                              stochastic_rounding=stochastic_rounding,
+                              rounding_seed=rounding_seed)
+        outputs = result.outputs
+        destinations = dict(output_files)
+        if output_dir is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            for t in program.outputs():
+                destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
+        files = {f"--output {name}": (dest, _npy_writer(_savable(outputs[name])))
+                 for name, dest in destinations.items()}
+        if trace_path is not None:
+            from neuronemu.timing.report import chrome_trace_ranks
+
+            files["--trace"] = (str(trace_path), _json_writer(chrome_trace_ranks(result)))
+        saved = _save_all(files)
+    except NeuronemuError as e:
+        raise _Failure(e, as_json) from None
+    for rank in result.ranks:
+        for warning in rank.warnings:
+            click.echo(warning.render(), err=True)
+    net = result.network
+    times = [r.timing.time_ns for r in result.ranks]
+    total = {}
+    for r in result.ranks:
+        for engine, count in r.instructions.items():
+            total[engine] = total.get(engine, 0) + count
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "kernel": str(path),
+        "target": program.target.name,
+        "topology": topology,
+        "world": result.world,
+        "ranks_per_chip": ranks_per_chip,
+        "seed": seed,
+        "rounding": "stochastic" if stochastic_rounding else "nearest_even",
+        "sync": program.sync_mode,
+        "time_ns": round(result.time_ns, 3),
+        "instructions": {**total, "total": sum(total.values())},
+        "outputs": {},
+        "wall_seconds": round(result.wall_seconds, 6),
+        "network": {"messages": net.messages, "bytes": net.bytes, "link_bytes": net.link_bytes,
+                    "links": {name: {"messages": s.messages, "bytes": s.bytes,
+                                     "busy_ns": round(s.busy_ns, 3)}
+                              for name, s in net.links.items()}},
+        "ranks": [{"rank": i, "chip": i // ranks_per_chip, "core": i % ranks_per_chip,
+                   "instructions": sum(r.instructions.values()),
+                   **_timing_json(r.timing)} for i, r in enumerate(result.ranks)],
+        "warnings": [w.to_json() for r in result.ranks for w in r.warnings],
+    }
+    if trace_path is not None:
+        doc["trace"] = str(trace_path)
+    for t in program.outputs():
+        entry = {"shape": [result.world, *t.shape], "dtype": t.dtype,
+                 **_summary(outputs[t.name])}
+        if f"--output {t.name}" in saved:
+            entry["path"] = saved[f"--output {t.name}"]
+        doc["outputs"][t.name] = entry
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"kernel   {path}  (topology {topology}: {result.world} ranks on "
+               f"{result.world // ranks_per_chip} {program.target.name} chips, seed {seed})")
+    click.echo(f"executed {doc['instructions']['total']} instructions over all ranks  "
+               f"({result.wall_seconds:.3f} s)")
+    for name, entry in doc["outputs"].items():
+        stats = (f"min {entry['min']:.6g}  max {entry['max']:.6g}  mean {entry['mean']:.6g}"
+                 if "min" in entry else "no finite values")
+        dest = f"  -> {entry['path']}" if "path" in entry else ""
+        shape = ", ".join(map(str, entry["shape"]))
+        click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{dest}")
+    slowest = int(max(range(len(times)), key=times.__getitem__))
+    click.echo(f"time     {result.time_ns / 1000:.3f} us (modelled; ranks finish between "
+               f"{min(times) / 1000:.3f} and {max(times) / 1000:.3f} us, last: rank {slowest})")
+    if net.messages:
+        busiest = max(net.links.items(), key=lambda kv: kv[1].busy_ns, default=None)
+        line = (f"network  {net.messages} messages, {net.bytes / 1e6:.3f} MB "
+                f"({net.link_bytes / 1e6:.3f} MB over links)")
+        if busiest is not None:
+            line += f"; busiest link {busiest[0]} {busiest[1].busy_ns / 1000:.3f} us"
+        click.echo(line)
+    if trace_path is not None:
+        click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev; one process per "
+                   f"rank)")
 
 
 def _timing_json(timing) -> dict:

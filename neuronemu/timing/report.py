@@ -189,19 +189,35 @@ def critical_path(events: np.ndarray, times: np.ndarray, names: dict[int, str]) 
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
 
 
-def chrome_trace(program, timing: Timing) -> dict:
+def chrome_trace_ranks(result) -> dict:
+    """One trace of a multi-rank run (api.SpmdResult): a process per rank, named by its chip
+    and core, holding that rank's tracks."""
+    events = []
+    for rank, r in enumerate(result.ranks):
+        chip, core = divmod(rank, result.ranks_per_chip)
+        one = chrome_trace(result.program, r.timing, pid=rank,
+                           label=f"rank {rank} (chip {chip}, core {core})")
+        events.extend(one["traceEvents"])
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": {"time_ns": result.time_ns, "topology": result.topology,
+                          "world": result.world}}
+
+
+def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None) -> dict:
     """Chrome / Perfetto trace JSON: one thread per track, one complete event per instruction."""
     from pathlib import Path
 
     names = track_names()
     source = Path(program.source.name).name
-    trace = [{"name": "process_name", "ph": "M", "pid": 0,
-              "args": {"name": f"{program.source.name} ({program.target.name})"}}]
+    name = f"{program.source.name} ({program.target.name})"
+    trace = [{"name": "process_name", "ph": "M", "pid": pid,
+              "args": {"name": f"{label}: {name}" if label else name}},
+             {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}]
     used = sorted({int(t) for t in timing.events[:, 1]}) if timing.events_recorded else []
     for t in used:
-        trace.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": t,
+        trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": t,
                       "args": {"name": names[t]}})
-        trace.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": t,
+        trace.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": t,
                       "args": {"sort_index": t}})
     for row, times in zip(timing.events, timing.event_times, strict=True):
         start, end, cycles = times[:3]
@@ -214,7 +230,7 @@ def chrome_trace(program, timing: Timing) -> dict:
                     "compressed_bytes": wire,
                     "compression_ratio": round(nbytes / wire, 6) if wire else 1.0}
         trace.append({
-            "name": ins.definition.name, "ph": "X", "pid": 0, "tid": int(track),
+            "name": ins.definition.name, "ph": "X", "pid": pid, "tid": int(track),
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
             "args": args})
     return {"traceEvents": trace, "displayTimeUnit": "ns",

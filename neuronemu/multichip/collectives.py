@@ -1,0 +1,204 @@
+"""Collective algorithms as steps of messages, and their execution on the ranks' data.
+
+An algorithm is a list of steps; a step is a list of messages (src rank, dst rank, the keys of
+the chunks it carries, whether the receiver reduces them into its own or replaces them). All
+messages of a step read the data as it was before the step. A rank's next step starts when
+everything it sent or received in this step has arrived, so the modelled time of a ring
+all-reduce is the textbook 2 (n - 1) x (hop latency + chunk / link bandwidth), plus whatever
+contention the links add (ARCHITECTURE.md 6.3; docs/multichip.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MESH_BELOW = 1 << 20     # auto: mesh below 1 MiB per rank (CCINTRA: mesh is good < 1 MB)
+RDH_UP_TO = 56 << 20     # auto: recursive doubling/halving up to 56 MiB (CCINTRA: 1-56 MB)
+
+
+@dataclass(frozen=True)
+class Message:
+    src: int
+    dst: int
+    keys: tuple
+    reduce: bool
+
+
+def choose(algorithm: str, nbytes: int, world: int) -> str:
+    """The algorithm the runtime would use for ``nbytes`` per rank (ARCHITECTURE.md 6.3)."""
+    if algorithm != "auto":
+        return algorithm
+    if nbytes < MESH_BELOW:
+        return "mesh"
+    if nbytes <= RDH_UP_TO:
+        # rdh needs a power of two; otherwise mesh (chosen: its O(1) steps beat the ring's
+        # 2 (n - 1) hop latencies at these sizes)
+        return "rdh" if world & (world - 1) == 0 else "mesh"
+    return "ring"
+
+
+def ring_order(topology, ranks_per_chip: int) -> list[int]:
+    """Ranks along the topology's ring of chips, a chip's cores consecutively."""
+    chips = topology.ring() if topology is not None else [0]
+    return [c * ranks_per_chip + k for c in chips for k in range(ranks_per_chip)]
+
+
+def hypercube_order(topology, ranks_per_chip: int) -> list[int]:
+    """rank of each hypercube id. On a torus whose sides are powers of two each side is walked in
+    Gray-code order, so ids that differ in one bit are neighbours in that dimension (the 16-chip
+    torus viewed as a 4-D hypercube, CCINTRA); cores of a chip take the lowest bits."""
+    if topology is None or topology.layout != "torus" or any(
+            s & (s - 1) for s in topology.shape):
+        chips = list(range(topology.chips if topology is not None else 1))
+    else:
+        bits = [s.bit_length() - 1 for s in topology.shape]
+        chips = []
+        for h in range(topology.chips):
+            coords, rest = [], h
+            for b in reversed(bits):
+                g = rest & ((1 << b) - 1)
+                rest >>= b
+                # Gray code: position along the ring of the id g
+                coords.append(_gray_position(g, b))
+            chips.append(topology.chip_at(tuple(reversed(coords))))
+    return [c * ranks_per_chip + k for c in chips for k in range(ranks_per_chip)]
+
+
+def _gray_position(g: int, bits: int) -> int:
+    """The position p (0 .. 2^bits - 1) whose Gray code p ^ (p >> 1) equals g."""
+    p = 0
+    while g:
+        p ^= g
+        g >>= 1
+    return p % (1 << bits) if bits else 0
+
+
+def reduce_scatter_steps(algorithm: str, order: list[int], cube: list[int]) -> list[list[Message]]:
+    """Block q (a rank id) ends fully reduced on rank q."""
+    n = len(order)
+    if n == 1:
+        return []
+    if algorithm == "ring":
+        steps = []
+        for s in range(n - 1):
+            steps.append([Message(order[i], order[(i + 1) % n], (order[(i - 1 - s) % n],), True)
+                          for i in range(n)])
+        return steps
+    if algorithm == "mesh":
+        return [[Message(r, q, (q,), True) for r in range(n) for q in range(n) if q != r]]
+    steps, high, mask = [], 0, n >> 1
+    while mask:
+        step = []
+        for h in range(n):
+            keys = tuple(cube[c] for c in range(n)
+                         if c & high == h & high and c & mask != h & mask)
+            step.append(Message(cube[h], cube[h ^ mask], keys, True))
+        steps.append(step)
+        high |= mask
+        mask >>= 1
+    return steps
+
+
+def all_gather_steps(algorithm: str, order: list[int], cube: list[int]) -> list[list[Message]]:
+    """Block q starts on rank q; every rank ends with every block."""
+    n = len(order)
+    if n == 1:
+        return []
+    if algorithm == "ring":
+        return [[Message(order[i], order[(i + 1) % n], (order[(i - s) % n],), False)
+                 for i in range(n)] for s in range(n - 1)]
+    if algorithm == "mesh":
+        return [[Message(r, q, (r,), False) for r in range(n) for q in range(n) if q != r]]
+    steps, mask = [], 1
+    while mask < n:
+        step = []
+        for h in range(n):
+            low = ~(mask - 1)
+            keys = tuple(cube[c] for c in range(n) if c & low == h & low)
+            step.append(Message(cube[h], cube[h ^ mask], keys, False))
+        steps.append(step)
+        mask <<= 1
+    return steps
+
+
+def all_to_all_steps(n: int) -> list[list[Message]]:
+    """Block j of rank i (key (i, j)) goes to rank j: one direct (mesh) step."""
+    if n == 1:
+        return []
+    return [[Message(i, j, ((i, j),), False) for i in range(n) for j in range(n) if j != i]]
+
+
+def permute_steps(n: int, shift: int) -> list[list[Message]]:
+    if shift % n == 0:
+        return []
+    return [[Message(r, (r + shift) % n, (r,), False) for r in range(n)]]
+
+
+def barrier_steps(n: int) -> list[list[Message]]:
+    """Dissemination barrier: in round k rank r signals r + 2^k."""
+    steps, d = [], 1
+    while d < n:
+        steps.append([Message(r, (r + d) % n, (), False) for r in range(n)])
+        d <<= 1
+    return steps
+
+
+def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
+              combine) -> list[float]:
+    """Move (and reduce) the chunks of ``data`` (per rank: key -> array) step by step, timing
+    each message on ``network``; returns when each rank finished."""
+    ready = list(ready)
+    for step in steps:
+        payload = [[data[m.src][k] for k in m.keys] for m in step]
+        done = list(ready)
+        for i in sorted(range(len(step)), key=lambda i: (ready[step[i].src], step[i].src,
+                                                         step[i].dst)):
+            m = step[i]
+            nbytes = sum(nbytes_of(k) for k in m.keys)
+            _, arrival = network.transfer(m.src, m.dst, nbytes, ready[m.src])
+            done[m.dst] = max(done[m.dst], arrival)
+            done[m.src] = max(done[m.src], arrival)
+        for i in sorted(range(len(step)), key=lambda i: (step[i].src, step[i].dst)):
+            m = step[i]
+            box = data[m.dst]
+            for k, value in zip(m.keys, payload[i], strict=True):
+                box[k] = combine(box[k], value) if m.reduce else value
+        ready = done
+    return ready
+
+
+class Reducer:
+    """Elementwise op on the values of one dtype, rounding each partial result to the dtype as
+    the hardware's stores do: fp32 in IEEE single precision; other floats in float64, then
+    rounded to nearest even (exact for max/min); integers in int64, saturated."""
+
+    def __init__(self, dtype: str, op: str):
+        from neuronemu.numerics import dtypes
+
+        self.dtype = dtype
+        self.kind = dtypes.get(dtype).kind
+        self.op = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum}[op]
+        self.rounds = op == "add"
+
+    def values(self, bits: np.ndarray) -> np.ndarray:
+        from neuronemu.numerics import dtypes
+
+        if self.dtype == "float32":
+            return bits.astype(np.uint32).view(np.float32)
+        array = dtypes.from_bits(bits, self.dtype)
+        return array.astype(np.float64 if self.kind == "float" else np.int64)
+
+    def bits(self, values: np.ndarray) -> np.ndarray:
+        from neuronemu.numerics import dtypes
+
+        if self.dtype == "float32":
+            return values.view(np.uint32).astype(np.int64)
+        return dtypes.to_bits(values, self.dtype).astype(np.int64)
+
+    def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = self.op(a, b)
+        if self.rounds and self.dtype != "float32":
+            return self.values(self.bits(out))
+        return out

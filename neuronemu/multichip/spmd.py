@@ -1,0 +1,404 @@
+"""Run one kernel on every rank (SPMD) and carry out its cc.* instructions.
+
+Each rank is a ``Core`` with its own memories (HBM holds only the declared tensors; SBUF and
+PSUM only the bytes the kernel allocates), registers and timelines. The driver runs the ranks in
+rank order, each until it finishes or stops at a cc.* instruction:
+
+* ``cc.send`` is eager: the tile is read, timed on the network from when it is ready, and queued
+  for the receiver (per sender and receiver, in order); the sender goes on at once.
+* ``cc.recv`` takes the oldest message from its peer, or waits for one.
+* a collective (and ``cc.barrier``) waits until every rank stands at one; then all must agree on
+  the instruction, shapes, dtypes and options, and it runs on all of them at once.
+
+When no rank can go on and some have not finished, the run stops with a deadlock report that
+names each waiting rank, its line and what it waits for. Everything happens in a fixed order, so
+runs are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from neuronemu.errors import RuntimeFault
+from neuronemu.exec import layout as L
+from neuronemu.exec.core import FINISHED, Core
+from neuronemu.multichip import collectives as C
+from neuronemu.multichip.network import Network
+
+COLLECTIVES = ("cc.all_reduce", "cc.reduce_scatter", "cc.all_gather", "cc.all_to_all",
+               "cc.permute", "cc.barrier")
+
+
+class CommError(RuntimeFault):
+    """Ranks that cannot agree: a deadlock, unmatched messages or mismatched collectives."""
+
+    exit_code = 5
+
+
+class _Message:
+    __slots__ = ("arrival", "bits", "dtype", "pc", "shape", "src")
+
+    def __init__(self, src, pc, bits, dtype, shape, arrival):
+        self.src, self.pc, self.bits, self.dtype = src, pc, bits, dtype
+        self.shape, self.arrival = shape, arrival
+
+
+def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: int, *,
+            max_instructions: int, max_trace_events: int, stochastic_rounding: bool,
+            rounding_seed: int | None) -> tuple[list[Core], Network]:
+    world = (topology.chips if topology is not None else 1) * ranks_per_chip
+    cores = [Core(program, inputs[r], seed, rank=r, world=world,
+                  max_trace_events=max_trace_events, stochastic_rounding=stochastic_rounding,
+                  rounding_seed=rounding_seed, compact=world > 1) for r in range(world)]
+    network = Network(topology, program.target, ranks_per_chip)
+    _Driver(program, topology, ranks_per_chip, cores, network, max_instructions).run()
+    return cores, network
+
+
+class _Driver:
+    def __init__(self, program, topology, ranks_per_chip, cores, network, max_instructions):
+        self.program = program
+        self.topology = topology
+        self.ranks_per_chip = ranks_per_chip
+        self.cores = cores
+        self.world = len(cores)
+        self.network = network
+        self.max_instructions = max_instructions
+        self.mail: dict[tuple[int, int], deque[_Message]] = {}
+        self.finished = [False] * self.world
+        self.order = C.ring_order(topology, ranks_per_chip)
+        self.cube = C.hypercube_order(topology, ranks_per_chip)
+
+    def name(self, core: Core) -> str:
+        return self.program.instructions[core.pc].definition.name
+
+    def where(self, core: Core) -> str:
+        ins = self.program.instructions[core.pc]
+        return f"{ins.location.source.name}:{ins.location.line} ({ins.definition.name})"
+
+    def run(self) -> None:
+        runnable = deque(range(self.world))
+        waiting: set[int] = set()   # stopped at a recv without a message or at a collective
+        while True:
+            while runnable:
+                r = runnable.popleft()
+                if not self._advance(r):
+                    waiting.add(r)
+                # a message may have freed a waiting receiver
+                for w in sorted(waiting):
+                    core = self.cores[w]
+                    if self.name(core) == "cc.recv" and self._mailbox(core):
+                        waiting.discard(w)
+                        runnable.append(w)
+            if not waiting:
+                break
+            if all(self.name(self.cores[w]) in COLLECTIVES for w in waiting) and len(
+                    waiting) == self.world:
+                self._collective()
+                runnable.extend(sorted(waiting))
+                waiting.clear()
+                continue
+            raise self._deadlock(waiting)
+        self._check_mail()
+
+    def _advance(self, r: int) -> bool:
+        """Run rank r as far as it can go; False when it must wait for other ranks."""
+        core = self.cores[r]
+        while not self.finished[r]:
+            if core.run(self.max_instructions) == FINISHED:
+                self.finished[r] = True
+                if core.status != L.STATUS_OK:
+                    from neuronemu.api import _fault
+
+                    fault = _fault(self.program, core.status, core.pc, core.regs,
+                                   self.max_instructions)
+                    if self.world > 1:
+                        fault.message = f"rank {r}: {fault.message}"
+                    raise fault
+                break
+            name = self.name(core)
+            if name == "cc.send":
+                self._send(core)
+            elif name == "cc.recv":
+                message = self._mailbox(core)
+                if not message:
+                    return False
+                self._recv(core, message.popleft())
+            else:
+                return False
+        return True
+
+    # --- point to point -------------------------------------------------------------------
+
+    def _peer(self, core: Core) -> int:
+        peer = core.int_arg("peer")
+        if not 0 <= peer < self.world:
+            raise RuntimeFault(f"rank {core.rank}: {self.name(core)} peer={peer} is not a rank "
+                               f"(ranks 0..{self.world - 1})", self._location(core, "peer"))
+        return peer
+
+    def _location(self, core: Core, arg: str | None = None):
+        ins = self.program.instructions[core.pc]
+        value = ins.args.get(arg) if arg else None
+        return getattr(value, "location", None) or ins.location
+
+    def _mailbox(self, core: Core) -> deque | None:
+        return self.mail.get((self._peer(core), core.rank))
+
+    def _send(self, core: Core) -> None:
+        peer = self._peer(core)
+        tile = self.program.instructions[core.pc].args["src"]
+        bits = core.load("src")
+        ready = core.ready_ns()
+        nbytes = bits.size * tile_itemsize(tile)
+        _, arrival = self.network.transfer(core.rank, peer, nbytes, ready)
+        self.mail.setdefault((core.rank, peer), deque()).append(
+            _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival))
+        core.complete(ready, arrival, nbytes)
+
+    def _recv(self, core: Core, message: _Message) -> None:
+        ins = self.program.instructions[core.pc]
+        tile = ins.args["dst"]
+        if (tile.dtype, (tile.partitions, tile.free_size)) != (message.dtype, message.shape):
+            sender = self.program.instructions[message.pc]
+            raise CommError(
+                f"rank {core.rank} receives {tile.dtype}[{tile.partitions}, {tile.free_size}] "
+                f"into '{tile.symbol}', but rank {message.src} sent "
+                f"{message.dtype}[{message.shape[0]}, {message.shape[1]}] at "
+                f"{sender.location.source.name}:{sender.location.line}; shapes and dtypes of "
+                f"a send and its recv must match", tile.location)
+        ready = core.ready_ns()
+        core.store("dst", message.bits)
+        core.complete(ready, max(ready, message.arrival), message.bits.size * tile_itemsize(tile))
+
+    # --- collectives ----------------------------------------------------------------------
+
+    def _collective(self) -> None:
+        cores = self.cores
+        first = cores[0]
+        ins0 = self.program.instructions[first.pc]
+        signature0 = self._signature(first)
+        for core in cores[1:]:
+            if self._signature(core) != signature0:
+                ins = self.program.instructions[core.pc]
+                raise CommError(
+                    f"ranks disagree on a collective: rank 0 is at {self.where(first)} with "
+                    f"{_describe(signature0)}, rank {core.rank} at {self.where(core)} with "
+                    f"{_describe(self._signature(core))}", ins.location,
+                    notes=(f"rank 0's instruction is at {ins0.location}",))
+        name = ins0.definition.name
+        ready = [core.ready_ns() for core in cores]
+        handler = {"cc.all_reduce": self._all_reduce, "cc.reduce_scatter": self._reduce_scatter,
+                   "cc.all_gather": self._all_gather, "cc.all_to_all": self._all_to_all,
+                   "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
+        done, nbytes = handler(ready)
+        if self.world == 1 and name != "cc.barrier":
+            # nothing crosses a link: the data is copied from src to dst by the core's DMA
+            done = [ready[0] + nbytes / self.network.local_gb_s]
+        for core, start, end in zip(cores, ready, done, strict=True):
+            core.complete(start, end, nbytes)
+
+    def _signature(self, core: Core) -> tuple:
+        ins = self.program.instructions[core.pc]
+        parts = [ins.definition.name]
+        for arg in ins.definition.args:
+            value = ins.args.get(arg.name)
+            if arg.name == "queue":
+                continue
+            if hasattr(value, "symbol"):
+                parts.append((arg.name, value.dtype, value.partitions, value.free_size))
+            elif arg.kind == "reg_or_int":
+                parts.append((arg.name, core.int_arg(arg.name)))
+            else:
+                parts.append((arg.name, value))
+        return tuple(parts)
+
+    def _algorithm(self, nbytes: int) -> str:
+        from neuronemu.isa.table import load_isa
+
+        ins = self.program.instructions[self.cores[0].pc]
+        code = ins.args.get("algorithm", 0)
+        chosen = load_isa().enums["collective_algorithm"].name_of(code)
+        algorithm = C.choose(chosen, nbytes, self.world)
+        if algorithm == "rdh" and self.world & (self.world - 1):
+            raise RuntimeFault(f"{ins.definition.name} algorithm=rdh needs a power-of-two number "
+                               f"of ranks, but the world has {self.world}; use ring or mesh",
+                               ins.location)
+        return algorithm
+
+    def _op(self) -> str:
+        from neuronemu.isa.table import load_isa
+
+        ins = self.program.instructions[self.cores[0].pc]
+        return load_isa().enums["alu_op"].name_of(ins.args.get("op", 1))
+
+    def _tile(self, name: str):
+        return self.program.instructions[self.cores[0].pc].args[name]
+
+    def _all_reduce(self, ready):
+        n = self.world
+        src = self._tile("src")
+        reducer = C.Reducer(src.dtype, self._op())
+        itemsize = tile_itemsize(src)
+        data, bounds = [], None
+        for core in self.cores:
+            flat = reducer.values(core.load("src").ravel())
+            bounds = np.linspace(0, flat.size, n + 1).astype(np.int64) if bounds is None else bounds
+            data.append({q: flat[bounds[q]: bounds[q + 1]] for q in range(n)})
+        nbytes = src.partitions * src.free_size * itemsize
+        algorithm = self._algorithm(nbytes)
+        sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
+        steps = (C.reduce_scatter_steps(algorithm, self.order, self.cube)
+                 + C.all_gather_steps(algorithm, self.order, self.cube))
+        done = C.run_steps(steps, data, sizes.__getitem__, ready, self.network, reducer.combine)
+        for core, box in zip(self.cores, data, strict=True):
+            flat = np.concatenate([box[q] for q in range(n)])
+            core.store("dst", reducer.bits(flat).reshape(src.partitions, src.free_size))
+        return done, nbytes
+
+    def _blocks(self, bits: np.ndarray, dim: int) -> list[np.ndarray]:
+        return np.split(bits, self.world, axis=dim)
+
+    def _check_split(self, big, small, dim: int, what: str) -> None:
+        n = self.world
+        sizes = (big.partitions, big.free_size), (small.partitions, small.free_size)
+        other = 1 - dim
+        if sizes[0][dim] != n * sizes[1][dim] or sizes[0][other] != sizes[1][other]:
+            ins = self.program.instructions[self.cores[0].pc]
+            axis = "partitions" if dim == 0 else "free elements"
+            raise RuntimeFault(
+                f"{ins.definition.name} dim={dim}: {what} needs '{big.symbol}' to be "
+                f"'{small.symbol}' with {n} (the world) times its {axis}: "
+                f"[{n * sizes[1][0] if dim == 0 else sizes[1][0]}, "
+                f"{n * sizes[1][1] if dim == 1 else sizes[1][1]}], not [{sizes[0][0]}, "
+                f"{sizes[0][1]}]", big.location)
+
+    def _reduce_scatter(self, ready):
+        src, dst = self._tile("src"), self._tile("dst")
+        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        self._check_split(src, dst, dim, "reduce_scatter")
+        reducer = C.Reducer(src.dtype, self._op())
+        data = [{q: reducer.values(b) for q, b in enumerate(self._blocks(core.load("src"), dim))}
+                for core in self.cores]
+        itemsize = tile_itemsize(src)
+        nbytes = src.partitions * src.free_size * itemsize
+        block = dst.partitions * dst.free_size * itemsize
+        steps = C.reduce_scatter_steps(self._algorithm(nbytes), self.order, self.cube)
+        done = C.run_steps(steps, data, lambda q: block, ready, self.network, reducer.combine)
+        for core, box in zip(self.cores, data, strict=True):
+            core.store("dst", reducer.bits(box[core.rank]))
+        return done, nbytes
+
+    def _all_gather(self, ready):
+        src, dst = self._tile("src"), self._tile("dst")
+        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        self._check_split(dst, src, dim, "all_gather")
+        data = [{core.rank: core.load("src")} for core in self.cores]
+        itemsize = tile_itemsize(src)
+        block = src.partitions * src.free_size * itemsize
+        steps = C.all_gather_steps(self._algorithm(block * self.world), self.order, self.cube)
+        done = C.run_steps(steps, data, lambda q: block, ready, self.network, None)
+        for core, box in zip(self.cores, data, strict=True):
+            core.store("dst", np.concatenate([box[q] for q in range(self.world)], axis=dim))
+        return done, block * self.world
+
+    def _all_to_all(self, ready):
+        src = self._tile("src")
+        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        size = (src.partitions, src.free_size)[dim]
+        if size % self.world:
+            raise RuntimeFault(f"cc.all_to_all dim={dim}: '{src.symbol}' has {size} "
+                               f"{'partitions' if dim == 0 else 'free elements'}, which the "
+                               f"{self.world} ranks cannot split evenly", src.location)
+        data = []
+        for core in self.cores:
+            blocks = self._blocks(core.load("src"), dim)
+            data.append({(core.rank, j): b for j, b in enumerate(blocks)})
+        itemsize = tile_itemsize(src)
+        block = src.partitions * src.free_size * itemsize // self.world
+        done = C.run_steps(C.all_to_all_steps(self.world), data, lambda k: block, ready,
+                           self.network, None)
+        for core, box in zip(self.cores, data, strict=True):
+            core.store("dst", np.concatenate([box[(i, core.rank)] for i in range(self.world)],
+                                             axis=dim))
+        return done, block * self.world
+
+    def _permute(self, ready):
+        src = self._tile("src")
+        shift = self.cores[0].int_arg("shift")
+        data = [{core.rank: core.load("src")} for core in self.cores]
+        nbytes = src.partitions * src.free_size * tile_itemsize(src)
+        done = C.run_steps(C.permute_steps(self.world, shift), data, lambda k: nbytes, ready,
+                           self.network, None)
+        for core, box in zip(self.cores, data, strict=True):
+            core.store("dst", box[(core.rank - shift) % self.world])
+        return done, nbytes
+
+    def _barrier(self, ready):
+        data = [{} for _ in self.cores]
+        latest = max(ready)
+        done = C.run_steps(C.barrier_steps(self.world), data, lambda k: 0,
+                           [latest] * self.world, self.network, None)
+        return done, 0
+
+    # --- reports --------------------------------------------------------------------------
+
+    def _deadlock(self, waiting: set[int]) -> CommError:
+        lines = []
+        at_collective = [w for w in sorted(waiting) if self.name(self.cores[w]) in COLLECTIVES]
+        for w in sorted(waiting):
+            core = self.cores[w]
+            if self.name(core) == "cc.recv":
+                peer = self._peer(core)
+                state = ("has finished" if self.finished[peer] else
+                         f"waits at {self.where(self.cores[peer])}")
+                lines.append(f"rank {w} waits at {self.where(core)} for a message from rank "
+                             f"{peer}, which {state}")
+        if at_collective:
+            ranks = _ranks(at_collective)
+            others = [r for r in range(self.world) if r not in at_collective]
+            lines.append(f"{ranks} wait at {self.where(self.cores[at_collective[0]])} for "
+                         f"{_ranks(others)} to reach a collective")
+        finished = [r for r in range(self.world) if self.finished[r]]
+        if finished:
+            lines.append(f"{_ranks(finished)} finished")
+        first = self.cores[min(waiting)]
+        return CommError(f"deadlock: {len(waiting)} of {self.world} ranks wait for each other "
+                         f"and none can go on", self.program.instructions[first.pc].location,
+                         notes=tuple(lines))
+
+    def _check_mail(self) -> None:
+        for (src, dst), box in sorted(self.mail.items()):
+            if box:
+                message = box[0]
+                ins = self.program.instructions[message.pc]
+                raise CommError(f"rank {src} sent {len(box)} message(s) to rank {dst} that "
+                                f"rank {dst} never received (a send with no matching recv)",
+                                ins.location)
+
+
+def tile_itemsize(tile) -> int:
+    from neuronemu.numerics import dtypes
+
+    return dtypes.get(tile.dtype).itemsize
+
+
+def _ranks(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}..{ranks[-1]}"
+    return "ranks " + ", ".join(map(str, ranks))
+
+
+def _describe(signature: tuple) -> str:
+    name, *parts = signature
+    text = []
+    for part in parts:
+        if len(part) == 4:
+            text.append(f"{part[0]} {part[1]}[{part[2]}, {part[3]}]")
+        else:
+            text.append(f"{part[0]}={part[1]}")
+    return f"{name} {', '.join(text)}"
