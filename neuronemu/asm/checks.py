@@ -441,3 +441,46 @@ def shuffle_mask(ctx, mask, src):
         if i < limit and value != 255 and value >= limit:
             _fail(ctx.at(mask), f"{mask}[{i}] = {value}: entries name a source partition below {limit} "
                        f"(the quadrant's partitions in {src}) or are 255 (keep)")
+
+
+def _span(t: Tile) -> str:
+    return f"{t.partition_start}..{t.partition_start + t.partitions - 1}"
+
+
+@rule
+def local_gather_layout(ctx, dst, data, indices, num_elem_per_idx, num_valid_indices):
+    """nki.isa.local_gather: each GpSimd core owns 16 partitions, so data, indices and dst cover
+    the same whole groups of 16 (starting on a multiple of 16); num_elem_per_idx is a power of
+    two up to 32; a core uses at most 16 x indices' free size and at most 4096 indices; dst gets
+    num_valid_indices x num_elem_per_idx elements per partition."""
+    tiles = dict(_tiles(ctx, [dst, data, indices]))
+    if len(tiles) != 3:
+        return
+    d, src, idx = tiles[dst], tiles[data], tiles[indices]
+    if src.partitions % 16 or src.partition_start % 16:
+        _fail(src, f"{data} spans partitions {_span(src)}; {ctx.definition.name} works on whole "
+                   f"GpSimd cores of 16 partitions (a multiple of 16, starting on a multiple "
+                   f"of 16)")
+    for name, tile in ((indices, idx), (dst, d)):
+        if (tile.partition_start, tile.partitions) != (src.partition_start, src.partitions):
+            _fail(tile, f"{name} spans partitions {_span(tile)} but {data} spans {_span(src)}; "
+                        f"each GpSimd core reads and writes only its own 16 partitions")
+    width = ctx.args.get(num_elem_per_idx)
+    if width not in (1, 2, 4, 8, 16, 32):
+        _fail(ctx.at(num_elem_per_idx), f"{num_elem_per_idx} must be 1, 2, 4, 8, 16 or 32, "
+                                        f"not {width}")
+    available = 16 * idx.free_size
+    valid = ctx.args.get(num_valid_indices) or available
+    if valid > available:
+        _fail(ctx.at(num_valid_indices), f"{num_valid_indices}={valid} exceeds the {available} "
+                                         f"indices of each core (16 partitions x {idx.free_size} "
+                                         f"elements of {indices})")
+    if valid > 4096:
+        _fail(idx, f"{indices} gives each core 16 x {idx.free_size} = {valid} indices; "
+                   f"{ctx.definition.name} uses at most 4096 per core (set {num_valid_indices})")
+    if src.free_size < width:
+        _fail(src, f"{data} has {src.free_size} elements per partition, fewer than "
+                   f"{num_elem_per_idx}={width}")
+    if d.free_size != valid * width:
+        _fail(d, f"{dst} must have {valid} x {width} = {valid * width} elements per partition "
+                 f"({num_valid_indices} x {num_elem_per_idx}), not {d.free_size}")

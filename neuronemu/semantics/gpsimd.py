@@ -1,5 +1,5 @@
 """GpSimd engine: index generation, affine masks, cross-partition reductions, segment bounds,
-non-zero compaction and per-partition gathers."""
+non-zero compaction, per-partition gathers and per-core (16-partition) local gathers."""
 
 from __future__ import annotations
 
@@ -128,5 +128,42 @@ def n_gather(ins, ops, imms, mems, regs, fmt, table):
                 regs[L.REG_FAULT_INFO + 3] = j
                 return L.STATUS_BAD_INDEX
             out[p, j] = data[p, v]
+    store_bits(dst, mems, regs, out)
+    return L.STATUS_OK
+
+
+@jit
+def local_gather(ins, ops, imms, mems, regs, fmt, table):
+    """nki.isa.local_gather. Core g owns tile partitions 16g..16g+15 (the assembler keeps the
+    tiles on whole, aligned groups). Its index list is its slice of ``indices`` read partition
+    first: indices_1d[k] = indices[16g + k % 16, k // 16], of which the first ``valid`` are used
+    (0: all). Every partition q of the core gathers from its own free elements with that list:
+    dst[q, k * width + e] = data[q, indices_1d[k] + e]. All indices are checked before anything
+    is written; a fault names the index element (partition, free position) that overruns."""
+    dst = ops[arg_value(ins, 0)]
+    data = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    index = ops[arg_value(ins, 2)]
+    indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
+    width = arg_value(ins, 3)
+    valid = arg_value(ins, 4)
+    if valid == 0:
+        valid = 16 * indices.shape[1]
+    n = data.shape[1]
+    limit = n - width + 1  # valid start offsets are 0..limit-1
+    out = np.empty((data.shape[0], valid * width), dtype=np.int64)
+    for g in range(0, indices.shape[0], 16):
+        for k in range(valid):
+            p = g + k % 16
+            j = k // 16
+            v = indices[p, j]
+            if v < 0 or v >= limit:
+                regs[L.REG_FAULT_INFO] = p
+                regs[L.REG_FAULT_INFO + 1] = v
+                regs[L.REG_FAULT_INFO + 2] = limit
+                regs[L.REG_FAULT_INFO + 3] = j
+                return L.STATUS_BAD_INDEX
+            for q in range(g, g + 16):
+                for e in range(width):
+                    out[q, k * width + e] = data[q, v + e]
     store_bits(dst, mems, regs, out)
     return L.STATUS_OK
