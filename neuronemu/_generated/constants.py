@@ -17,6 +17,7 @@ OP_GPSIMD_NONZERO_WITH_COUNT = 0x0307  # isa/gpsimd.toml
 OP_GPSIMD_N_GATHER = 0x0308  # isa/gpsimd.toml
 OP_GPSIMD_RNG = 0x0309  # isa/gpsimd.toml
 OP_GPSIMD_LOCAL_GATHER = 0x030a  # isa/gpsimd.toml
+OP_GPSIMD_TOPK = 0x030b  # isa/gpsimd.toml
 OP_DMA_COPY = 0x0401  # isa/dma.toml
 OP_DMA_COMPRESS = 0x0402  # isa/dma.toml
 OP_DMA_DECOMPRESS = 0x0403  # isa/dma.toml

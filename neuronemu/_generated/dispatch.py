@@ -39,6 +39,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return random.rng(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x030a:  # gpsimd.local_gather
         return gpsimd.local_gather(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x030b:  # gpsimd.topk
+        return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0402:  # dma.compress

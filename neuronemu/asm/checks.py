@@ -484,3 +484,31 @@ def local_gather_layout(ctx, dst, data, indices, num_elem_per_idx, num_valid_ind
     if d.free_size != valid * width:
         _fail(d, f"{dst} must have {valid} x {width} = {valid * width} elements per partition "
                  f"({num_valid_indices} x {num_elem_per_idx}), not {d.free_size}")
+
+
+@rule
+def topk_layout(ctx, val_dst, idx_dst, src, n):
+    """nki.isa.topk: one top-k per GpSimd core, so src spans whole groups of 16 partitions
+    (starting on a multiple of 16) and val_dst and idx_dst the same partitions; src holds the
+    ceil(n / 16) columns of each core's snake; K (val_dst's free size) is at most n."""
+    tiles = dict(_tiles(ctx, [val_dst, idx_dst, src]))
+    if len(tiles) != 3:
+        return
+    vals, idx, s = tiles[val_dst], tiles[idx_dst], tiles[src]
+    if s.partitions % 16 or s.partition_start % 16:
+        _fail(s, f"{src} spans partitions {_span(s)}; {ctx.definition.name} works on whole "
+                 f"GpSimd cores of 16 partitions (a multiple of 16, starting on a multiple of 16)")
+    for name, tile in ((val_dst, vals), (idx_dst, idx)):
+        if (tile.partition_start, tile.partitions) != (s.partition_start, s.partitions):
+            _fail(tile, f"{name} spans partitions {_span(tile)} but {src} spans {_span(s)}; "
+                        f"each GpSimd core writes its results to its own 16 partitions")
+    count = ctx.args.get(n)
+    if count is None:
+        return
+    columns = -(-count // 16)
+    if s.free_size < columns:
+        _fail(s, f"{src} has {s.free_size} elements per partition; {n}={count} needs "
+                 f"ceil({count} / 16) = {columns} (the columns of each core's snake)")
+    if vals.free_size > count:
+        _fail(vals, f"{val_dst} asks for the {vals.free_size} largest (its elements per "
+                    f"partition) of {n}={count} elements; K must be at most n")

@@ -1,5 +1,5 @@
 """GpSimd engine: index generation, affine masks, cross-partition reductions, segment bounds,
-non-zero compaction, per-partition gathers and per-core (16-partition) local gathers."""
+non-zero compaction, per-partition gathers, per-core (16-partition) local gathers and top-k."""
 
 from __future__ import annotations
 
@@ -166,4 +166,57 @@ def local_gather(ins, ops, imms, mems, regs, fmt, table):
                 for e in range(width):
                     out[q, k * width + e] = data[q, v + e]
     store_bits(dst, mems, regs, out)
+    return L.STATUS_OK
+
+
+_BF16_NAN_RANK = 0x8000  # above +inf (0x7F80): every NaN ranks above every number
+
+
+@jit
+def _bf16_rank(bits):
+    """An integer that orders bf16 bit patterns by value: -0.0 and +0.0 are equal, NaN (either
+    sign, any payload) is above +inf."""
+    magnitude = bits & 0x7FFF
+    if magnitude > 0x7F80:
+        return _BF16_NAN_RANK
+    if bits & 0x8000:
+        return -magnitude
+    return magnitude
+
+
+@jit
+def topk(ins, ops, imms, mems, regs, fmt, table):
+    """nki.isa.topk. Core g owns tile partitions 16g..16g+15 (the assembler keeps the tiles on
+    whole, aligned groups); its elements are the first n of its snake, element i at
+    src[16g + i % 16, i // 16]. Elements are ranked by value, largest first, equal values by
+    lower index (an int64 key (0x8000 - value rank) << 16 | i sorts into that order, n < 65536).
+    Result j = the element of rank K - 1 - j (ascending) goes to [16g + j % 16, j // 16] of
+    val_dst (its raw bf16 bits) and idx_dst (i); the rest of the last written column gets all
+    ones; the free elements from ceil(K / 16) on keep their contents."""
+    val_op = ops[arg_value(ins, 0)]
+    idx_op = ops[arg_value(ins, 1)]
+    src = load_bits(ops[arg_value(ins, 2)], mems, regs)
+    n = arg_value(ins, 3)
+    k = val_op[L.OP_SIZE]
+    written = 16 * ((k + 15) // 16)
+    vals = load_bits(val_op, mems, regs)
+    idxs = load_bits(idx_op, mems, regs)
+    keys = np.empty(n, dtype=np.int64)
+    for g in range(0, src.shape[0], 16):
+        for i in range(n):
+            rank = _bf16_rank(src[g + i % 16, i // 16])
+            keys[i] = ((_BF16_NAN_RANK - rank) << 16) | i
+        ordered = np.sort(keys)
+        for j in range(written):
+            p = g + j % 16
+            c = j // 16
+            if j < k:
+                i = ordered[k - 1 - j] & 0xFFFF
+                vals[p, c] = src[g + i % 16, i // 16]
+                idxs[p, c] = i
+            else:
+                vals[p, c] = 0xFFFF
+                idxs[p, c] = 0xFFFFFFFF
+    store_bits(val_op, mems, regs, vals)
+    store_bits(idx_op, mems, regs, idxs)
     return L.STATUS_OK
