@@ -152,8 +152,9 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     """Run the kernel on every chip of ``topology`` (``ranks_per_chip`` cores each; rank =
     chip * ranks_per_chip + core). An input array of the declared shape is given to every rank;
     one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
-    inputs use their initialisers, random ones drawn per rank. ``max_instructions`` and
-    ``max_trace_events`` apply to each rank."""
+    inputs use their initialisers, random ones drawn per rank. An array whose first axis is
+    world times the declared one is split: rank r gets rows [r * d0, (r + 1) * d0).
+    ``max_instructions`` and ``max_trace_events`` apply to each rank."""
     from neuronemu.multichip import spmd
     from neuronemu.multichip.topology import load_topologies
 
@@ -170,7 +171,7 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
         raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
                          f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
     world = topo.chips * ranks_per_chip
-    per_rank = _checked_inputs(program, inputs, world)
+    per_rank = _checked_inputs(program, inputs, world, spmd=True)
     start = time.perf_counter()
     cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
                                   max_instructions=max_instructions,
@@ -183,9 +184,11 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
                       time.perf_counter() - start)
 
 
-def _checked_inputs(program: Program, inputs, world: int) -> list[dict[str, np.ndarray]]:
-    """Inputs per rank: an array of the declared shape goes to every rank, one with a leading
-    axis of length ``world`` is split over the ranks."""
+def _checked_inputs(program: Program, inputs, world: int,
+                    spmd: bool = False) -> list[dict[str, np.ndarray]]:
+    """Inputs per rank: an array of the declared shape goes to every rank; one with a leading
+    axis of length ``world`` gives rank r its ``[r]``; one whose first axis is ``world`` times
+    the declared one is split into ``world`` consecutive blocks of rows."""
     inputs = dict(inputs or {})
     for name in inputs:
         if name not in program.tensors:
@@ -195,11 +198,17 @@ def _checked_inputs(program: Program, inputs, world: int) -> list[dict[str, np.n
     for name, value in inputs.items():
         tensor = program.tensors[name]
         array = np.asarray(value)
-        if world > 1 and array.ndim == len(tensor.shape) + 1 and array.shape[0] == world:
+        if spmd and array.ndim == len(tensor.shape) + 1 and array.shape[0] == world:
             for r in range(world):
                 per_rank[r][name] = _check_input(tensor, array[r])
+        elif (world > 1 and array.ndim == len(tensor.shape) and array.ndim
+              and array.shape[0] == world * tensor.shape[0]
+              and array.shape[1:] == tensor.shape[1:]):
+            # split: rank r gets the r-th block of rows
+            for r, block in enumerate(np.split(array, world)):
+                per_rank[r][name] = _check_input(tensor, block)
         else:
-            if world > 1 and array.ndim == len(tensor.shape) + 1:
+            if spmd and array.ndim == len(tensor.shape) + 1:
                 raise InputError(f"input '{name}' has shape {tuple(array.shape)}: a per-rank "
                                  f"input needs a leading axis of length {world} (the world), "
                                  f"then {tensor.dtype}{list(tensor.shape)}", tensor.location)
@@ -237,8 +246,13 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
         if n_events > len(events):
             raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
                                f"executed {n_events} and max_trace_events is {len(events)}")
-        replayed = explicit.replay(program, events[:n_events], event_times[:n_events],
-                                   core.clocks)
+        try:
+            replayed = explicit.replay(program, events[:n_events], event_times[:n_events],
+                                       core.clocks)
+        except RuntimeFault as e:
+            if world > 1:
+                e.message = f"rank {core.rank}: {e.message}"
+            raise
         busy, track_free = replayed.busy, replayed.track_free
         event_times = replayed.event_times
     timing = report.build(program, counts, busy, track_free, core.clocks, events, event_times,

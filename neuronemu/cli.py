@@ -168,6 +168,9 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, sto
 
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
+    if topology is None and ranks_per_chip != 1:
+        raise click.BadParameter("needs --topology (ranks run on the chips of a topology)",
+                                 param_hint="--ranks-per-chip")
     if topology is not None:
         _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_instructions,
                   stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip,

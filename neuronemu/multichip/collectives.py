@@ -198,7 +198,8 @@ class Reducer:
         return dtypes.to_bits(values, self.dtype).astype(np.int64)
 
     def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = self.op(a, b)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN are results, not errors
+            out = self.op(a, b)
         if self.rounds and self.dtype != "float32":
             return self.values(self.bits(out))
         return out

@@ -211,6 +211,10 @@ class _Driver:
                 parts.append((arg.name, value.dtype, value.partitions, value.free_size))
             elif arg.kind == "reg_or_int":
                 parts.append((arg.name, core.int_arg(arg.name)))
+            elif arg.kind == "enum":
+                from neuronemu.isa.table import load_isa
+
+                parts.append((arg.name, load_isa().enums[arg.enum].name_of(value)))
             else:
                 parts.append((arg.name, value))
         return tuple(parts)

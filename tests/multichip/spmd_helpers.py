@@ -1,0 +1,50 @@
+"""Shared helpers of the multi-chip tests: assembling a kernel for a topology's chip, running it
+on every rank, and independent numpy oracles of the collectives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import neuronemu
+from neuronemu.api import run_spmd
+from neuronemu.multichip.topology import load_topologies
+
+TOPOLOGIES = load_topologies()
+
+
+def world_of(topology: str, ranks_per_chip: int = 1) -> int:
+    return TOPOLOGIES[topology].chips * ranks_per_chip
+
+
+def assemble_for(text: str, topology: str, filename: str = "k.s"):
+    """Assemble ``text`` for the chips ``topology`` is made of."""
+    return neuronemu.assemble(text, filename, target=TOPOLOGIES[topology].target)
+
+
+def spmd(text: str, topology: str, inputs=None, **kwargs):
+    return run_spmd(assemble_for(text, topology), topology, inputs=inputs, **kwargs)
+
+
+def algorithms(world: int) -> list[str]:
+    """The algorithms a collective accepts for this world (rdh only for a power of two)."""
+    power_of_two = world & (world - 1) == 0
+    return ["ring", "mesh", *(["rdh"] if power_of_two else []), "auto"]
+
+
+def blocks(array: np.ndarray, n: int, dim: int) -> list[np.ndarray]:
+    """``array`` cut into ``n`` equal consecutive blocks along ``dim``."""
+    size = array.shape[dim] // n
+    index = [slice(None)] * array.ndim
+    out = []
+    for q in range(n):
+        index[dim] = slice(q * size, (q + 1) * size)
+        out.append(array[tuple(index)])
+    return out
+
+
+def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
