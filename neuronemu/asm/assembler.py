@@ -355,8 +355,8 @@ class Assembler:
         return Instruction(definition, values, location, line_text)
 
     def _check_packed_dtypes(self, definition: InstrDef, values: dict) -> None:
-        """x4-packed fp8 tiles hold four values per element: only the MX instructions read them
-        as such, and copies move them only unchanged (same dtype on both sides)."""
+        """x4-packed tiles (four fp8 or fp4 values per element) are read as such only by the MX
+        instructions, and copies move them only unchanged (same dtype on both sides)."""
         tiles = [(a.name, values[a.name]) for a in definition.args
                  if isinstance(values.get(a.name), Tile)]
         packed = [(n, t) for n, t in tiles if dtypes.get(t.dtype).packs]
@@ -365,9 +365,11 @@ class Assembler:
         name, tile = packed[0]
         if definition.name in PACKED_COPIES and len({t.dtype for _, t in tiles}) == 1:
             return
-        raise AsmError(f"{definition.name} cannot use '{tile.symbol}' ({tile.dtype}, four fp8 "
-                       f"values per element) as '{name}': packed tiles are made by "
-                       f"vector.quantize_mx, read by tensor.matmul_mx, and moved unchanged by "
+        element = dtypes.get(dtypes.get(tile.dtype).packs)
+        raise AsmError(f"{definition.name} cannot use '{tile.symbol}' ({tile.dtype}, four "
+                       f"{element.name} values per element) as '{name}': packed tiles are made "
+                       f"by vector.quantize_mx (fp8 only) or loaded, read by tensor.matmul_mx, "
+                       f"and moved unchanged by "
                        f"{', '.join(sorted(PACKED_COPIES))} (same dtype on both sides)",
                        tile.location)
 

@@ -20,6 +20,7 @@ _KIND_UINT = D.KINDS["uint"]
 _NAN_QUIET = D.NAN_ENCODE["quiet"]
 _NAN_TRUNCATE = D.NAN_ENCODE["truncate"]
 _NAN_ALL_ONES = D.NAN_ENCODE["all_ones"]
+_NAN_FLIPPED_ZERO = D.NAN_ENCODE["flipped_zero"]
 _OVERFLOW_INF = D.OVERFLOW["inf"]
 _OVERFLOW_NAN = D.OVERFLOW["nan"]
 _F32_CODE = D.get("float32").code
@@ -42,6 +43,11 @@ def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code, rand)
     stochastically, rounding the magnitude up with probability (discarded bits) / 2**shift using
     the low bits of ``rand`` (a non-negative random int64).
 
+    Formats without a sign bit (``F_SIGNED`` 0) store NaN for a negative value and +0 for -0;
+    formats without zero (``F_HAS_ZERO`` 0, E8M0) store NaN for +-0 and round the binade at
+    exponent field 0 like the others (ml_dtypes' rule, which treats the code 0 as zero while
+    rounding). The outcomes are those of ml_dtypes' checks in its order: inf/NaN, zero, sign.
+
     Takes the table and an index rather than a row view: passing a view to a non-inlined call
     costs a reference-count round trip (~25 ns) per element."""
     e_bits = fmt[code, D.F_EXP]
@@ -54,16 +60,27 @@ def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code, rand)
     if nan_encode == _NAN_ALL_ONES:
         nan_code = (np.int64(1) << width) - 1
         max_code = nan_code - 1
+    elif nan_encode == _NAN_FLIPPED_ZERO:
+        nan_code = np.int64(0)  # the sign is flipped below
+        max_code = (np.int64(1) << width) - 1
     else:
         nan_code = (exp_all << m_bits) | (np.int64(1) << (m_bits - 1))
         max_code = (exp_all << m_bits) - 1 if has_inf else (np.int64(1) << width) - 1
     src_inf = ((np.int64(1) << src_exp) - 1) << src_mant
+    if fmt[code, D.F_SIGNED] == 0:
+        if sign != 0 and magnitude != 0:
+            return nan_code << fmt[code, D.F_PAD]  # negative, -inf or a NaN of either sign
+        sign = np.int64(0)
+    if magnitude == 0 and fmt[code, D.F_HAS_ZERO] == 0:
+        return ((sign << width) | nan_code) << fmt[code, D.F_PAD]
     overflowed = False
     if magnitude > src_inf:
         out = nan_code
         if nan_encode == _NAN_TRUNCATE:
             payload = (magnitude & ((np.int64(1) << src_mant) - 1)) >> (src_mant - m_bits)
             out = (exp_all << m_bits) | (payload if payload != 0 else 1)
+        elif nan_encode == _NAN_FLIPPED_ZERO:
+            sign = 1 - sign
     elif magnitude == src_inf:
         if has_inf:
             out = exp_all << m_bits

@@ -18,7 +18,7 @@ import numpy as np
 from neuronemu.isa.resources import isa_dir
 
 KINDS = {"float": 0, "int": 1, "uint": 2, "bool": 3}
-NAN_ENCODE = {"quiet": 0, "truncate": 1, "all_ones": 2}
+NAN_ENCODE = {"quiet": 0, "truncate": 1, "all_ones": 2, "flipped_zero": 3}
 NAN_DECODE = {"payload": 0, "quiet": 1}
 OVERFLOW = {"inf": 0, "nan": 1, "saturate": 2}
 
@@ -33,7 +33,9 @@ F_NAN_ENCODE = 6
 F_NAN_DECODE = 7
 F_OVERFLOW = 8
 F_PAD = 9
-FORMAT_WIDTH = 10
+F_SIGNED = 10
+F_HAS_ZERO = 11
+FORMAT_WIDTH = 12
 MAX_CODES = 32
 
 
@@ -53,11 +55,16 @@ class DType:
     nan_decode: str = "quiet"
     overflow: str = "inf"
     pad_bits: int = 0
-    packs: str = ""           # x4 types: the fp8 dtype of each of the 4 bytes
+    signed: bool = True       # False: no sign bit (float8_e8m0fnu)
+    has_zero: bool = True     # False: exponent field 0 is the binade 2^-bias (float8_e8m0fnu)
+    value_bits: int = 0       # bits of one value when narrower than its byte (float4: 4)
+    element_only: bool = False  # only the values packed in an x4 dtype, not a storage dtype
+    packs: str = ""           # x4 types: the dtype of each of the 4 packed values
 
     @property
     def bits(self) -> int:
-        return 8 * self.itemsize
+        """Bits of one value: the storage width, or ``value_bits`` for sub-byte formats."""
+        return self.value_bits or 8 * self.itemsize
 
     @property
     def is_float(self) -> bool:
@@ -79,15 +86,21 @@ class DType:
         top = 2 ** self.exponent_bits - 1 - (1 if self.has_inf else 0)
         mantissa = 2 ** self.mantissa_bits - 1
         if self.nan_encode == "all_ones":
-            mantissa -= 1  # S.1111.111 is NaN, so the largest finite has mantissa ...110
+            if self.mantissa_bits:
+                mantissa -= 1  # S.1111.111 is NaN, so the largest finite has mantissa ...110
+            else:
+                top -= 1       # E8M0: 0xFF is NaN, the largest finite is 0xFE
         return float((2 ** self.mantissa_bits + mantissa) * 2.0 ** (top - self.bias - self.mantissa_bits))
 
     @property
     def min_finite(self) -> float:
+        """The lowest finite value (ml_dtypes' ``finfo.min``; for unsigned floats the smallest)."""
         if self.kind in ("uint", "bool"):
             return 0.0
         if self.kind == "int":
             return float(-(2 ** (self.bits - 1)))
+        if not self.signed:
+            return 0.0 if self.has_zero else 2.0 ** -self.bias
         return -self.max_finite
 
 
@@ -105,7 +118,8 @@ def _table() -> dict[str, DType]:
 
 
 def names() -> list[str]:
-    return list(_table())
+    """The storage dtypes (names a program may declare); element-only formats are left out."""
+    return [name for name, d in _table().items() if not d.element_only]
 
 
 def get(name: str) -> DType:
@@ -139,7 +153,7 @@ def format_table() -> np.ndarray:
     for d in _table().values():
         out[d.code] = (KINDS[d.kind], d.itemsize, d.exponent_bits, d.mantissa_bits, d.bias,
                        int(d.has_inf), NAN_ENCODE[d.nan_encode], NAN_DECODE[d.nan_decode],
-                       OVERFLOW[d.overflow], d.pad_bits)
+                       OVERFLOW[d.overflow], d.pad_bits, int(d.signed), int(d.has_zero))
     out.flags.writeable = False
     return out
 
@@ -147,19 +161,26 @@ def format_table() -> np.ndarray:
 def decode_float_patterns(d: DType) -> np.ndarray:
     """float64 value of every bit pattern of a float dtype of at most 16 bits, from its format.
 
-    NaN patterns come back as NaN; the fp32 NaN bits are chosen in ``decode_table``."""
+    NaN patterns come back as NaN; the fp32 NaN bits are chosen in ``decode_table``. Unsigned
+    formats have no sign bit; without zero (E8M0) exponent field 0 is an ordinary binade."""
     bits = np.arange(2 ** d.bits, dtype=np.int64)
-    sign = np.where((bits >> (d.bits - 1)) & 1, -1.0, 1.0)
+    if d.signed:
+        sign = np.where((bits >> (d.bits - 1)) & 1, -1.0, 1.0)
+    else:
+        sign = np.ones(bits.shape)
     exponent = (bits >> d.mantissa_bits) & (2 ** d.exponent_bits - 1)
     mantissa = bits & (2 ** d.mantissa_bits - 1)
     top = 2 ** d.exponent_bits - 1
     normal = (2.0 ** d.mantissa_bits + mantissa) * np.exp2(exponent - d.bias - d.mantissa_bits)
     subnormal = mantissa * 2.0 ** (1 - d.bias - d.mantissa_bits)
-    value = sign * np.where(exponent == 0, subnormal, normal)
+    if d.has_zero:
+        value = sign * np.where(exponent == 0, subnormal, normal)
+    else:
+        value = sign * normal
     if d.has_inf:
         value = np.where((exponent == top) & (mantissa == 0), sign * np.inf, value)
         value = np.where((exponent == top) & (mantissa != 0), np.nan, value)
-    else:
+    elif d.nan_encode == "all_ones":
         value = np.where((exponent == top) & (mantissa == 2 ** d.mantissa_bits - 1), np.nan, value)
     return value
 
@@ -177,7 +198,7 @@ def decode_table() -> np.ndarray:
         row_bits = row.view(np.uint32)
         patterns = np.arange(2 ** d.bits, dtype=np.uint32)
         nan = np.isnan(values)
-        sign = (patterns >> (d.bits - 1)) & 1
+        sign = (patterns >> (d.bits - 1)) & 1 if d.signed else np.zeros_like(patterns)
         if d.nan_decode == "payload":
             shift = 23 - d.mantissa_bits
             payload = (patterns & (2 ** d.mantissa_bits - 1)) << shift
@@ -217,6 +238,42 @@ def to_bits(values, name: str) -> np.ndarray:
     else:
         bits = encode_array64(flat.astype(np.float64), d.code, format_table())
     return bits.astype(_uint(d.itemsize)).reshape(array.shape)
+
+
+def pack_x4(values, name: str) -> np.ndarray:
+    """Raw words of the x4 dtype ``name`` (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4)
+    from values [..., 4 C]: word j holds values 4 j .. 4 j + 3, value 4 j + i in bits
+    [w i, w (i + 1)) (w = 8 for fp8, 4 for fp4), each rounded to the packed dtype as ``to_bits``
+    rounds (``x.astype(ml_dtypes type)``). This is quantize_mx's packing of four consecutive
+    values, and the layout the NKI MX tutorial builds on the host (two fp4 per byte, low nibble
+    first, viewed as the x4 type)."""
+    d = get(name)
+    if not d.packs:
+        raise ValueError(f"{name} is not an x4 dtype")
+    element = get(d.packs)
+    array = np.asarray(values)
+    if array.shape[-1] % 4:
+        raise ValueError(f"the last axis ({array.shape[-1]}) must be a multiple of 4")
+    codes = to_bits(array, element.name).astype(np.uint64) & np.uint64(2 ** element.bits - 1)
+    codes = codes.reshape(*array.shape[:-1], array.shape[-1] // 4, 4)
+    words = np.zeros(codes.shape[:-1], dtype=np.uint64)
+    for i in range(4):
+        words |= codes[..., i] << np.uint64(element.bits * i)
+    return words.astype(_uint(d.itemsize))
+
+
+def unpack_x4(words, name: str) -> np.ndarray:
+    """The inverse of ``pack_x4``: raw x4 words [..., C] -> the packed values [..., 4 C] as an
+    ml_dtypes array of the element dtype (value 4 j + i from bits [w i, w (i + 1)) of word j)."""
+    d = get(name)
+    if not d.packs:
+        raise ValueError(f"{name} is not an x4 dtype")
+    element = get(d.packs)
+    raw = np.asarray(words).astype(np.uint64)
+    mask = np.uint64(2 ** element.bits - 1)
+    codes = np.stack([(raw >> np.uint64(element.bits * i)) & mask for i in range(4)], axis=-1)
+    codes = codes.reshape(*raw.shape[:-1], raw.shape[-1] * 4)
+    return codes.astype(np.uint8).view(numpy_dtype(element.name))
 
 
 def from_bits(bits: np.ndarray, name: str) -> np.ndarray:

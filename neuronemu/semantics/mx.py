@@ -1,10 +1,12 @@
 """Microscaling (OCP MX) on trn3: quantize_mx and matmul_mx (docs/numerics.md, "MX").
 
-Layout (ARCHITECTURE.md 3.3): an x4 element packs four fp8 values, byte i = element i. A scale
-block is 8 partitions x 1 x4 element = 32 values; the scale of block (quadrant q, group g,
-column j) lives at row 32 q + g, column j of the scale tile (one uint8 E8M0 exponent: value
-2^(code - 127)). In matmul_mx the four bytes of stationary/moving element (p, .) are logical
-contraction indices p, p + 128, p + 256, p + 384.
+Layout (ARCHITECTURE.md 3.3): an x4 element packs four values, value i in bits [w i, w (i + 1))
+with w = 8 for the fp8 x4 types (byte i = value i, 32-bit elements) and w = 4 for
+float4_e2m1fn_x4 (nibble i = value i, 16-bit elements). A scale block is 8 partitions x 1 x4
+element = 32 values; the scale of block (quadrant q, group g, column j) lives at row 32 q + g,
+column j of the scale tile (one E8M0 exponent code, in a uint8 or float8_e8m0fnu tile alike:
+value 2^(code - 127), 0xFF NaN). In matmul_mx the four values of stationary/moving element (p, .)
+are logical contraction indices p, p + P, p + 2P, p + 3P.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store
 from neuronemu.numerics import dtypes as D
 from neuronemu.numerics.cast import decode, encode
 
-# x4 dtype code -> code of the fp8 dtype of its bytes
+# x4 dtype code -> code of the dtype of its four values, and the bits of one value
 PACKED_ELEMENT = np.full(D.MAX_CODES, -1, dtype=np.int64)
+PACKED_WIDTH = np.zeros(D.MAX_CODES, dtype=np.int64)
 for _d in D.names():
     if D.get(_d).packs:
         PACKED_ELEMENT[D.get(_d).code] = D.get(D.get(_d).packs).code
+        PACKED_WIDTH[D.get(_d).code] = D.get(D.get(_d).packs).bits
 
 
 @jit
@@ -84,6 +88,8 @@ def _dequantize(op, scale_op, mems, regs, fmt, table):
     bits = load_bits(op, mems, regs)
     scales = load_bits(scale_op, mems, regs)
     element = PACKED_ELEMENT[op[L.OP_DTYPE]]
+    width = PACKED_WIDTH[op[L.OP_DTYPE]]
+    mask = (np.int64(1) << width) - 1
     partitions, columns = bits.shape
     out = np.empty((4 * partitions, columns), dtype=np.float32)
     for p in range(partitions):
@@ -92,15 +98,16 @@ def _dequantize(op, scale_op, mems, regs, fmt, table):
             code = scales[row, j]
             factor = np.float32(np.nan) if code == 255 else np.float32(2.0 ** (code - 127))
             for i in range(4):
-                value = decode((bits[p, j] >> (8 * i)) & 0xFF, element, fmt, table)
+                value = decode((bits[p, j] >> (width * i)) & mask, element, fmt, table)
                 out[i * partitions + p, j] = np.float32(value * factor)
     return out
 
 
 @jit
 def matmul_mx(ins, ops, imms, mems, regs, fmt, table):
-    """dst[M, N] (+)= sum over the 4 P logical k of A[k, m] B[k, n]: dequantized fp8 times its
-    power-of-two scale (exact in fp32), products in fp32, accumulated in fp32 in k order."""
+    """dst[M, N] (+)= sum over the 4 P logical k of A[k, m] B[k, n]: dequantized fp8 / fp4 (either
+    operand either kind) times its power-of-two scale (exact in fp32 unless it overflows),
+    products in fp32, accumulated in fp32 in k order."""
     dst = ops[arg_value(ins, 0)]
     a = _dequantize(ops[arg_value(ins, 1)], ops[arg_value(ins, 3)], mems, regs, fmt, table)
     b = _dequantize(ops[arg_value(ins, 2)], ops[arg_value(ins, 4)], mems, regs, fmt, table)
