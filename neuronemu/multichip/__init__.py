@@ -1,1 +1,2 @@
-"""Multi-chip systems: topologies (issue 6; collectives and SPMD execution are not built yet)."""
+"""Multi-chip systems: topologies (topology.py), link timing (network.py), collective algorithms
+(collectives.py) and the SPMD driver that runs one kernel on every rank (spmd.py)."""
