@@ -154,7 +154,10 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
     inputs use their initialisers, random ones drawn per rank. An array whose first axis is
     world times the declared one is split: rank r gets rows [r * d0, (r + 1) * d0).
-    ``max_instructions`` and ``max_trace_events`` apply to each rank."""
+    ``max_instructions`` applies to each rank; so does ``max_trace_events`` in sync mode
+    explicit (every instruction is replayed; unused event buffer pages cost no memory), while
+    in mode auto the trace keeps ``max_trace_events // world`` events per rank (at least
+    1024)."""
     from neuronemu.multichip import spmd
     from neuronemu.multichip.topology import load_topologies
 
@@ -175,7 +178,9 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     start = time.perf_counter()
     cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
                                   max_instructions=max_instructions,
-                                  max_trace_events=max(1024, max_trace_events // world),
+                                  max_trace_events=(max_trace_events
+                                                    if program.sync_mode == "explicit"
+                                                    else max(1024, max_trace_events // world)),
                                   stochastic_rounding=stochastic_rounding,
                                   rounding_seed=rounding_seed)
     results = [_finish(program, core, per_rank[r], seed, max_instructions, world)

@@ -31,7 +31,8 @@ DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
 SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
 PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
-                 "gpsimd.tensor_copy"}
+                 "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.all_gather", "cc.all_to_all",
+                 "cc.permute"}
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 
 

@@ -240,6 +240,12 @@ class Core:
                 operand_done(program.ops[row[L.I_ARGS + 2 * k + 1]], self.regs, access, end,
                              self.write_end, self.read_end)
         track = int(row[L.I_TRACK])
+        if track >= L.DMA_TRACK0:  # cc.* traffic counts in its queue's DMA statistics
+            from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
+
+            self.dma_stats[track - L.DMA_TRACK0, S_TRANSFERS] += 1
+            self.dma_stats[track - L.DMA_TRACK0, S_BYTES] += nbytes
+            self.dma_stats[track - L.DMA_TRACK0, S_WIRE] += nbytes
         self.track_free[track] = max(self.track_free[track], end)
         self.busy[track] += end - start
         e = int(self.regs[L.REG_EVENTS])

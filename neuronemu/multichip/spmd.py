@@ -1,11 +1,12 @@
 """Run one kernel on every rank (SPMD) and carry out its cc.* instructions.
 
 Each rank is a ``Core`` with its own memories (HBM holds only the declared tensors; SBUF and
-PSUM only the bytes the kernel allocates), registers and timelines. The driver runs the ranks in
-rank order, each until it finishes or stops at a cc.* instruction:
+PSUM only the bytes the kernel allocates), registers and timelines. Each rank runs until it finishes
+or stops at a cc.* instruction; the driver then carries out, of the ranks that can act, the one
+whose instruction is ready first in modelled time (ties: lowest rank):
 
 * ``cc.send`` is eager: the tile is read, timed on the network from when it is ready, and queued
-  for the receiver (per sender and receiver, in order); the sender goes on at once.
+  for the receiver (per sender and receiver, in order); the sender goes on.
 * ``cc.recv`` takes the oldest message from its peer, or waits for one.
 * a collective (and ``cc.barrier``) waits until every rank stands at one; then all must agree on
   the instruction, shapes, dtypes and options, and it runs on all of them at once.
@@ -17,6 +18,7 @@ runs are deterministic.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 
 import numpy as np
@@ -79,56 +81,64 @@ class _Driver:
         return f"{ins.location.source.name}:{ins.location.line} ({ins.definition.name})"
 
     def run(self) -> None:
-        runnable = deque(range(self.world))
-        waiting: set[int] = set()   # stopped at a recv without a message or at a collective
+        """Carry out the cc.* instructions in order of modelled time: of the ranks that can act
+        (at a send, or at a recv whose message is there) the one whose instruction is ready
+        first goes, so links are booked in time order whatever the rank numbers."""
+        self.ready: list[float] = [0.0] * self.world
+        self.actionable: list[tuple[float, int]] = []   # heap of (ready, rank)
+        self.recv_wait: dict[tuple[int, int], int] = {}  # (sender, receiver) -> receiver
+        self.at_collective: set[int] = set()
+        for r in range(self.world):
+            self._stop(r)
         while True:
-            while runnable:
-                r = runnable.popleft()
-                if not self._advance(r):
-                    waiting.add(r)
-                # a message may have freed a waiting receiver
-                for w in sorted(waiting):
-                    core = self.cores[w]
-                    if self.name(core) == "cc.recv" and self._mailbox(core):
-                        waiting.discard(w)
-                        runnable.append(w)
-            if not waiting:
-                break
-            if all(self.name(self.cores[w]) in COLLECTIVES for w in waiting) and len(
-                    waiting) == self.world:
-                self._collective()
-                runnable.extend(sorted(waiting))
-                waiting.clear()
+            if self.actionable:
+                _, r = heapq.heappop(self.actionable)
+                core = self.cores[r]
+                if self.name(core) == "cc.send":
+                    self._send(core)
+                else:
+                    self._recv(core, self._mailbox(core).popleft())
+                self._stop(r)
                 continue
-            raise self._deadlock(waiting)
+            if all(self.finished):
+                break
+            if len(self.at_collective) == self.world:
+                self._collective()
+                self.at_collective.clear()
+                for r in range(self.world):
+                    self._stop(r)
+                continue
+            raise self._deadlock(set(self.recv_wait.values()) | self.at_collective)
         self._check_mail()
 
-    def _advance(self, r: int) -> bool:
-        """Run rank r as far as it can go; False when it must wait for other ranks."""
+    def _stop(self, r: int) -> None:
+        """Run rank r to its next cc.* instruction (or its end) and file it by what it waits
+        for."""
         core = self.cores[r]
-        while not self.finished[r]:
-            if core.run(self.max_instructions) == FINISHED:
-                self.finished[r] = True
-                if core.status != L.STATUS_OK:
-                    from neuronemu.api import _fault
+        if core.run(self.max_instructions) == FINISHED:
+            self.finished[r] = True
+            if core.status != L.STATUS_OK:
+                from neuronemu.api import _fault
 
-                    fault = _fault(self.program, core.status, core.pc, core.regs,
-                                   self.max_instructions)
-                    if self.world > 1:
-                        fault.message = f"rank {r}: {fault.message}"
-                    raise fault
-                break
-            name = self.name(core)
-            if name == "cc.send":
-                self._send(core)
-            elif name == "cc.recv":
-                message = self._mailbox(core)
-                if not message:
-                    return False
-                self._recv(core, message.popleft())
+                fault = _fault(self.program, core.status, core.pc, core.regs,
+                               self.max_instructions)
+                if self.world > 1:
+                    fault.message = f"rank {r}: {fault.message}"
+                raise fault
+            return
+        # a stopped rank's timeline does not change until it acts, so this stays valid
+        self.ready[r] = core.ready_ns()
+        name = self.name(core)
+        if name == "cc.send":
+            heapq.heappush(self.actionable, (self.ready[r], r))
+        elif name == "cc.recv":
+            peer = self._peer(core)
+            if self._mailbox(core):
+                heapq.heappush(self.actionable, (self.ready[r], r))
             else:
-                return False
-        return True
+                self.recv_wait[(peer, r)] = r
+        else:
+            self.at_collective.add(r)
 
     # --- point to point -------------------------------------------------------------------
 
@@ -150,13 +160,17 @@ class _Driver:
     def _send(self, core: Core) -> None:
         peer = self._peer(core)
         tile = self.program.instructions[core.pc].args["src"]
-        bits = core.load("src")
-        ready = core.ready_ns()
-        nbytes = bits.size * tile_itemsize(tile)
+        itemsize = tile_itemsize(tile)
+        bits = core.load("src").astype(f"<u{itemsize}")  # held at the dtype's width
+        ready = self.ready[core.rank]
+        nbytes = bits.size * itemsize
         _, arrival = self.network.transfer(core.rank, peer, nbytes, ready)
         self.mail.setdefault((core.rank, peer), deque()).append(
             _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival))
         core.complete(ready, arrival, nbytes)
+        receiver = self.recv_wait.pop((core.rank, peer), None)
+        if receiver is not None:
+            heapq.heappush(self.actionable, (self.ready[receiver], receiver))
 
     def _recv(self, core: Core, message: _Message) -> None:
         ins = self.program.instructions[core.pc]
@@ -169,7 +183,7 @@ class _Driver:
                 f"{message.dtype}[{message.shape[0]}, {message.shape[1]}] at "
                 f"{sender.location.source.name}:{sender.location.line}; shapes and dtypes of "
                 f"a send and its recv must match", tile.location)
-        ready = core.ready_ns()
+        ready = self.ready[core.rank]
         core.store("dst", message.bits)
         core.complete(ready, max(ready, message.arrival), message.bits.size * tile_itemsize(tile))
 
@@ -189,7 +203,7 @@ class _Driver:
                     f"{_describe(self._signature(core))}", ins.location,
                     notes=(f"rank 0's instruction is at {ins0.location}",))
         name = ins0.definition.name
-        ready = [core.ready_ns() for core in cores]
+        ready = [self.ready[core.rank] for core in cores]
         handler = {"cc.all_reduce": self._all_reduce, "cc.reduce_scatter": self._reduce_scatter,
                    "cc.all_gather": self._all_gather, "cc.all_to_all": self._all_to_all,
                    "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
@@ -360,11 +374,13 @@ class _Driver:
                          f"waits at {self.where(self.cores[peer])}")
                 lines.append(f"rank {w} waits at {self.where(core)} for a message from rank "
                              f"{peer}, which {state}")
-        if at_collective:
-            ranks = _ranks(at_collective)
-            others = [r for r in range(self.world) if r not in at_collective]
-            lines.append(f"{ranks} wait at {self.where(self.cores[at_collective[0]])} for "
-                         f"{_ranks(others)} to reach a collective")
+        groups: dict[int, list[int]] = {}
+        for w in at_collective:
+            groups.setdefault(self.cores[w].pc, []).append(w)
+        for pc, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
+            others = [r for r in range(self.world) if r not in ranks]
+            lines.append(f"{_ranks(ranks)} wait at {self.where(self.cores[ranks[0]])} for "
+                         f"{_ranks(others)} to reach it")
         finished = [r for r in range(self.world) if self.finished[r]]
         if finished:
             lines.append(f"{_ranks(finished)} finished")
