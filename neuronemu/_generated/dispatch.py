@@ -41,6 +41,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return gpsimd.local_gather(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x030b:  # gpsimd.topk
         return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x030c:  # gpsimd.rand_get_state
+        return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x030d:  # gpsimd.rand_set_state
+        return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0402:  # dma.compress
@@ -109,6 +113,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x051a:  # vector.stream_shuffle
         return search.stream_shuffle(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x051b:  # vector.rand_get_state
+        return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x051c:  # vector.rand_set_state
+        return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

@@ -1,4 +1,5 @@
-"""Random numbers: rng, rand2, dropout and set_rng_seed.
+"""Random numbers: rng, rand2, dropout, set_rng_seed and the stream state (rand_get_state /
+rand_set_state).
 
 The hardware generators (an LFSR before NeuronCore-v4, XORWOW on v4) and their seeding are not
 documented bit for bit, so neuronemu draws from its counter-based generator
@@ -86,3 +87,27 @@ def dropout(ins, ops, imms, mems, regs, fmt, table):
     store_bits(dst, mems, regs, bits)
     return L.STATUS_OK
 
+
+
+@jit
+def rand_get_state(ins, ops, imms, mems, regs, fmt, table):
+    """Words 0-3 of every partition: seed (low, high), draws (low, high); the rest zero."""
+    dst = ops[arg_value(ins, 0)]
+    out = np.zeros((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), dtype=np.int64)
+    seed, draws = regs[L.REG_RNG_SEED], regs[L.REG_RNG_DRAWS]
+    words = (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF, draws & 0xFFFFFFFF,
+             (draws >> 32) & 0xFFFFFFFF)
+    for p in range(out.shape[0]):
+        for k in range(4):
+            out[p, k] = words[k]
+    store_bits(dst, mems, regs, out)
+    return L.STATUS_OK
+
+
+@jit
+def rand_set_state(ins, ops, imms, mems, regs, fmt, table):
+    words = load_bits(ops[arg_value(ins, 0)], mems, regs)[0]
+    seed = (words[0] & 0xFFFFFFFF) | ((words[1] & 0xFFFFFFFF) << 32)
+    regs[L.REG_RNG_SEED] = seed
+    regs[L.REG_RNG_DRAWS] = (words[2] & 0xFFFFFFFF) | ((words[3] & 0xFFFFFFFF) << 32)
+    return L.STATUS_OK
