@@ -16,11 +16,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main() -> int:
     start = time.perf_counter()
     import neuronemu
+    from neuronemu.api import run_spmd
     from neuronemu.programs import bundled_programs
 
     for name, path in bundled_programs().items():
         program = neuronemu.assemble_file(path)
-        neuronemu.run(program)
+        if name.startswith("collectives/"):
+            run_spmd(program, "trn2.48xlarge")  # written for 16 ranks
+        else:
+            neuronemu.run(program)
         print(f"warmed {name}")
     from neuronemu.numerics import dtypes
 

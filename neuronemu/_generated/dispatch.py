@@ -149,6 +149,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x070d:  # ctrl.world
         return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070e:  # ctrl.load
+        return ctrl.load(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x070f:  # ctrl.store
+        return ctrl.store(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0801:  # cc.send
         return cc.send(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0802:  # cc.recv

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_tag, arg_value
+from neuronemu.exec.memory import arg_tag, arg_value, load_bits, store_bits
+from neuronemu.semantics.alu import to_int
 
 
 @jit(inline="always")
@@ -99,4 +102,21 @@ def rank(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def world(ins, ops, imms, mems, regs, fmt, table):
     regs[arg_value(ins, 0)] = regs[L.REG_WORLD]
+    return L.STATUS_OK
+
+
+@jit
+def load(ins, ops, imms, mems, regs, fmt, table):
+    src = ops[arg_value(ins, 1)]
+    regs[arg_value(ins, 0)] = to_int(load_bits(src, mems, regs), src[L.OP_DTYPE], fmt)[0, 0]
+    return L.STATUS_OK
+
+
+@jit
+def store(ins, ops, imms, mems, regs, fmt, table):
+    dst = ops[arg_value(ins, 0)]
+    width = 8 * dst[L.OP_ITEMSIZE]
+    bits = np.empty((1, 1), dtype=np.int64)
+    bits[0, 0] = regs[arg_value(ins, 1)] & ((np.int64(1) << width) - 1)
+    store_bits(dst, mems, regs, bits)
     return L.STATUS_OK
