@@ -447,6 +447,19 @@ def _span(t: Tile) -> str:
     return f"{t.partition_start}..{t.partition_start + t.partitions - 1}"
 
 
+def _whole_gpsimd_cores(ctx, lead_name: str, lead: Tile, others, why: str) -> None:
+    """Each GpSimd core owns 16 partitions: ``lead`` spans whole, aligned groups of 16 and the
+    ``others`` ((name, tile), ...) span the same partitions."""
+    if lead.partitions % 16 or lead.partition_start % 16:
+        _fail(lead, f"{lead_name} spans partitions {_span(lead)}; {ctx.definition.name} works on "
+                    f"whole GpSimd cores of 16 partitions (a multiple of 16, starting on a "
+                    f"multiple of 16)")
+    for name, tile in others:
+        if (tile.partition_start, tile.partitions) != (lead.partition_start, lead.partitions):
+            _fail(tile, f"{name} spans partitions {_span(tile)} but {lead_name} spans "
+                        f"{_span(lead)}; {why}")
+
+
 @rule
 def local_gather_layout(ctx, dst, data, indices, num_elem_per_idx, num_valid_indices):
     """nki.isa.local_gather: each GpSimd core owns 16 partitions, so data, indices and dst cover
@@ -457,14 +470,8 @@ def local_gather_layout(ctx, dst, data, indices, num_elem_per_idx, num_valid_ind
     if len(tiles) != 3:
         return
     d, src, idx = tiles[dst], tiles[data], tiles[indices]
-    if src.partitions % 16 or src.partition_start % 16:
-        _fail(src, f"{data} spans partitions {_span(src)}; {ctx.definition.name} works on whole "
-                   f"GpSimd cores of 16 partitions (a multiple of 16, starting on a multiple "
-                   f"of 16)")
-    for name, tile in ((indices, idx), (dst, d)):
-        if (tile.partition_start, tile.partitions) != (src.partition_start, src.partitions):
-            _fail(tile, f"{name} spans partitions {_span(tile)} but {data} spans {_span(src)}; "
-                        f"each GpSimd core reads and writes only its own 16 partitions")
+    _whole_gpsimd_cores(ctx, data, src, ((indices, idx), (dst, d)),
+                        "each GpSimd core reads and writes only its own 16 partitions")
     width = ctx.args.get(num_elem_per_idx)
     if width not in (1, 2, 4, 8, 16, 32):
         _fail(ctx.at(num_elem_per_idx), f"{num_elem_per_idx} must be 1, 2, 4, 8, 16 or 32, "
@@ -495,13 +502,8 @@ def topk_layout(ctx, val_dst, idx_dst, src, n):
     if len(tiles) != 3:
         return
     vals, idx, s = tiles[val_dst], tiles[idx_dst], tiles[src]
-    if s.partitions % 16 or s.partition_start % 16:
-        _fail(s, f"{src} spans partitions {_span(s)}; {ctx.definition.name} works on whole "
-                 f"GpSimd cores of 16 partitions (a multiple of 16, starting on a multiple of 16)")
-    for name, tile in ((val_dst, vals), (idx_dst, idx)):
-        if (tile.partition_start, tile.partitions) != (s.partition_start, s.partitions):
-            _fail(tile, f"{name} spans partitions {_span(tile)} but {src} spans {_span(s)}; "
-                        f"each GpSimd core writes its results to its own 16 partitions")
+    _whole_gpsimd_cores(ctx, src, s, ((val_dst, vals), (idx_dst, idx)),
+                        "each GpSimd core writes its results to its own 16 partitions")
     count = ctx.args.get(n)
     if count is None:
         return

@@ -180,20 +180,21 @@ class Core:
 
     # --- cc.* instructions, executed by the multi-chip driver -----------------------------
 
-    def operand(self, name: str) -> np.ndarray:
-        """The lowered operand row of argument ``name`` of the instruction at pc."""
+    def _slot(self, name: str) -> tuple[int, int]:
+        """(tag, value) of argument ``name`` of the instruction at pc."""
         ins = self.program.instructions[self.pc]
         k = [a.name for a in ins.definition.args].index(name)
         row = self.program.instrs[self.pc]
-        return self.program.ops[row[L.I_ARGS + 2 * k + 1]]
+        return int(row[L.I_ARGS + 2 * k]), int(row[L.I_ARGS + 2 * k + 1])
+
+    def operand(self, name: str) -> np.ndarray:
+        """The lowered operand row of argument ``name`` of the instruction at pc."""
+        return self.program.ops[self._slot(name)[1]]
 
     def int_arg(self, name: str) -> int:
         """An integer / register argument of the instruction at pc, registers resolved."""
-        ins = self.program.instructions[self.pc]
-        k = [a.name for a in ins.definition.args].index(name)
-        row = self.program.instrs[self.pc]
-        tag, value = row[L.I_ARGS + 2 * k], row[L.I_ARGS + 2 * k + 1]
-        return int(self.regs[value]) if tag == L.TAG_REG else int(value)
+        tag, value = self._slot(name)
+        return int(self.regs[value]) if tag == L.TAG_REG else value
 
     def load(self, name: str) -> np.ndarray:
         """Storage bits of tile argument ``name``, int64 [P, N]."""

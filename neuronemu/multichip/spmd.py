@@ -255,15 +255,18 @@ class _Driver:
     def _tile(self, name: str):
         return self.program.instructions[self.cores[0].pc].args[name]
 
+    def _dim(self) -> int:
+        return int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+
     def _all_reduce(self, ready):
         n = self.world
         src = self._tile("src")
         reducer = C.Reducer(src.dtype, self._op())
         itemsize = tile_itemsize(src)
-        data, bounds = [], None
+        bounds = np.linspace(0, src.partitions * src.free_size, n + 1).astype(np.int64)
+        data = []
         for core in self.cores:
             flat = reducer.values(core.load("src").ravel())
-            bounds = np.linspace(0, flat.size, n + 1).astype(np.int64) if bounds is None else bounds
             data.append({q: flat[bounds[q]: bounds[q + 1]] for q in range(n)})
         nbytes = src.partitions * src.free_size * itemsize
         algorithm = self._algorithm(nbytes)
@@ -295,7 +298,7 @@ class _Driver:
 
     def _reduce_scatter(self, ready):
         src, dst = self._tile("src"), self._tile("dst")
-        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        dim = self._dim()
         self._check_split(src, dst, dim, "reduce_scatter")
         reducer = C.Reducer(src.dtype, self._op())
         data = [{q: reducer.values(b) for q, b in enumerate(self._blocks(core.load("src"), dim))}
@@ -311,7 +314,7 @@ class _Driver:
 
     def _all_gather(self, ready):
         src, dst = self._tile("src"), self._tile("dst")
-        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        dim = self._dim()
         self._check_split(dst, src, dim, "all_gather")
         data = [{core.rank: core.load("src")} for core in self.cores]
         itemsize = tile_itemsize(src)
@@ -324,7 +327,7 @@ class _Driver:
 
     def _all_to_all(self, ready):
         src = self._tile("src")
-        dim = int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        dim = self._dim()
         size = (src.partitions, src.free_size)[dim]
         if size % self.world:
             raise RuntimeFault(f"cc.all_to_all dim={dim}: '{src.symbol}' has {size} "

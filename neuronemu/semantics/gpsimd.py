@@ -110,6 +110,16 @@ def nonzero_with_count(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_OK
 
 
+@jit(inline="always")
+def _bad_index(regs, p, value, limit, j):
+    """Record index element [p, j] = value outside 0..limit-1 (api._fault words it)."""
+    regs[L.REG_FAULT_INFO] = p
+    regs[L.REG_FAULT_INFO + 1] = value
+    regs[L.REG_FAULT_INFO + 2] = limit
+    regs[L.REG_FAULT_INFO + 3] = j
+    return L.STATUS_BAD_INDEX
+
+
 @jit
 def n_gather(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
@@ -122,11 +132,7 @@ def n_gather(ins, ops, imms, mems, regs, fmt, table):
         for j in range(indices.shape[1]):
             v = indices[p, j]
             if v < 0 or v >= n:
-                regs[L.REG_FAULT_INFO] = p
-                regs[L.REG_FAULT_INFO + 1] = v
-                regs[L.REG_FAULT_INFO + 2] = n
-                regs[L.REG_FAULT_INFO + 3] = j
-                return L.STATUS_BAD_INDEX
+                return _bad_index(regs, p, v, n, j)
             out[p, j] = data[p, v]
     store_bits(dst, mems, regs, out)
     return L.STATUS_OK
@@ -157,11 +163,7 @@ def local_gather(ins, ops, imms, mems, regs, fmt, table):
             j = k // 16
             v = indices[p, j]
             if v < 0 or v >= limit:
-                regs[L.REG_FAULT_INFO] = p
-                regs[L.REG_FAULT_INFO + 1] = v
-                regs[L.REG_FAULT_INFO + 2] = limit
-                regs[L.REG_FAULT_INFO + 3] = j
-                return L.STATUS_BAD_INDEX
+                return _bad_index(regs, p, v, limit, j)
             for q in range(g, g + 16):
                 for e in range(width):
                     out[q, k * width + e] = data[q, v + e]
