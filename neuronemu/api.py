@@ -371,6 +371,20 @@ def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeF
                             f"name row {c} of '{table.symbol}', so one transfer would write it "
                             f"twice (overlapping destination writes); nothing was written",
                             index.location)
+    if status == L.STATUS_MATMUL_VALUE and ins is not None:
+        arg, p, j, bits = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 4])
+        name = ins.definition.args[arg].name
+        tile = ins.args[name]
+        value = float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+        if name == "moving" and ins.args.get("is_transpose"):
+            promise = ("is_transpose=true needs every column of moving to hold one 1.0 and "
+                       "zeros (columns of an identity or permutation matrix)")
+        else:
+            promise = f"is_{name}_onezero=true promises only 0.0 and 1.0 in {name}"
+        what = (f"a second nonzero in column {j}" if name == "moving" and value == 1.0
+                and ins.args.get("is_transpose") else repr(value))
+        return RuntimeFault(f"{ins.definition.name}: {promise}, but {tile.symbol}[{p}, {j}] is "
+                            f"{what}; nothing was written", tile.location)
     if status == L.STATUS_DIV_ZERO and ins is not None:
         return RuntimeFault(f"{ins.definition.name}: division by zero (b = 0)", ins.location)
     return RuntimeFault(f"execution fault (status {status})", location)

@@ -736,9 +736,9 @@ def lower(program: Program) -> None:
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
             if ins.args.get("dge") == isa.enums["dge"].values["hw"]:
                 row[L.I_FLAGS] |= L.DMA_HWDGE
-        if ins.args.get("perf_mode") == isa.enums["matmul_perf_mode"].values["double_row"]:
-            row[L.I_FLAGS] |= L.MATMUL_DOUBLE_ROW
-        elif d.engine == "sync":
+        if d.engine == "tensor":
+            row[L.I_FLAGS] |= _tensor_flags(ins.args, program.target, isa)
+        if d.engine == "sync":
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
             track = ins.args.get("track")
             row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
@@ -755,3 +755,31 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
     source = SourceFile(filename, text)
     tree = parse(source)
     return Assembler(source, target, load_isa()).assemble(tree)
+
+
+def _tensor_flags(args, target, isa) -> int:
+    """I_FLAGS of a Tensor engine instruction: its modes as this target runs them, and the PE
+    blocks it occupies."""
+    flags = _pe_blocks(args) << L.PE_BLOCKS_SHIFT
+    if args.get("perf_mode") == isa.enums["matmul_perf_mode"].values["double_row"]:
+        flags |= L.MATMUL_DOUBLE_ROW
+    # NeuronCore-v2 has no transpose mode: the flag only labels an ordinary matmul
+    transpose_mode = bool(args.get("is_transpose")) and target.name != "trn1"
+    if transpose_mode:
+        flags |= L.MATMUL_TRANSPOSE
+    if transpose_mode or args.get("is_stationary_onezero") or args.get("is_moving_onezero"):
+        flags |= L.MATMUL_FP32_HALF
+    return flags
+
+
+def _pe_blocks(args) -> int:
+    """Bit r * 4 + c for every 32 x 32 block (r, c) of the PE array the matmul occupies."""
+    pos, size = args.get("tile_position"), args.get("tile_size")
+    if pos is None or size is None:
+        return 0xFFFF
+    (start_row, start_col), (rows, cols) = [v for _, v in pos], [v for _, v in size]
+    mask = 0
+    for r in range(start_row // 32, (start_row + rows) // 32):
+        for c in range(start_col // 32, (start_col + cols) // 32):
+            mask |= 1 << (r * 4 + c)
+    return mask

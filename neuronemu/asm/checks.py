@@ -209,18 +209,109 @@ def matmul_operands(ctx, a, b):
 
 
 @rule
-def matmul_dst(ctx, dst, stationary, moving):
+def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
+    """dst is [M, N] for stationary [K, M] and moving [K, N]; with perf_mode=double_row the
+    operands are [K, 2, M] / [K, 2, N] (the flattened free axis is two halves); K <= 128, M <= the
+    stationary limit, N <= what PSUM holds in dst's dtype (one bank of fp32 on v2/v3, all eight
+    banks on v4)."""
     tiles = dict(_tiles(ctx, [dst, stationary, moving]))
     if len(tiles) < 3:
         return
     d, s, m = tiles[dst], tiles[stationary], tiles[moving]
-    if (d.partitions, d.free_size) != (s.free_size, m.free_size):
-        _fail(d, f"matmul output must be [M, N] = [{s.free_size}, {m.free_size}] "
-                 f"({stationary} free size x {moving} free size), but {dst} is {_shape(d)}")
-    allowed = ctx.target.matmul_psum_dtypes
+    if s.partitions > 128:
+        _fail(s, f"{stationary} spans {s.partitions} partitions; the PE array has 128 rows")
+    double = ctx.args.get(mode) == 1
+    m_size, n_size = s.free_size, m.free_size
+    if double:
+        for name, tile in ((stationary, s), (moving, m)):
+            if tile.free_size % 2:
+                _fail(tile, f"{mode}=double_row contracts over [K, 2, F] operands: {name} has "
+                            f"{tile.free_size} elements per partition, not 2 x F")
+        m_size, n_size = m_size // 2, n_size // 2
+    what = " per half" if double else ""
+    if m_size > ctx.target.matmul_stationary_fmax:
+        _fail(s, f"{stationary} has {m_size} elements per partition{what}; {ctx.definition.name} "
+                 f"allows at most {ctx.target.matmul_stationary_fmax} (the PE array's columns)")
+    is_transpose = bool(ctx.args.get(transpose)) and ctx.target.name != "trn1"
+    allowed = list(ctx.target.matmul_psum_dtypes)
+    if is_transpose and s.dtype not in allowed:
+        allowed.append(s.dtype)
     if d.dtype not in allowed:
-        _fail(d, f"matmul writes {' or '.join(allowed)} into PSUM on {ctx.target.name}; "
-                 f"{dst} is {d.dtype}")
+        mode_note = " in transpose mode" if is_transpose else ""
+        _fail(d, f"matmul writes {' or '.join(allowed)} into PSUM on {ctx.target.name}"
+                 f"{mode_note}; {dst} is {d.dtype}")
+    n_max = ctx.target.matmul_moving_fmax
+    if n_max > 512:  # v4: the whole PSUM partition, in dst's element size
+        n_max = ctx.target.psum_partition_bytes // dtypes.get(d.dtype).itemsize
+    if n_size > n_max:
+        _fail(m, f"{moving} has {n_size} elements per partition{what}; {ctx.definition.name} "
+                 f"allows at most {n_max} with a {d.dtype} dst on {ctx.target.name}")
+    if (d.partitions, d.free_size) != (m_size, n_size):
+        shape = f"[{s.partitions}, 2, {m_size}] x [{m.partitions}, 2, {n_size}]" if double else \
+            f"{stationary} free size x {moving} free size"
+        _fail(d, f"matmul output must be [M, N] = [{m_size}, {n_size}] ({shape}), but {dst} is "
+                 f"{_shape(d)}")
+    if bool(ctx.args.get(transpose)):
+        if ctx.args.get(accumulate):
+            _fail(ctx.at(accumulate), f"{transpose}=true writes a transposed tile; it cannot "
+                                      f"{accumulate}")
+        if double:
+            _fail(ctx.at(mode), f"{mode}=double_row cannot be combined with {transpose}=true")
+
+
+_PE_TILE_SIZES = {"trn1": (128, 64)}
+
+
+@rule
+def pe_tiling(ctx, position, size, stationary, mode=None):
+    """nc_matmul tiling mode: tile_size [row_size, column_size] with sizes 128 / 64 (v2+) / 32
+    (v3+), tile_position a multiple of it inside the 128 x 128 array; the stationary tile fits
+    the PE tile; double_row cannot use column tiling; nc_matmul_mx tiles rows only."""
+    pos, size_ = ctx.args.get(position), ctx.args.get(size)
+    if pos is None and size_ is None:
+        return
+    if pos is None or size_ is None:
+        given, missing = (position, size) if size_ is None else (size, position)
+        _fail(ctx.at(given), f"{given} needs {missing} too: both set tiling mode (neither: the "
+                             f"whole 128 x 128 array)")
+    (start_row, start_col), (rows, cols) = [v for _, v in pos], [v for _, v in size_]
+    legal = _PE_TILE_SIZES.get(ctx.target.name, (128, 64, 32))
+    row_only = mode is None  # nc_matmul_mx
+    for what, value in (("row_size", rows), ("column_size", cols)):
+        if row_only and what == "column_size":
+            if value != 128:
+                _fail(ctx.at(size), f"{ctx.definition.name} tiles rows only: column_size must be "
+                                    f"128, not {value}")
+        elif value not in legal:
+            _fail(ctx.at(size), f"{size} {what} = {value}; {ctx.target.name} allows "
+                                f"{', '.join(map(str, legal))}")
+    if row_only and start_col != 0:
+        _fail(ctx.at(position), f"{ctx.definition.name} tiles rows only: start_column must be 0, "
+                                f"not {start_col}")
+    for what, start, extent in (("start_row", start_row, rows), ("start_column", start_col, cols)):
+        if start % extent or start + extent > 128:
+            _fail(ctx.at(position), f"{position} {what} = {start} must be a multiple of {extent} "
+                                    f"(the tile_size) below 128: "
+                                    f"{', '.join(str(v) for v in range(0, 128, extent))}")
+    if mode is not None and ctx.args.get(mode) == 1 and cols != 128:
+        _fail(ctx.at(size), f"perf_mode=double_row cannot be combined with column tiling "
+                            f"(column_size {cols}, not 128)")
+    for _, tile in _tiles(ctx, [stationary]):
+        m_size = tile.free_size // (2 if mode is not None and ctx.args.get(mode) == 1 else 1)
+        if tile.partitions > rows:
+            _fail(tile, f"{stationary} spans {tile.partitions} partitions but the PE tile has "
+                        f"{rows} rows (tile_size {rows} x {cols})")
+        if m_size > cols:
+            _fail(tile, f"{stationary} has {m_size} columns but the PE tile has {cols} "
+                        f"(tile_size {rows} x {cols})")
+
+
+@rule
+def even_free(ctx, name):
+    for _, tile in _tiles(ctx, [name]):
+        if tile.free_size % 2:
+            _fail(tile, f"{name} must have an even number of elements per partition, not "
+                        f"{tile.free_size}")
 
 
 @rule
@@ -406,6 +497,10 @@ def mx_dst(ctx, dst, stationary, moving):
     tiles = dict(_tiles(ctx, [dst, stationary, moving]))
     if len(tiles) == 3:
         d, s, m = tiles[dst], tiles[stationary], tiles[moving]
+        n_max = ctx.target.psum_partition_bytes // dtypes.get(d.dtype).itemsize
+        if m.free_size > n_max:
+            _fail(m, f"{moving} has {m.free_size} elements per partition; "
+                     f"{ctx.definition.name} allows at most {n_max} with a {d.dtype} dst")
         if (d.partitions, d.free_size) != (s.free_size, m.free_size):
             _fail(d, f"{dst} must be [{s.free_size}, {m.free_size}] ({stationary} free x "
                      f"{moving} free), not {_shape(d)}")

@@ -138,7 +138,7 @@ class Core:
         for tensor in program.tensors.values():
             if tensor.name in inputs or tensor.init[0] != "nan":
                 model.mark_written(self.write_end[L.SPACE_HBM], tensor.offset, tensor.nbytes)
-        self.track_free = np.zeros(L.NUM_TRACKS, dtype=np.float64)
+        self.track_free = np.zeros(L.TIMING_SLOTS, dtype=np.float64)
         engines = program.target.dma_engines
         self.engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
         self.engine_busy = np.zeros(engines, dtype=np.float64)

@@ -20,11 +20,15 @@ I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names
 I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
 I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE
 I_EXTRA_OUTPUTS = I_COST + 3     # optional output tiles given (e.g. activation reduce_res)
-I_FLAGS = I_COST + 4             # timing-relevant modes: DMA_HWDGE, MATMUL_DOUBLE_ROW
+I_FLAGS = I_COST + 4             # modes the assembler resolved against the target (below)
 INSTR_WIDTH = I_COST + 5
 
 DMA_HWDGE = 1           # descriptors from the hardware DGE (shorter fixed cost)
-MATMUL_DOUBLE_ROW = 2   # fp8 double-row performance mode (2x TensorE throughput)
+MATMUL_DOUBLE_ROW = 2   # fp8 double-row performance mode (2x TensorE throughput, K = 2 x rows)
+MATMUL_TRANSPOSE = 4    # v3+ transpose mode: bits move through the one-hot moving tile
+MATMUL_FP32_HALF = 8    # fp32 matmul at half its cost (a 0/1 operand hint, or transpose mode)
+PE_BLOCKS_SHIFT = 16    # bits 16..31: the 32 x 32 PE blocks a Tensor instruction occupies
+                        # (bit r * 4 + c); 0 = the whole array
 
 ACCESS_READ = 1
 ACCESS_WRITE = 2
@@ -34,6 +38,12 @@ ACCESS_WRITE = 2
 DMA_TRACK0 = 8
 NUM_DMA_QUEUES = 16
 NUM_TRACKS = DMA_TRACK0 + NUM_DMA_QUEUES
+TENSOR_TRACK = 1
+# timing state: track_free holds each track's finish time, then the PE array's blocks and the
+# Tensor engine's last issue time (tiled matmuls on disjoint blocks overlap; issue stays in order)
+PE_FREE0 = NUM_TRACKS            # 16 slots: when each PE block is free
+TENSOR_ISSUE = NUM_TRACKS + 16   # when the Tensor engine issued its last instruction
+TIMING_SLOTS = NUM_TRACKS + 17
 ALL_TRACKS = 0    # track of sync.barrier (engine code 0 is "unknown" in nki.isa.engine)
 
 # argument tags
@@ -110,3 +120,6 @@ STATUS_BAD_INDEX = 5   # an index outside the indexed tensor (REG_FAULT_INFO: p,
 STATUS_OVERLAP = 6     # two partitions of one scatter write the same row (REG_FAULT_INFO: p, q, row)
 STATUS_YIELD = 7       # a cc.* instruction at pc: the multi-chip driver executes it, then resumes
 STATUS_DIV_ZERO = 8    # ctrl.div / ctrl.rem by zero
+STATUS_MATMUL_VALUE = 9  # a matmul operand breaks its mode's promise (REG_FAULT_INFO: argument,
+                         # p, j, fp32 bits of the value): not 0/1 under an onezero hint, or a
+                         # moving column that is not one-hot in transpose mode

@@ -1,4 +1,4 @@
-"""Tensor engine: matmul and PE transpose."""
+"""Tensor engine: matmul (plain, fp8 double-row, transpose mode) and PE transpose."""
 
 from __future__ import annotations
 
@@ -7,6 +7,29 @@ import numpy as np
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import arg_value, load_bits, load_f32, store_bits, store_f32
+from neuronemu.numerics.cast import f32_to_bits
+
+_STATIONARY, _MOVING = 1, 2  # argument indices, as the fault report names them
+
+
+@jit(inline="always")
+def _bad_value(regs, arg, p, j, value):
+    regs[L.REG_FAULT_INFO] = arg
+    regs[L.REG_FAULT_INFO + 1] = p
+    regs[L.REG_FAULT_INFO + 2] = j
+    regs[L.REG_FAULT_INFO + 3] = f32_to_bits(value)
+    return L.STATUS_MATMUL_VALUE
+
+
+@jit
+def _onezero(values, regs, arg):
+    """STATUS_OK when every value is 0.0 or 1.0 (the hint's promise), else the fault."""
+    for p in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            v = values[p, j]
+            if v != 0.0 and v != 1.0:
+                return _bad_value(regs, arg, p, j, v)
+    return L.STATUS_OK
 
 
 @jit
@@ -15,25 +38,85 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
 
     Fixed summation order, independent of any BLAS: for every output element the fp32 products
     are summed in fp32 for k = 0, 1, ..., K-1 (the order partial sums flow down a systolic
-    column), and the finished sum is then added to the fp32 value already in PSUM when
-    accumulating. Products of bf16/fp16/fp8 operands are exact in fp32.
+    column), and the finished sum is then added to the value already in PSUM when accumulating.
+    Products of bf16/fp16/fp8 operands are exact in fp32. In double-row mode the operands are
+    [K, 2, M] / [K, 2, N] (two halves of the free axis) and row k contributes the fp32 pair
+    w0 x0 + w1 x1, the two products a PE computes in one step.
     """
     dst = ops[arg_value(ins, 0)]
+    flags = ins[L.I_FLAGS]
+    if flags & L.MATMUL_TRANSPOSE:
+        return _transpose_mode(ins, ops, mems, regs, fmt, table)
     stationary = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     moving = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    if arg_value(ins, 6) != 0:
+        status = _onezero(stationary, regs, _STATIONARY)
+        if status != L.STATUS_OK:
+            return status
+    if arg_value(ins, 7) != 0:
+        status = _onezero(moving, regs, _MOVING)
+        if status != L.STATUS_OK:
+            return status
     accumulate = arg_value(ins, 3) != 0
-    k_size, m_size = stationary.shape
-    n_size = moving.shape[1]
-    acc = np.zeros((m_size, n_size), dtype=np.float32)
-    for m in range(m_size):
-        for k in range(k_size):
-            weight = stationary[k, m]
-            for n in range(n_size):
-                acc[m, n] += weight * moving[k, n]
+    k_size = stationary.shape[0]
+    if flags & L.MATMUL_DOUBLE_ROW:
+        m_size, n_size = stationary.shape[1] // 2, moving.shape[1] // 2
+        acc = np.zeros((m_size, n_size), dtype=np.float32)
+        for m in range(m_size):
+            for k in range(k_size):
+                w0 = stationary[k, m]
+                w1 = stationary[k, m_size + m]
+                for n in range(n_size):
+                    acc[m, n] += w0 * moving[k, n] + w1 * moving[k, n_size + n]
+    else:
+        m_size, n_size = stationary.shape[1], moving.shape[1]
+        acc = np.zeros((m_size, n_size), dtype=np.float32)
+        for m in range(m_size):
+            for k in range(k_size):
+                weight = stationary[k, m]
+                for n in range(n_size):
+                    acc[m, n] += weight * moving[k, n]
     if accumulate:
         acc = load_f32(dst, mems, regs, fmt, table) + acc
     store_f32(dst, mems, regs, fmt, acc)
     return L.STATUS_OK
+
+
+@jit
+def _transpose_mode(ins, ops, mems, regs, fmt, table):
+    """dst[m, n] = stationary[k_n, m] where column n of moving is one-hot at row k_n (an
+    all-zero column gives +0.0): bits move unchanged when dst has stationary's dtype (NaN and
+    Inf included), else the fp32 value is written."""
+    dst = ops[arg_value(ins, 0)]
+    s_op = ops[arg_value(ins, 1)]
+    moving = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    k_size, n_size = moving.shape
+    rows = np.full(n_size, -1, dtype=np.int64)
+    for n in range(n_size):
+        for k in range(k_size):
+            v = moving[k, n]
+            if v == 0.0:
+                continue
+            if v != 1.0 or rows[n] >= 0:
+                return _bad_value(regs, _MOVING, k, n, v)
+            rows[n] = k
+    if dst[L.OP_DTYPE] == s_op[L.OP_DTYPE]:
+        store_bits(dst, mems, regs, _select_columns(load_bits(s_op, mems, regs), rows))
+    else:
+        store_f32(dst, mems, regs, fmt,
+                  _select_columns(load_f32(s_op, mems, regs, fmt, table), rows))
+    return L.STATUS_OK
+
+
+@jit
+def _select_columns(source, rows):
+    """out[m, n] = source[rows[n], m], zero where rows[n] < 0."""
+    out = np.zeros((source.shape[1], rows.size), dtype=source.dtype)
+    for n in range(rows.size):
+        if rows[n] >= 0:
+            for m in range(source.shape[1]):
+                out[m, n] = source[rows[n], m]
+    return out
 
 
 @jit

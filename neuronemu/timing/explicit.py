@@ -68,6 +68,18 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     def head(t: int) -> int | None:
         return queues[t][heads[t]] if heads[t] < len(queues[t]) else None
 
+    # the Tensor engine issues in order but tiled matmuls on disjoint PE blocks overlap:
+    # free[TENSOR] is its last issue time, pe_free when each 32 x 32 block is free
+    pe_free = np.zeros(16)
+
+    def pe_blocks(e: int) -> np.ndarray:
+        mask = (int(instrs[int(events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
+        return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
+
+    def finished(t: int) -> float:
+        """When everything track t started has finished."""
+        return max(free[t], pe_free.max()) if t == L.TENSOR_TRACK else free[t]
+
     remaining = sum(len(q) for q in queues.values())
     while remaining:
         best = None
@@ -76,10 +88,14 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             if e is None:
                 continue
             start = free[t]
+            if t == L.TENSOR_TRACK:
+                compute = int(events[e, 1]) != L.ALL_TRACKS and definitions[
+                    int(events[e, 0])].definition.engine == "tensor"
+                start = max(start, pe_free[pe_blocks(e)].max() if compute else finished(t))
             if int(events[e, 1]) == L.ALL_TRACKS:
                 if any(head(u) != e for u in tracks):
                     continue  # not everyone has arrived
-                start = max(free.values())
+                start = max(finished(u) for u in tracks)
             target = wait_target(e)
             if target is not None:
                 sem, value = target
@@ -121,7 +137,11 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             clock[t][me] += 1
             duration = float(event_times[e, 1] - event_times[e, 0])
             end = start + duration
-            busy[t] += duration
+            if t == L.TENSOR_TRACK:
+                busy[t] += max(0.0, end - max(start, finished(t)))  # union of overlapping matmuls
+                pe_free[pe_blocks(e)] = end
+            else:
+                busy[t] += duration
             row = instrs[int(events[e, 0])]
             for k in range(row[L.I_NARGS]):
                 if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
@@ -130,12 +150,13 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
                 memory.access(ops[row[L.I_ARGS + 2 * k + 1]], int(events[e, 2 + k]), access,
                               me, clock[t], e, int(events[e, 0]), k)
         times[e, 0], times[e, 1] = start, end
-        free[t] = end
+        tensor_compute = t == L.TENSOR_TRACK and name.startswith("tensor.")
+        free[t] = start if tensor_compute else end
         heads[t] += 1
         remaining -= 1
     track_free = np.zeros(L.NUM_TRACKS)
     for t in tracks:
-        track_free[t] = free[t]
+        track_free[t] = finished(t)
     return Replay(times, busy, track_free)
 
 

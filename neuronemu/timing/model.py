@@ -103,7 +103,8 @@ def cost_cycles(ins, ops, costs, params):
         mv = ops[moving]
         cycles = max(row[C_MIN_II], float(mv[L.OP_SIZE]))
         if mv[L.OP_DTYPE] == _FLOAT32:
-            cycles *= row[C_FP32_FACTOR]
+            half = ins[L.I_FLAGS] & L.MATMUL_FP32_HALF
+            cycles *= row[C_FP32_FACTOR] * (0.5 if half else 1.0)
         if ins[L.I_FLAGS] & L.MATMUL_DOUBLE_ROW:
             cycles *= 0.5
         return cycles + row[C_FIXED]
@@ -174,6 +175,15 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
     if cycles == 0.0 and not is_dma:
         return track_free[track], track_free[track], 0.0, -1, 0.0, 0.0
     ready = track_free[track]
+    tensor = track == L.TENSOR_TRACK
+    blocks = 0
+    if tensor:
+        # issue in order, each instruction once the PE blocks it occupies are free
+        blocks = (ins[L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
+        ready = track_free[L.TENSOR_ISSUE]
+        for b in range(16):
+            if blocks == 0 or (blocks >> b) & 1:
+                ready = max(ready, track_free[L.PE_FREE0 + b])
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
@@ -198,8 +208,16 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
             operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, write_end, read_end)
-    track_free[track] = end
-    busy[track] += duration
+    if tensor:
+        for b in range(16):
+            if blocks == 0 or (blocks >> b) & 1:
+                track_free[L.PE_FREE0 + b] = end
+        track_free[L.TENSOR_ISSUE] = ready
+        busy[track] += max(0.0, end - max(ready, track_free[track]))  # union of overlaps
+        track_free[track] = max(track_free[track], end)
+    else:
+        track_free[track] = end
+        busy[track] += duration
     return ready, end, cycles, unwritten_arg, nbytes, wire
 
 

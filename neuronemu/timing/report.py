@@ -144,11 +144,17 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
     flops = 0
     for pc, ins in enumerate(program.instructions):
         if counts[pc] and ins.definition.cost_class == "tensor_matmul":
+            if ins.args.get("is_transpose"):
+                continue  # data movement, as the profiler counts a transpose
             stationary = ins.args["stationary"]
             moving = ins.args["moving"]
-            # an x4 (MX) operand packs 4 contraction indices per partition
+            m_size, n_size = stationary.free_size, moving.free_size
+            # an x4 (MX) operand packs 4 contraction indices per partition; double_row 2 per
+            # [K, 2, F] operand row
             depth = stationary.partitions * (4 if ins.definition.name == "tensor.matmul_mx" else 1)
-            flops += int(counts[pc]) * 2 * depth * stationary.free_size * moving.free_size
+            if ins.args.get("perf_mode") == 1:
+                depth, m_size, n_size = 2 * depth, m_size // 2, n_size // 2
+            flops += int(counts[pc]) * 2 * depth * m_size * n_size
     peak = 2 * 128 * 128 * engine_clocks["tensor"]
     dma = (dma_stats(dma_counts, busy, engine_busy, time_ns)
            if dma_counts is not None and dma_counts[:, 0].any() else None)

@@ -131,18 +131,19 @@ def test_hand_computed_fp4_times_fp8() -> None:
     (uint8 code 126): (2 - 1.5 + 3 + 0) * 2 * 0.5 = 3.5. Partition 9 (scale row 1): fp4 1.5 in
     nibble 0 against e4m3fn 4.0 in byte 0, scales 2^0 and 2^2: 1.5 * 4 * 4 = 24. Total 27.5. With
     the nibbles read in the other order partition 0 would give 0*2 + 6*3 - 0.5*0.5 + 1*4 = 21.75
-    instead: the fp4 nibble i pairs with fp8 byte i."""
-    w = np.zeros((32, 1), np.uint16)
+    instead: the fp4 nibble i pairs with fp8 byte i. Stationary column 1 (the free size must be
+    even) is all zeros: 0."""
+    w = np.zeros((32, 2), np.uint16)
     x = np.zeros((32, 1), np.uint32)
     w[0, 0], w[9, 0] = 0x0792, 0x0003
     x[0, 0], x[9, 0] = 0x48304440, 0x00000048
     assert D.pack_x4([[1.0, -0.5, 6.0, 0.0]], "float4_e2m1fn_x4")[0, 0] == 0x0792
     assert D.pack_x4([[2.0, 3.0, 0.5, 4.0]], "float8_e4m3fn_x4")[0, 0] == 0x48304440
-    ws = np.array([[128], [127], [127], [127]], np.uint8)
+    ws = np.array([[128, 127], [127, 127], [127, 127], [127, 127]], np.uint8)
     xs = np.array([[126], [129], [127], [127]], np.uint8)
     result = run_matmul(w, x, ws, xs, sd="float4_e2m1fn_x4", md="float8_e4m3fn_x4",
                         ssd="float8_e8m0fnu", msd="uint8")
-    assert result.tiles["acc"][0, 0] == 27.5
+    assert result.tiles["acc"][:, 0].tolist() == [27.5, 0.0]
 
 
 def test_nan_scale_poisons_only_its_block() -> None:

@@ -16,7 +16,7 @@
 #---
 vector.tensor_tensor t, t, half, op=add      # CHECK: 28: error: shape mismatch: data2 is [128, 256] but dst is [128, 512]
 vector.tensor_tensor t, acc, acc2, op=add    # CHECK: 30: error: data1 and data2 are both in PSUM
-tensor.matmul acc, bf[:, 0:128], wide, accumulate=false   # CHECK: 34: error: moving has 1024 elements per partition; tensor.matmul allows at most 512 on trn2
+tensor.matmul acc, bf[:, 0:128], wide, accumulate=false   # CHECK: 34: error: moving has 1024 elements per partition; tensor.matmul allows at most 512 with a float32 dst on trn2
 tensor.matmul acc, bf, bf, accumulate=false  # CHECK: 20: error: stationary has 512 elements per partition; tensor.matmul allows at most 128
 tensor.matmul acc, bf[0:64, 0:128], bf, accumulate=false   # CHECK: 37: error: partition mismatch: moving spans 128 partitions but stationary spans 64
 tensor.matmul acc, t[:, 0:128], bf, accumulate=false   # CHECK: 33: error: stationary is float32 and moving is bfloat16
