@@ -45,6 +45,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x030d:  # gpsimd.rand_set_state
         return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x030e:  # gpsimd.tensor_copy_dynamic_src
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x030f:  # gpsimd.tensor_copy_dynamic_dst
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0401:  # dma.copy
         return dma.copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0402:  # dma.compress
@@ -117,6 +121,10 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x051c:  # vector.rand_set_state
         return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x051d:  # vector.tensor_copy_dynamic_src
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x051e:  # vector.tensor_copy_dynamic_dst
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0601:  # sync.signal
         return sync.signal(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0602:  # sync.wait

@@ -8,6 +8,7 @@ table's checks. Nothing is lowered unless every line is valid.
 from __future__ import annotations
 
 import difflib
+import math
 
 import numpy as np
 
@@ -30,6 +31,7 @@ INITIALISERS = {
 DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
 SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
+PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
 PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
                  "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.all_gather", "cc.all_to_all",
                  "cc.permute"}
@@ -349,7 +351,8 @@ class Assembler:
         self._check_packed_dtypes(definition, values)
         arg_locations = {name: location_of(self.source, node.meta) for name, node in given.items()
                          if getattr(node, "meta", None) is not None and not node.meta.empty}
-        ctx = CheckContext(definition, values, self.target, location, arg_locations)
+        ctx = CheckContext(definition, values, self.target, location, arg_locations,
+                           (self.allocations, self.tensors))
         for check in definition.checks:
             RULES[check.rule](ctx, *check.args)
         line_text = self.source.line(location.line).strip()
@@ -357,7 +360,8 @@ class Assembler:
 
     def _check_packed_dtypes(self, definition: InstrDef, values: dict) -> None:
         """x4-packed tiles (four fp8 or fp4 values per element) are read as such only by the MX
-        instructions, and copies move them only unchanged (same dtype on both sides)."""
+        instructions, copies move them only unchanged (same dtype on both sides) and memset
+        fills them with zeros only."""
         tiles = [(a.name, values[a.name]) for a in definition.args
                  if isinstance(values.get(a.name), Tile)]
         packed = [(n, t) for n, t in tiles if dtypes.get(t.dtype).packs]
@@ -366,12 +370,20 @@ class Assembler:
         name, tile = packed[0]
         if definition.name in PACKED_COPIES and len({t.dtype for _, t in tiles}) == 1:
             return
+        if definition.name in PACKED_FILLS:
+            value = values.get("value")
+            if value == 0.0 and not math.copysign(1.0, value) < 0:
+                return
+            raise AsmError(f"{definition.name} fills the packed tile '{tile.symbol}' "
+                           f"({tile.dtype}) only with value=0 (all bits zero, as nki.isa.memset "
+                           f"documents), not {value!r}", tile.location)
         element = dtypes.get(dtypes.get(tile.dtype).packs)
         raise AsmError(f"{definition.name} cannot use '{tile.symbol}' ({tile.dtype}, four "
                        f"{element.name} values per element) as '{name}': packed tiles are made "
                        f"by vector.quantize_mx (fp8 only) or loaded, read by tensor.matmul_mx, "
                        f"and moved unchanged by "
-                       f"{', '.join(sorted(PACKED_COPIES))} (same dtype on both sides)",
+                       f"{', '.join(sorted(PACKED_COPIES))} (same dtype on both sides), and "
+                       f"zero-filled by {' / '.join(sorted(PACKED_FILLS))} value=0",
                        tile.location)
 
     def _check_bitvec_allowed(self, definition: InstrDef, values: dict, given: dict) -> None:

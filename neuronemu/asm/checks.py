@@ -48,12 +48,24 @@ class _Located:
 class CheckContext:
     """What a rule sees: instruction definition, argument values by name, target, location."""
 
-    def __init__(self, definition, args, target, location, arg_locations=None):
+    def __init__(self, definition, args, target, location, arg_locations=None,
+                 declarations=()):
         self.definition = definition
         self.args = args
         self.target = target
         self.location = location
         self.arg_locations = arg_locations or {}
+        self.declarations = declarations   # {name: Allocation or HbmTensor} dicts
+
+    def written_shape(self, tile: Tile) -> tuple[int, ...]:
+        """The tile's dims as the kernel wrote them (contiguous dims are merged in the lowered
+        Tile): sliced dims of the operand, else the declared buffer's shape."""
+        if tile.spec:
+            return tuple(item[3] for item in tile.spec if item[0] == "slice")
+        for table in self.declarations:
+            if tile.symbol in table:
+                return tuple(table[tile.symbol].shape)
+        return tile.shape
 
     def at(self, name):
         """Something to fail at: the argument as written, else the instruction."""
@@ -224,9 +236,11 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
     m_size, n_size = s.free_size, m.free_size
     if double:
         for name, tile in ((stationary, s), (moving, m)):
-            if tile.free_size % 2:
-                _fail(tile, f"{mode}=double_row contracts over [K, 2, F] operands: {name} has "
-                            f"{tile.free_size} elements per partition, not 2 x F")
+            written = ctx.written_shape(tile)
+            if tile.free_size % 2 or (len(written) > 2 and written[1] != 2):
+                shape = "[" + ", ".join(map(str, written)) + "]"
+                _fail(tile, f"{mode}=double_row contracts over [K, 2, F] operands: {name} is "
+                            f"{shape} ({tile.free_size} elements per partition), not [K, 2, F]")
         m_size, n_size = m_size // 2, n_size // 2
     what = " per half" if double else ""
     if m_size > ctx.target.matmul_stationary_fmax:
@@ -241,8 +255,8 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
         _fail(d, f"matmul writes {' or '.join(allowed)} into PSUM on {ctx.target.name}"
                  f"{mode_note}; {dst} is {d.dtype}")
     n_max = ctx.target.matmul_moving_fmax
-    if n_max > 512:  # v4: the whole PSUM partition, in dst's element size
-        n_max = ctx.target.psum_partition_bytes // dtypes.get(d.dtype).itemsize
+    if n_max > 512:  # v4: the whole PSUM partition, in dst's element size (fp8 lands as 16 bits)
+        n_max = ctx.target.psum_partition_bytes // max(dtypes.get(d.dtype).itemsize, 2)
     if n_size > n_max:
         _fail(m, f"{moving} has {n_size} elements per partition{what}; {ctx.definition.name} "
                  f"allows at most {n_max} with a {d.dtype} dst on {ctx.target.name}")
@@ -251,7 +265,7 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
             f"{stationary} free size x {moving} free size"
         _fail(d, f"matmul output must be [M, N] = [{m_size}, {n_size}] ({shape}), but {dst} is "
                  f"{_shape(d)}")
-    if bool(ctx.args.get(transpose)):
+    if is_transpose:  # trn1's flag only labels an ordinary matmul, which may accumulate
         if ctx.args.get(accumulate):
             _fail(ctx.at(accumulate), f"{transpose}=true writes a transposed tile; it cannot "
                                       f"{accumulate}")
@@ -304,6 +318,17 @@ def pe_tiling(ctx, position, size, stationary, mode=None):
         if m_size > cols:
             _fail(tile, f"{stationary} has {m_size} columns but the PE tile has {cols} "
                         f"(tile_size {rows} x {cols})")
+
+
+@rule
+def dynamic_offset(ctx, name):
+    """The *_dynamic_src / *_dynamic_dst copies address their tile at a run-time offset."""
+    for _, tile in _tiles(ctx, [name]):
+        if not tile.regs:
+            plain = ctx.definition.name.split("_dynamic")[0]
+            _fail(tile, f"{name} of {ctx.definition.name} needs a register offset in a free "
+                        f"dim (e.g. {tile.symbol}[:, r1*64 : r1*64 + 64]); for a static slice "
+                        f"use {plain}")
 
 
 @rule

@@ -45,8 +45,6 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
     """
     dst = ops[arg_value(ins, 0)]
     flags = ins[L.I_FLAGS]
-    if flags & L.MATMUL_TRANSPOSE:
-        return _transpose_mode(ins, ops, mems, regs, fmt, table)
     stationary = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     moving = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
     if arg_value(ins, 6) != 0:
@@ -57,6 +55,8 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
         status = _onezero(moving, regs, _MOVING)
         if status != L.STATUS_OK:
             return status
+    if flags & L.MATMUL_TRANSPOSE:
+        return _transpose_mode(ins, ops, mems, regs, fmt, table, moving)
     accumulate = arg_value(ins, 3) != 0
     k_size = stationary.shape[0]
     if flags & L.MATMUL_DOUBLE_ROW:
@@ -83,13 +83,12 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
-def _transpose_mode(ins, ops, mems, regs, fmt, table):
+def _transpose_mode(ins, ops, mems, regs, fmt, table, moving):
     """dst[m, n] = stationary[k_n, m] where column n of moving is one-hot at row k_n (an
     all-zero column gives +0.0): bits move unchanged when dst has stationary's dtype (NaN and
     Inf included), else the fp32 value is written."""
     dst = ops[arg_value(ins, 0)]
     s_op = ops[arg_value(ins, 1)]
-    moving = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
     k_size, n_size = moving.shape
     rows = np.full(n_size, -1, dtype=np.int64)
     for n in range(n_size):

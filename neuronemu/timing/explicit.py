@@ -68,17 +68,11 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     def head(t: int) -> int | None:
         return queues[t][heads[t]] if heads[t] < len(queues[t]) else None
 
-    # the Tensor engine issues in order but tiled matmuls on disjoint PE blocks overlap:
-    # free[TENSOR] is its last issue time, pe_free when each 32 x 32 block is free
-    pe_free = np.zeros(16)
-
-    def pe_blocks(e: int) -> np.ndarray:
-        mask = (int(instrs[int(events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
-        return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
+    pe = _PeArray(program, events)
 
     def finished(t: int) -> float:
         """When everything track t started has finished."""
-        return max(free[t], pe_free.max()) if t == L.TENSOR_TRACK else free[t]
+        return max(free[t], pe.finished()) if t == L.TENSOR_TRACK else free[t]
 
     remaining = sum(len(q) for q in queues.values())
     while remaining:
@@ -88,10 +82,12 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             if e is None:
                 continue
             start = free[t]
-            if t == L.TENSOR_TRACK:
-                compute = int(events[e, 1]) != L.ALL_TRACKS and definitions[
-                    int(events[e, 0])].definition.engine == "tensor"
-                start = max(start, pe_free[pe_blocks(e)].max() if compute else finished(t))
+            if t == L.TENSOR_TRACK and int(events[e, 1]) != L.ALL_TRACKS:
+                kind = definitions[int(events[e, 0])].definition
+                if kind.engine == "tensor":
+                    start = pe.earliest(e, start)
+                elif kind.name != "sync.wait":  # a signal reports work that has finished
+                    start = finished(t)
             if int(events[e, 1]) == L.ALL_TRACKS:
                 if any(head(u) != e for u in tracks):
                     continue  # not everyone has arrived
@@ -139,7 +135,7 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             end = start + duration
             if t == L.TENSOR_TRACK:
                 busy[t] += max(0.0, end - max(start, finished(t)))  # union of overlapping matmuls
-                pe_free[pe_blocks(e)] = end
+                pe.place(e, start, end)
             else:
                 busy[t] += duration
             row = instrs[int(events[e, 0])]
@@ -261,3 +257,58 @@ def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncEr
                            f">= {value} (it reached {have}, and nothing left can signal it)")
         first = first or ins.location
     return SyncError("deadlock: no track can proceed", first, tuple(blocked))
+
+
+class _PeArray:
+    """The Tensor engine in the replay: it issues in order, and an instruction starts once the
+    32 x 32 PE blocks it occupies are free (tiled matmuls on disjoint blocks overlap) and once
+    every in-flight instruction that shares bytes with it has finished (the engine's own
+    ordering, which auto mode gets from its block table)."""
+
+    def __init__(self, program, events: np.ndarray) -> None:
+        self.instrs = program.instrs
+        self.ops = program.ops
+        self.events = events
+        self.free = np.zeros(16)
+        self.pending: list[tuple[float, int]] = []   # (end, event) still possibly in flight
+
+    def blocks(self, e: int) -> np.ndarray:
+        mask = (int(self.instrs[int(self.events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
+        return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
+
+    def footprint(self, e: int) -> tuple[set, set]:
+        """(read, written) 64-byte blocks of event e: (space, row, block)."""
+        row = self.instrs[int(self.events[e, 0])]
+        reads: set = set()
+        writes: set = set()
+        for k in range(int(row[L.I_NARGS])):
+            if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+                continue
+            op = self.ops[row[L.I_ARGS + 2 * k + 1]]
+            access = (int(row[L.I_ACCESS]) >> (2 * k)) & 3
+            offset = int(self.events[e, 2 + k])
+            for p in range(int(op[L.OP_PCOUNT])):
+                r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
+                c = offset + p * int(op[L.OP_PCOLSTEP])
+                for b in range(c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1):
+                    (writes if access & L.ACCESS_WRITE else reads).add((int(op[L.OP_SPACE]), r, b))
+        return reads, writes
+
+    def earliest(self, e: int, issue: float) -> float:
+        start = max(issue, float(self.free[self.blocks(e)].max()))
+        self.pending = [(end, other) for end, other in self.pending if end > issue]
+        if self.pending:
+            reads, writes = self.footprint(e)
+            for end, other in self.pending:
+                if end > start:
+                    r, w = self.footprint(other)
+                    if w & (reads | writes) or r & writes:
+                        start = end
+        return start
+
+    def place(self, e: int, start: float, end: float) -> None:
+        self.free[self.blocks(e)] = end
+        self.pending.append((end, e))
+
+    def finished(self) -> float:
+        return float(self.free.max())

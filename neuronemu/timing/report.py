@@ -219,16 +219,20 @@ def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None
     trace = [{"name": "process_name", "ph": "M", "pid": pid,
               "args": {"name": f"{label}: {name}" if label else name}},
              {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}]
-    used = sorted({int(t) for t in timing.events[:, 1]}) if timing.events_recorded else []
-    for t in used:
-        trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": t,
-                      "args": {"name": names[t]}})
-        trace.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": t,
-                      "args": {"sort_index": t}})
+    tids = {}  # (track, PE tile) -> thread; tiled matmuls overlap, so each tile gets its own
+    for row in timing.events if timing.events_recorded else ():
+        key = _trace_thread(program, int(row[0]), int(row[1]))
+        tids.setdefault(key, key[0] if key[1] is None else 1000 + len(tids))
+    for (t, tile), tid in sorted(tids.items(), key=lambda kv: (kv[0][0], kv[1])):
+        trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                      "args": {"name": names[t] + (f" {tile}" if tile else "")}})
+        trace.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                      "args": {"sort_index": t * 1000 + (tid if tile else 0)}})
     for row, times in zip(timing.events, timing.event_times, strict=True):
         start, end, cycles = times[:3]
         pc, track = int(row[0]), int(row[1])
         ins = program.instructions[pc]
+        tid = tids[_trace_thread(program, pc, track)]
         args = {"cycles": round(float(cycles), 3), "source": f"{source}:{ins.location.line}"}
         if track >= L.DMA_TRACK0:
             nbytes, wire = int(times[3]), int(times[4])
@@ -236,9 +240,22 @@ def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None
                     "compressed_bytes": wire,
                     "compression_ratio": round(nbytes / wire, 6) if wire else 1.0}
         trace.append({
-            "name": ins.definition.name, "ph": "X", "pid": pid, "tid": int(track),
+            "name": ins.definition.name, "ph": "X", "pid": pid, "tid": tid,
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
             "args": args})
     return {"traceEvents": trace, "displayTimeUnit": "ns",
             "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
                           "events_recorded": timing.events_recorded}}
+
+
+def _trace_thread(program, pc: int, track: int) -> tuple[int, str | None]:
+    """(track, PE tile label): a tiled Tensor instruction runs on its own trace thread, named by
+    its rows and columns of the PE array, since it may overlap others on the same engine."""
+    if track != L.TENSOR_TRACK:
+        return track, None
+    args = program.instructions[pc].args
+    position, size = args.get("tile_position"), args.get("tile_size")
+    if position is None or size is None:
+        return track, None
+    (r, c), (rows, cols) = [v for _, v in position], [v for _, v in size]
+    return track, f"PE rows {r}-{r + rows - 1}, cols {c}-{c + cols - 1}"

@@ -5,6 +5,8 @@ float32 sums in the documented order, ml_dtypes bit patterns, hand-computed cycl
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -104,11 +106,15 @@ dma.copy out, o
 
 @pytest.mark.parametrize("decl, message", [
     ("ws float8_e4m3[128, 2, 64]\n.sbuf xs float8_e4m3[128, 513]",
-     "moving has 513 elements per partition, not 2 x F"),
+     r"moving is \[128, 513\] \(513 elements per partition\), not \[K, 2, F\]"),
     ("ws float8_e4m3[128, 2, 130]\n.sbuf xs float8_e4m3[128, 2, 64]",
      "stationary has 130 elements per partition per half; tensor.matmul allows at most 128"),
     ("ws float8_e4m3[128, 2, 64]\n.sbuf xs float8_e4m3[128, 2, 600]",
      "moving has 600 elements per partition per half; tensor.matmul allows at most 512"),
+    ("ws float8_e4m3[128, 4, 16]\n.sbuf xs float8_e4m3[128, 2, 256]",
+     r"stationary is \[128, 4, 16\] \(64 elements per partition\), not \[K, 2, F\]"),
+    ("ws float8_e4m3[128, 1, 64]\n.sbuf xs float8_e4m3[128, 2, 256]",
+     r"stationary is \[128, 1, 64\]"),
 ])
 def test_double_row_shape_errors(decl: str, message: str) -> None:
     src = f".sbuf {decl}\n.psum acc float32[64, 512]\ntensor.matmul acc, ws, xs, perf_mode=double_row\n"
@@ -199,9 +205,11 @@ def test_trn1_is_transpose_is_an_ordinary_matmul_that_smears_nan() -> None:
 
 @pytest.mark.parametrize("change, message", [
     (lambda m: m.__setitem__((4, 2), 0.5),
-     r"every column of moving to hold one 1.0 and zeros .*, but ids\[4, 2\] is 0.5;"),
+     (r"every column of moving to hold one 1.0 and zeros .*, but element \[4, 2\] of the "
+     r"moving tile \(partition 4 of 'ids'\) is 0.5;")),
     (lambda m: m.__setitem__((7, 2), 1.0),
-     r"but ids\[7, 2\] is a second nonzero in column 2; nothing was written"),
+     (r"but element \[7, 2\] of the moving tile \(partition 7 of 'ids'\) is a second "
+     r"nonzero in column 2; nothing was written")),
 ])
 def test_transpose_mode_needs_a_one_hot_moving(change, message: str) -> None:
     moving = np.eye(16, dtype=np.float32)
@@ -216,7 +224,7 @@ def test_transpose_mode_needs_a_one_hot_moving(change, message: str) -> None:
     ("trn2", "tensor.matmul acc, d, i, is_transpose=true, accumulate=true",
      "is_transpose=true writes a transposed tile; it cannot accumulate"),
     ("trn2", "tensor.matmul acc, d8, i8, is_transpose=true, perf_mode=double_row",
-     "double_row"),
+     "perf_mode=double_row cannot be combined with is_transpose=true"),
     ("trn2", "tensor.matmul acch, d, i, is_transpose=true",
      "matmul writes float32 or bfloat16 into PSUM on trn2 in transpose mode; dst is float16"),
 ])
@@ -258,8 +266,8 @@ def test_onezero_hints_keep_the_values() -> None:
 
 
 @pytest.mark.parametrize("hint, arg, where", [
-    ("is_stationary_onezero", "stationary", r"ws\[3, 7\] is 0.25"),
-    ("is_moving_onezero", "moving", r"xs\[0, 0\] is -1.0"),
+    ("is_stationary_onezero", "stationary", r"element \[3, 7\] .* of 'ws'\) is 0.25"),
+    ("is_moving_onezero", "moving", r"element \[0, 0\] .* of 'xs'\) is -1.0"),
 ])
 def test_a_broken_onezero_promise_is_a_located_fault(hint: str, arg: str, where: str) -> None:
     w = np.zeros((128, 64), np.float32)
@@ -269,7 +277,7 @@ def test_a_broken_onezero_promise_is_a_located_fault(hint: str, arg: str, where:
         run(ONEZERO.format(hints=f", {hint}=true"), w=w, x=x)
     text = str(info.value)
     assert f"{hint}=true promises only 0.0 and 1.0 in {arg}" in text
-    assert __import__("re").search(where, text) and "kernel.s:" in text
+    assert re.search(where, text) and "kernel.s:" in text
 
 
 def tensor_ns(src: str, target: str = "trn2", sync: str = "") -> tuple[float, float]:
@@ -506,3 +514,81 @@ def test_matmul_mx_row_tiles_overlap() -> None:
     busy = [neuronemu.run(neuronemu.assemble(src.replace(body, b), "k.s")).timing
             .tracks["tensor"].busy_ns for b in (tiled, serial)]
     assert busy == pytest.approx([one, 2 * one])
+
+
+def test_trn1_is_transpose_may_accumulate_like_any_matmul() -> None:
+    src = (".target trn1\n.sbuf d bfloat16[16, 8]\n.sbuf i bfloat16[16, 16]\n"
+           ".psum acc float32[8, 16]\ntensor.matmul acc, d, i, is_transpose=true, accumulate=true\n")
+    neuronemu.assemble(src, "k.s")
+
+
+@pytest.mark.parametrize("dst, n, ok", [("float8_e4m3", 8192, True), ("float8_e4m3", 8193, False),
+                                        ("bfloat16", 8192, True)])
+def test_trn3_transpose_mode_dst_counts_fp8_as_16_bits(dst: str, n: int, ok: bool) -> None:
+    src = (f".target trn3\n.sbuf d {dst}[2, 8]\n.sbuf i {dst}[2, {n}]\n"
+           f".psum acc {dst}[8, 8]\ntensor.matmul acc, d, i, is_transpose=true\n")
+    if ok:
+        with pytest.raises(AsmError, match=r"dst is \[8, 8\]"):  # only the shape is wrong
+            neuronemu.assemble(src, "k.s")
+    else:
+        with pytest.raises(AsmError, match=f"moving has {n} elements per partition; "
+                                           "tensor.matmul allows at most 8192"):
+            neuronemu.assemble(src, "k.s")
+
+
+def test_fault_names_the_element_of_a_sliced_3d_operand() -> None:
+    """The hint is checked in the tile as written: element [3, 1, 5] of ws[:, 0:2, :] is
+    partition 3 of ws; a slice starting at partition 64 reports partition 67."""
+    w = np.zeros((128, 4, 8), np.float32)
+    w[67, 1, 5] = 0.5
+    src = (hbm("w", w) + """.sbuf ws float32[128, 4, 8]
+.sbuf xs float32[64, 16]
+.psum acc float32[16, 16]
+dma.copy ws, w
+vector.memset xs, value=1.0
+tensor.matmul acc, ws[64:128, 0:2, :], xs, is_stationary_onezero=true
+""")
+    with pytest.raises(RuntimeFault, match=r"element \[3, 1, 5\] of the stationary tile "
+                                           r"\(partition 67 of 'ws'\) is 0.5"):
+        run(src, w=w)
+
+
+def test_transpose_mode_still_checks_onezero_hints() -> None:
+    data = np.ones((16, 8), np.float32)
+    data[2, 3] = 0.5
+    src = TRANSPOSE.format(dt="float32", it="float32", ot="float32", p=16, f=8, n=16).replace(
+        "is_transpose=true", "is_transpose=true, is_stationary_onezero=true")
+    with pytest.raises(RuntimeFault, match=r"is_stationary_onezero=true promises .* is 0.5"):
+        run(src, d=data, i=np.eye(16, dtype=np.float32))
+
+
+@pytest.mark.parametrize("sync", ["", ".sync explicit\n"])
+def test_tiles_accumulating_into_one_psum_tile_do_not_overlap(sync: str) -> None:
+    """Disjoint PE tiles, but both write a0: the second waits for the first (WAW), in auto mode
+    through the block table and in explicit mode through the engine's own ordering."""
+    one = 512 / CLOCK_GHZ["trn2"]
+    body = "\n".join(["sync.barrier", ROWS_64[0],
+                      ROWS_64[1].replace("tensor.matmul a1,", "tensor.matmul a0,")
+                      + ", accumulate=true"])
+    busy, _ = tensor_ns(TILED.format(body=body), sync=sync)
+    assert busy == pytest.approx(2 * one)
+
+
+def test_explicit_wait_on_the_tensor_track_does_not_drain_the_pe_array() -> None:
+    one = 512 / CLOCK_GHZ["trn2"]
+    body = "\n".join(["sync.barrier", ROWS_64[0], "sync.wait tensor, sem=0, value=0",
+                      ROWS_64[1]])
+    busy, _ = tensor_ns(TILED.format(body=body), sync=".sync explicit\n")
+    assert busy == pytest.approx(one)
+
+
+def test_trace_puts_each_pe_tile_on_its_own_thread() -> None:
+    from neuronemu.timing.report import chrome_trace
+
+    result = run(TILED.format(body="\n".join(ROWS_64)))
+    trace = chrome_trace(result.program, result.timing)["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in trace if e["name"] == "thread_name"}
+    matmuls = [e for e in trace if e["name"] == "tensor.matmul"]
+    assert sorted(names[e["tid"]] for e in matmuls) == [
+        "tensor PE rows 0-63, cols 0-127", "tensor PE rows 64-127, cols 0-127"]
+    assert matmuls[0]["ts"] == matmuls[1]["ts"]  # they overlap, on separate threads

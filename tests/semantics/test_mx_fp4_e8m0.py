@@ -244,3 +244,27 @@ dma.copy z, b
     np.testing.assert_array_equal(result.tensors["z"].view(np.uint32),
                                   want.astype(np.float32).view(np.uint32))
     assert list(want.view(np.uint8)[0, :8]) == [255, 255, 255, 255, 255, 128, 129, 0]
+
+
+@pytest.mark.parametrize("engine", ["vector", "gpsimd"])
+@pytest.mark.parametrize("dtype, word", [("float8_e4m3fn_x4", 0x38383838),
+                                         ("float8_e5m2_x4", 0x3C3C3C3C),
+                                         ("float4_e2m1fn_x4", 0x2222)])
+def test_memset_zero_clears_packed_tiles(engine: str, dtype: str, word: int) -> None:
+    """nki.isa.memset: x4 packed tiles take only value=0, which writes all-zero words (+0.0 in
+    every packed value). The tile is loaded with nonzero words first."""
+    storage = np.uint16 if dtype.startswith("float4") else np.uint32
+    src = f""".target trn3
+.hbm qi {dtype}[32, 6] input
+.hbm out {dtype}[32, 6] output
+.sbuf q {dtype}[32, 6]
+dma.copy q, qi
+{engine}.memset q[:, 1:5], value=0
+dma.copy out, q
+"""
+    words = np.full((32, 6), word, storage)
+    out = neuronemu.run(neuronemu.assemble(src, "k.s"), inputs={"qi": words}).outputs["out"]
+    expected = words.copy()
+    expected[:, 1:5] = 0
+    np.testing.assert_array_equal(out, expected)
+    assert D.unpack_x4(out, dtype)[:, 4:20].tolist() == np.zeros((32, 16)).tolist()
