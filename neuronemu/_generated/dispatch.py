@@ -177,4 +177,6 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return cc.permute(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0808:  # cc.barrier
         return cc.barrier(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0809:  # cc.sendrecv
+        return cc.sendrecv(ins, ops, imms, mems, regs, fmt, table)
     return L.STATUS_BAD_OPCODE

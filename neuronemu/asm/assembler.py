@@ -33,7 +33,7 @@ SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
 PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
 PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
-                 "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.all_gather", "cc.all_to_all",
+                 "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.sendrecv", "cc.all_gather", "cc.all_to_all",
                  "cc.permute"}
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 

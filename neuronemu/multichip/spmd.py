@@ -88,16 +88,22 @@ class _Driver:
         self.actionable: list[tuple[float, int]] = []   # heap of (ready, rank)
         self.recv_wait: dict[tuple[int, int], int] = {}  # (sender, receiver) -> receiver
         self.at_collective: set[int] = set()
+        self.sent: dict[int, float] = {}  # rank at a cc.sendrecv whose send half is done -> end
         for r in range(self.world):
             self._stop(r)
         while True:
             if self.actionable:
                 _, r = heapq.heappop(self.actionable)
                 core = self.cores[r]
-                if self.name(core) == "cc.send":
+                name = self.name(core)
+                if name == "cc.send":
                     self._send(core)
+                elif name == "cc.sendrecv" and r not in self.sent:
+                    self.sent[r] = self._send(core, "send_to", complete=False)
+                    self._file(r)
+                    continue
                 else:
-                    self._recv(core, self._mailbox(core).popleft())
+                    self._recv(core, self._mailbox(core).popleft(), self.sent.pop(r, 0.0))
                 self._stop(r)
                 continue
             if all(self.finished):
@@ -128,26 +134,34 @@ class _Driver:
             return
         # a stopped rank's timeline does not change until it acts, so this stays valid
         self.ready[r] = core.ready_ns()
+        self._file(r)
+
+    def _file(self, r: int) -> None:
+        """File rank r, stopped at a cc.* instruction, by what it waits for."""
+        core = self.cores[r]
         name = self.name(core)
-        if name == "cc.send":
+        if name == "cc.send" or (name == "cc.sendrecv" and r not in self.sent):
             heapq.heappush(self.actionable, (self.ready[r], r))
-        elif name == "cc.recv":
-            peer = self._peer(core)
+        elif name in ("cc.recv", "cc.sendrecv"):
             if self._mailbox(core):
                 heapq.heappush(self.actionable, (self.ready[r], r))
             else:
-                self.recv_wait[(peer, r)] = r
+                self.recv_wait[(self._source(core), r)] = r
         else:
             self.at_collective.add(r)
 
     # --- point to point -------------------------------------------------------------------
 
-    def _peer(self, core: Core) -> int:
-        peer = core.int_arg("peer")
+    def _peer(self, core: Core, arg: str = "peer") -> int:
+        peer = core.int_arg(arg)
         if not 0 <= peer < self.world:
-            raise RuntimeFault(f"rank {core.rank}: {self.name(core)} peer={peer} is not a rank "
-                               f"(ranks 0..{self.world - 1})", self._location(core, "peer"))
+            raise RuntimeFault(f"rank {core.rank}: {self.name(core)} {arg}={peer} is not a rank "
+                               f"(ranks 0..{self.world - 1})", self._location(core, arg))
         return peer
+
+    def _source(self, core: Core) -> int:
+        """The rank a cc.recv / cc.sendrecv receives from."""
+        return self._peer(core, "recv_from" if self.name(core) == "cc.sendrecv" else "peer")
 
     def _location(self, core: Core, arg: str | None = None):
         ins = self.program.instructions[core.pc]
@@ -155,10 +169,12 @@ class _Driver:
         return getattr(value, "location", None) or ins.location
 
     def _mailbox(self, core: Core) -> deque | None:
-        return self.mail.get((self._peer(core), core.rank))
+        return self.mail.get((self._source(core), core.rank))
 
-    def _send(self, core: Core) -> None:
-        peer = self._peer(core)
+    def _send(self, core: Core, arg: str = "peer", complete: bool = True) -> float:
+        """Post src to the peer's mailbox; returns when it arrives. ``complete`` steps past the
+        instruction (a cc.sendrecv completes after its receive half)."""
+        peer = self._peer(core, arg)
         tile = self.program.instructions[core.pc].args["src"]
         itemsize = tile_itemsize(tile)
         bits = core.load("src").astype(f"<u{itemsize}")  # held at the dtype's width
@@ -167,12 +183,16 @@ class _Driver:
         _, arrival = self.network.transfer(core.rank, peer, nbytes, ready)
         self.mail.setdefault((core.rank, peer), deque()).append(
             _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival))
-        core.complete(ready, arrival, nbytes)
+        if complete:
+            core.complete(ready, arrival, nbytes)
         receiver = self.recv_wait.pop((core.rank, peer), None)
         if receiver is not None:
             heapq.heappush(self.actionable, (self.ready[receiver], receiver))
+        return arrival
 
-    def _recv(self, core: Core, message: _Message) -> None:
+    def _recv(self, core: Core, message: _Message, sent: float = 0.0) -> None:
+        """Store the message in dst; the instruction ends when the data is there (and, for a
+        cc.sendrecv, when its own send has arrived too)."""
         ins = self.program.instructions[core.pc]
         tile = ins.args["dst"]
         if (tile.dtype, (tile.partitions, tile.free_size)) != (message.dtype, message.shape):
@@ -185,7 +205,10 @@ class _Driver:
                 f"a send and its recv must match", tile.location)
         ready = self.ready[core.rank]
         core.store("dst", message.bits)
-        core.complete(ready, max(ready, message.arrival), message.bits.size * tile_itemsize(tile))
+        nbytes = message.bits.size * tile_itemsize(tile)
+        if self.name(core) == "cc.sendrecv":
+            nbytes *= 2  # both directions go through this rank's queue
+        core.complete(ready, max(ready, message.arrival, sent), nbytes)
 
     # --- collectives ----------------------------------------------------------------------
 
@@ -371,8 +394,8 @@ class _Driver:
         at_collective = [w for w in sorted(waiting) if self.name(self.cores[w]) in COLLECTIVES]
         for w in sorted(waiting):
             core = self.cores[w]
-            if self.name(core) == "cc.recv":
-                peer = self._peer(core)
+            if self.name(core) in ("cc.recv", "cc.sendrecv"):
+                peer = self._source(core)
                 state = ("has finished" if self.finished[peer] else
                          f"waits at {self.where(self.cores[peer])}")
                 lines.append(f"rank {w} waits at {self.where(core)} for a message from rank "

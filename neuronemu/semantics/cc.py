@@ -14,5 +14,5 @@ def _handled_by_driver(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_YIELD
 
 
-send = recv = all_reduce = reduce_scatter = all_gather = all_to_all = permute = barrier = (
+send = recv = sendrecv = all_reduce = reduce_scatter = all_gather = all_to_all = permute = barrier = (
     _handled_by_driver)
