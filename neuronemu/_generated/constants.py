@@ -7,6 +7,7 @@ OP_TENSOR_TRANSPOSE = 0x0102  # isa/tensor.toml
 OP_TENSOR_MATMUL_MX = 0x0103  # isa/tensor.toml
 OP_SCALAR_ACTIVATION = 0x0201  # isa/scalar.toml
 OP_SCALAR_ACTIVATE2 = 0x0202  # isa/scalar.toml
+OP_SCALAR_ACTIVATION_REDUCE = 0x0203  # isa/scalar.toml
 OP_GPSIMD_IOTA = 0x0301  # isa/gpsimd.toml
 OP_GPSIMD_AFFINE_SELECT = 0x0302  # isa/gpsimd.toml
 OP_GPSIMD_MEMSET = 0x0303  # isa/gpsimd.toml

@@ -19,6 +19,8 @@ def execute(opcode, ins, ops, imms, mems, regs, fmt, table):
         return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0202:  # scalar.activate2
         return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
+    if opcode == 0x0203:  # scalar.activation_reduce
+        return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0301:  # gpsimd.iota
         return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
     if opcode == 0x0302:  # gpsimd.affine_select

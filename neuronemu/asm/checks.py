@@ -415,6 +415,18 @@ def scan_op(ctx, name):
 
 
 @rule
+def activation_reduce_op(ctx, name):
+    """nki.isa.activation_reduce: NeuronCore-v2 folds with add only; later targets take the
+    operators activate2 documents (add, maximum, minimum)."""
+    from neuronemu.isa.table import load_isa
+
+    allowed = ("add",) if ctx.target.name == "trn1" else ("add", "maximum", "minimum")
+    values = load_isa().enums["reduce_op"].values
+    if ctx.args.get(name) not in [values[a] for a in allowed]:
+        _fail(ctx.at(name), f"{name} must be {' or '.join(allowed)} on {ctx.target.name}")
+
+
+@rule
 def collective_op(ctx, name):
     _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
 

@@ -140,7 +140,9 @@ def checked_function(func, x, alpha, regs):
 
 
 @jit
-def activation(ins, ops, imms, mems, regs, fmt, table):
+def _activated(ins, ops, imms, mems, regs, fmt, table):
+    """dst = func(data * scale + bias) for activation and activation_reduce (arguments dst 0,
+    data 1, func 2, scale 3, bias 4, alpha 6); returns the fp32 outputs."""
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     partitions = data.shape[0]
     scale = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
@@ -150,6 +152,13 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
     pre = (pre + bias).astype(np.float32)
     out = checked_function(arg_value(ins, 2), pre, imms[arg_value(ins, 6)], regs)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    return out
+
+
+@jit
+def activation(ins, ops, imms, mems, regs, fmt, table):
+    out = _activated(ins, ops, imms, mems, regs, fmt, table)
+    partitions = out.shape[0]
     if arg_tag(ins, 5) == L.TAG_OPERAND:
         sums = np.empty((partitions, 1), dtype=np.float32)
         for p in range(partitions):
@@ -159,6 +168,36 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
             sums[p, 0] = acc
         store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, sums)
     return L.STATUS_OK
+
+
+@jit
+def activation_reduce(ins, ops, imms, mems, regs, fmt, table):
+    """activation, then reset the Scalar accumulator registers and fold the outputs into them
+    with reduce_op; reduce_res gets the registers' final value."""
+    out = _activated(ins, ops, imms, mems, regs, fmt, table)
+    folded = _fold(out, arg_value(ins, 7), A.RESET_REDUCE, regs)
+    store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, folded)
+    return L.STATUS_OK
+
+
+@jit
+def _fold(out, reduce_op, cmd, regs):
+    """Fold each partition's outputs, in element order, into the Scalar accumulator registers as
+    cmd says; returns the folded values [P, 1]."""
+    identity = _reduce_identity(reduce_op)
+    folded = np.empty((out.shape[0], 1), dtype=np.float32)
+    for p in range(out.shape[0]):
+        acc = A.start(regs, L.REG_SACC, p, cmd, identity, 0.0)
+        for i in range(out.shape[1]):
+            if reduce_op == C.REDUCE_MAXIMUM:
+                acc = max(acc, out[p, i])
+            elif reduce_op == C.REDUCE_MINIMUM:
+                acc = min(acc, out[p, i])
+            else:
+                acc = np.float32(acc + out[p, i])
+        folded[p, 0] = acc
+        A.finish(regs, L.REG_SACC, p, cmd, acc, identity)
+    return folded
 
 
 @jit
@@ -188,21 +227,7 @@ def activate2(ins, ops, imms, mems, regs, fmt, table):
         x = binary(op1, imm1, x) if arg_value(ins, 9) != 0 else binary(op1, x, imm1)
     out = checked_function(arg_value(ins, 2), x, imms[arg_value(ins, 7)], regs)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    reduce_op = arg_value(ins, 11)
-    cmd = arg_value(ins, 12)
-    identity = _reduce_identity(reduce_op)
-    folded = np.empty((partitions, 1), dtype=np.float32)
-    for p in range(partitions):
-        acc = A.start(regs, L.REG_SACC, p, cmd, identity, 0.0)
-        for i in range(out.shape[1]):
-            if reduce_op == C.REDUCE_MAXIMUM:
-                acc = max(acc, out[p, i])
-            elif reduce_op == C.REDUCE_MINIMUM:
-                acc = min(acc, out[p, i])
-            else:
-                acc = np.float32(acc + out[p, i])
-        folded[p, 0] = acc
-        A.finish(regs, L.REG_SACC, p, cmd, acc, identity)
+    folded = _fold(out, arg_value(ins, 11), arg_value(ins, 12), regs)
     if arg_tag(ins, 10) == L.TAG_OPERAND:
         store_f32(ops[arg_value(ins, 10)], mems, regs, fmt, folded)
     return L.STATUS_OK
