@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
@@ -53,9 +54,9 @@ dma.copy y, a
     assert np.isnan(result.outputs["y"]).all()
 
 
-def test_cli_prints_warnings_to_stderr_and_json() -> None:
+def test_cli_prints_warnings_to_stderr_and_json(tmp_path) -> None:
     runner = CliRunner()
-    with runner.isolated_filesystem():
+    with contextlib.chdir(tmp_path):  # a scratch directory
         with open("k.s", "w") as f:
             f.write(KERNEL.format(body="vector.tensor_tensor a, a, b, op=add"))
         result = runner.invoke(main, ["run", "k.s", "--json"])

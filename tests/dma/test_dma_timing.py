@@ -6,6 +6,7 @@ isa/targets.toml: time = fixed + rows per engine * (row bytes + buffers * 256) /
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -98,9 +99,9 @@ dma.copy c, z, queue=1
     assert events[2][1] > q1_end
 
 
-def test_json_dma_section_and_trace() -> None:
+def test_json_dma_section_and_trace(tmp_path) -> None:
     runner = CliRunner()
-    with runner.isolated_filesystem():
+    with contextlib.chdir(tmp_path):  # a scratch directory
         with open("k.s", "w") as f:
             f.write(".target trn2\n.hbm x float32[128, 512] input\n.hbm y float32[128, 512] output\n"
                     ".sbuf a float32[128, 512]\ndma.copy a, x, queue=2\ndma.copy y, a, queue=3\n")
@@ -121,9 +122,9 @@ def test_json_dma_section_and_trace() -> None:
     assert {e["args"]["source"] for e in events} == {"k.s:5", "k.s:6"}
 
 
-def test_text_report_shows_dma_line() -> None:
+def test_text_report_shows_dma_line(tmp_path) -> None:
     runner = CliRunner()
-    with runner.isolated_filesystem():
+    with contextlib.chdir(tmp_path):  # a scratch directory
         with open("k.s", "w") as f:
             f.write(".hbm x float32[128, 512] input\n.sbuf a float32[128, 512]\ndma.copy a, x\n")
         result = runner.invoke(main, ["run", "k.s"])
