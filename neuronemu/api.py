@@ -383,11 +383,8 @@ def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeF
             promise = f"is_{name}_onezero=true promises only 0.0 and 1.0 in {name}"
         what = (f"a second nonzero in column {j}" if name == "moving" and value == 1.0
                 and ins.args.get("is_transpose") else repr(value))
-        if tile.spec:  # the dims as written: x[a:b, c:d, ...] (integer indices drop dims)
-            written = [item[3] for item in tile.spec if item[0] == "slice"][1:]
-        else:
-            declared = program.allocations.get(tile.symbol) or program.tensors.get(tile.symbol)
-            written = list(declared.shape[1:]) if declared is not None else []
+        declared = program.allocations.get(tile.symbol) or program.tensors.get(tile.symbol)
+        written = tile.free_dims_as_written(declared.shape) if declared is not None else ()
         index = np.unravel_index(j, written) if written and int(np.prod(written)) > j else (j,)
         element = ", ".join(str(int(i)) for i in (p, *index))
         return RuntimeFault(f"{ins.definition.name}: {promise}, but element [{element}] of the "

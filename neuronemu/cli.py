@@ -471,11 +471,12 @@ def isa(mnemonic, as_json):
     for d in entries:
         click.echo(f"{d.name}  ({d.nki or 'sequencer control'})\n  {d.summary}\n"
                    f"  syntax:  {d.syntax}\n  example: {d.example}")
+        width = max((len(a.name) for a in d.args), default=0)
         for a in d.args:
             kind = f"enum {a.enum}" if a.kind == "enum" else a.kind
             where = f" in {'/'.join(a.spaces)}" if a.spaces else ""
             default = f" (default {a.default})" if a.default is not None else ""
-            click.echo(f"    {a.name:<12} {kind}{where}{default} {a.doc}")
+            click.echo(f"    {a.name:<{width}}  {kind}{where}{default} {a.doc}".rstrip())
 
 
 @main.command("asm")

@@ -96,6 +96,22 @@ class Tile:
     def shape(self) -> tuple[int, ...]:
         return (self.partitions, *(c for _, c in self.free_dims))
 
+    def free_dims_as_written(self, declared_shape) -> tuple[int, ...]:
+        """The free dims as the kernel wrote them (the lowered access pattern merges contiguous
+        dims): each dim of the declared shape that a slice keeps or that the operand leaves
+        unwritten, minus integer-indexed dims, minus the partition dim (on chip the first dim,
+        in HBM the first kept one)."""
+        kept = []
+        for i, size in enumerate(declared_shape):
+            if i < len(self.spec):
+                if self.spec[i][0] == "slice":
+                    kept.append((i, self.spec[i][3]))
+            else:
+                kept.append((i, int(size)))
+        if self.space != "hbm" and (not kept or kept[0][0] != 0):
+            return tuple(c for _, c in kept)  # the partition dim was indexed away
+        return tuple(c for _, c in kept[1:])
+
     @property
     def extent(self) -> int:
         """Bytes from the first byte of a partition row to one past the last one touched."""

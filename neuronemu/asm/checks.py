@@ -58,13 +58,12 @@ class CheckContext:
         self.declarations = declarations   # {name: Allocation or HbmTensor} dicts
 
     def written_shape(self, tile: Tile) -> tuple[int, ...]:
-        """The tile's dims as the kernel wrote them (contiguous dims are merged in the lowered
-        Tile): sliced dims of the operand, else the declared buffer's shape."""
-        if tile.spec:
-            return tuple(item[3] for item in tile.spec if item[0] == "slice")
+        """The tile's [partitions, free dims...] as the kernel wrote them (the lowered Tile
+        merges contiguous dims)."""
         for table in self.declarations:
             if tile.symbol in table:
-                return tuple(table[tile.symbol].shape)
+                return (tile.partitions,
+                        *tile.free_dims_as_written(table[tile.symbol].shape))
         return tile.shape
 
     def at(self, name):
@@ -233,6 +232,9 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
     if s.partitions > 128:
         _fail(s, f"{stationary} spans {s.partitions} partitions; the PE array has 128 rows")
     double = ctx.args.get(mode) == 1
+    is_transpose = bool(ctx.args.get(transpose)) and ctx.target.name != "trn1"
+    if is_transpose and double:
+        _fail(ctx.at(mode), f"{mode}=double_row cannot be combined with {transpose}=true")
     m_size, n_size = s.free_size, m.free_size
     if double:
         for name, tile in ((stationary, s), (moving, m)):
@@ -246,7 +248,6 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
     if m_size > ctx.target.matmul_stationary_fmax:
         _fail(s, f"{stationary} has {m_size} elements per partition{what}; {ctx.definition.name} "
                  f"allows at most {ctx.target.matmul_stationary_fmax} (the PE array's columns)")
-    is_transpose = bool(ctx.args.get(transpose)) and ctx.target.name != "trn1"
     allowed = list(ctx.target.matmul_psum_dtypes)
     if is_transpose and s.dtype not in allowed:
         allowed.append(s.dtype)
@@ -265,12 +266,10 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
             f"{stationary} free size x {moving} free size"
         _fail(d, f"matmul output must be [M, N] = [{m_size}, {n_size}] ({shape}), but {dst} is "
                  f"{_shape(d)}")
-    if is_transpose:  # trn1's flag only labels an ordinary matmul, which may accumulate
-        if ctx.args.get(accumulate):
-            _fail(ctx.at(accumulate), f"{transpose}=true writes a transposed tile; it cannot "
-                                      f"{accumulate}")
-        if double:
-            _fail(ctx.at(mode), f"{mode}=double_row cannot be combined with {transpose}=true")
+    # trn1's flag only labels an ordinary matmul, which may accumulate
+    if is_transpose and ctx.args.get(accumulate):
+        _fail(ctx.at(accumulate), f"{transpose}=true writes a transposed tile; it cannot "
+                                  f"{accumulate}")
 
 
 _PE_TILE_SIZES = {"trn1": (128, 64)}

@@ -8,6 +8,8 @@ whose instruction is ready first in modelled time (ties: lowest rank):
 * ``cc.send`` is eager: the tile is read, timed on the network from when it is ready, and queued
   for the receiver (per sender and receiver, in order); the sender goes on.
 * ``cc.recv`` takes the oldest message from its peer, or waits for one.
+* ``cc.sendrecv`` does both: its send half goes first (eager), then it waits as a recv from
+  ``recv_from``; it completes when both halves have.
 * a collective (and ``cc.barrier``) waits until every rank stands at one; then all must agree on
   the instruction, shapes, dtypes and options, and it runs on all of them at once.
 
@@ -407,6 +409,11 @@ class _Driver:
             others = [r for r in range(self.world) if r not in ranks]
             lines.append(f"{_ranks(ranks)} wait at {self.where(self.cores[ranks[0]])} for "
                          f"{_ranks(others)} to reach it")
+        for (src, dst), box in sorted(self.mail.items()):
+            if box and dst in waiting:  # often the cause: the message came from someone else
+                sent = self.program.instructions[box[0].pc].location
+                lines.append(f"rank {dst} holds {len(box)} unreceived message(s) from rank "
+                             f"{src} (sent at {sent.source.name}:{sent.line})")
         finished = [r for r in range(self.world) if self.finished[r]]
         if finished:
             lines.append(f"{_ranks(finished)} finished")

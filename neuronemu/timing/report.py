@@ -227,7 +227,7 @@ def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None
         trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                       "args": {"name": names[t] + (f" {tile}" if tile else "")}})
         trace.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                      "args": {"sort_index": t * 1000 + (tid if tile else 0)}})
+                      "args": {"sort_index": t * 1000 + (tid - 999 if tile else 0)}})
     for row, times in zip(timing.events, timing.event_times, strict=True):
         start, end, cycles = times[:3]
         pc, track = int(row[0]), int(row[1])

@@ -1,6 +1,6 @@
 """cc.sendrecv (nki.isa.sendrecv): send one tile and receive another in one instruction. Oracles:
-numpy rolls of the inputs, cc.send / cc.recv written out as two instructions, and the network
-model's time for one message."""
+numpy rolls of the inputs, cc.send / cc.recv written out as two instructions, and the documented
+hop latency (docs/multichip.md) between a near and a far peer."""
 
 from __future__ import annotations
 
@@ -61,9 +61,44 @@ def test_it_takes_the_time_of_its_slower_half() -> None:
     two = spmd(RING.format(body="    cc.send xs, peer=r2\n    cc.recv ys, peer=r3"),
                "trn2.48xlarge", {"x": x})
     assert np.array_equal(one.outputs["y"], two.outputs["y"])
-    # two instructions in one queue: the recv starts after the send's own arrival
-    assert one.time_ns <= two.time_ns
+    # a symmetric ring: both halves arrive together, so one instruction takes as long as two
+    assert one.time_ns == pytest.approx(two.time_ns)
     assert one.network.bytes == two.network.bytes == n * 4 * 8 * 4
+
+
+ASYMMETRIC = """.hbm x int32[128, 512] input
+.hbm y int32[128, 512] output
+.sbuf xs int32[128, 512]
+.sbuf ys int32[128, 512]
+    ctrl.rank r0
+    dma.copy xs, x
+    ctrl.bne r0, 0, not0
+    cc.sendrecv ys, xs, send_to={far}, recv_from=1
+    ctrl.jmp done
+not0:
+    ctrl.bne r0, 1, not1
+    cc.send xs, peer=0
+    ctrl.jmp done
+not1:
+    ctrl.bne r0, {far}, done
+    cc.recv ys, peer=0
+done:
+"""
+
+
+def test_the_send_half_counts_when_it_arrives_last() -> None:
+    """Rank 0 receives from its neighbour rank 1 and sends to rank 1 (1 hop) or to rank 10,
+    chip (2, 2) of the 4 x 4 trn2.48xlarge torus (4 hops): with the far peer its sendrecv ends
+    when its own message arrives, 3 hop latencies (3 x 1.5 us) later than with the near one."""
+    x = np.ones((16, 128, 512), np.int32)
+    times = {}
+    for far in (1, 10):
+        src = ASYMMETRIC.format(far=far)
+        if far == 1:  # rank 1 both sends and receives
+            src = src.replace("    cc.send xs, peer=0\n", "    cc.send xs, peer=0\n    cc.recv ys, peer=0\n")
+        result = spmd(src, "trn2.48xlarge", {"x": x})
+        times[far] = result.ranks[0].timing.time_ns
+    assert times[10] - times[1] == pytest.approx(3 * 1500.0, abs=1.0)
 
 
 def test_single_rank_sends_to_itself() -> None:
@@ -88,6 +123,15 @@ def test_a_peer_that_never_sends_is_a_deadlock() -> None:
     assert info.value.message.startswith("deadlock: 1 of 16 ranks")
     assert any("(cc.sendrecv) for a message from rank 2, which has finished" in note
                for note in info.value.notes)
+
+
+def test_deadlock_report_names_messages_waiting_from_someone_else() -> None:
+    """Every rank sends right and expects from the right too: each holds its left
+    neighbour's message, which the report says."""
+    body = "    cc.sendrecv ys, xs, send_to=r2, recv_from=r2"
+    with pytest.raises(CommError) as info:
+        spmd(RING.format(body=body), "trn2.48xlarge", {"x": np.zeros((16, 4, 8), np.int32)})
+    assert "rank 1 holds 1 unreceived message(s) from rank 0 (sent at k.s:12)" in info.value.notes
 
 
 def test_bad_rank_is_a_located_fault() -> None:

@@ -90,3 +90,17 @@ def test_errors(target: str, line: str, message: str) -> None:
            f".sbuf rs float32[32, 1]\n{line}\n")
     with pytest.raises(AsmError, match=message):
         neuronemu.assemble(src, "k.s")
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_costs_as_much_as_activation_with_reduce_res(target: str) -> None:
+    """Both are Activate + ActReadAccumulator: max(64, N) + 64 ScalarE cycles."""
+    base = (f".target {target}\n.sbuf xs float32[32, 96]\n.sbuf ys float32[32, 96]\n"
+            ".sbuf rs float32[32, 1]\nvector.memset xs, value=1.0\n")
+    busy = []
+    for line in ("scalar.activation ys, xs, func=exp, reduce_res=rs",
+                 "scalar.activation_reduce ys, xs, func=exp, reduce_op=add, reduce_res=rs"):
+        timing = neuronemu.run(neuronemu.assemble(base + line + "\n", "k.s")).timing
+        busy.append(timing.tracks["scalar"].busy_ns)
+    ghz = {"trn1": 1.4, "trn2": 1.2}[target]
+    assert busy == pytest.approx([(96 + 64) / ghz] * 2)

@@ -116,8 +116,13 @@ dma.copy out, o
     ("ws float8_e4m3[128, 1, 64]\n.sbuf xs float8_e4m3[128, 2, 256]",
      r"stationary is \[128, 1, 64\]"),
 ])
-def test_double_row_shape_errors(decl: str, message: str) -> None:
-    src = f".sbuf {decl}\n.psum acc float32[64, 512]\ntensor.matmul acc, ws, xs, perf_mode=double_row\n"
+@pytest.mark.parametrize("operand", ["ws", "ws[0:128]", "ws[:, :]"])
+def test_double_row_shape_errors(decl: str, message: str, operand: str) -> None:
+    """Dims the operand leaves unsliced count as written (ws[0:128] is still [128, 4, 16])."""
+    if operand == "ws[:, :]" and decl.count(",") > 3:
+        operand = "ws[:, :, :]"
+    src = (f".sbuf {decl}\n.psum acc float32[64, 512]\n"
+           f"tensor.matmul acc, {operand}, xs, perf_mode=double_row\n")
     with pytest.raises(AsmError, match=message):
         neuronemu.assemble(src, "k.s")
 
@@ -553,6 +558,26 @@ tensor.matmul acc, ws[64:128, 0:2, :], xs, is_stationary_onezero=true
         run(src, w=w)
 
 
+@pytest.mark.parametrize("operand, element, partition", [
+    ("ws[64:128]", "3, 1, 5", 67),
+    ("ws[64:128, 0:2]", "3, 1, 5", 67),
+])
+def test_fault_coordinates_follow_the_dims_as_written(operand: str, element: str,
+                                                      partition: int) -> None:
+    w = np.zeros((128, 2, 8), np.float32)
+    w[67, 1, 5] = 0.5
+    src = (hbm("w", w) + f""".sbuf ws float32[128, 2, 8]
+.sbuf xs float32[64, 16]
+.psum acc float32[16, 16]
+dma.copy ws, w
+vector.memset xs, value=1.0
+tensor.matmul acc, {operand}, xs, is_stationary_onezero=true
+""")
+    with pytest.raises(RuntimeFault, match=rf"element \[{element}\] of the stationary tile "
+                                           rf"\(partition {partition} of 'ws'\) is 0.5"):
+        run(src, w=w)
+
+
 def test_transpose_mode_still_checks_onezero_hints() -> None:
     data = np.ones((16, 8), np.float32)
     data[2, 3] = 0.5
@@ -592,3 +617,7 @@ def test_trace_puts_each_pe_tile_on_its_own_thread() -> None:
     assert sorted(names[e["tid"]] for e in matmuls) == [
         "tensor PE rows 0-63, cols 0-127", "tensor PE rows 64-127, cols 0-127"]
     assert matmuls[0]["ts"] == matmuls[1]["ts"]  # they overlap, on separate threads
+    order = {e["tid"]: e["args"]["sort_index"] for e in trace if e["name"] == "thread_sort_index"}
+    tile_tids = {e["tid"] for e in matmuls}
+    vector_tid = next(t for t, n in names.items() if n == "vector")
+    assert max(order[t] for t in tile_tids) < order[vector_tid]  # tiles sit with the tensor track
