@@ -148,6 +148,16 @@ class Instruction:
     text: str
 
 
+def pe_tile(args: dict) -> tuple[int, int, int, int] | None:
+    """(start_row, start_column, row_size, column_size) of a Tensor instruction's PE tile
+    (tile_position / tile_size), or None when it uses the whole array."""
+    position, size = args.get("tile_position"), args.get("tile_size")
+    if position is None or size is None:
+        return None
+    (row, column), (rows, columns) = [v for _, v in position], [v for _, v in size]
+    return row, column, rows, columns
+
+
 @dataclass
 class Program:
     """An assembled kernel, ready to run on its target."""

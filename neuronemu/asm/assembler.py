@@ -19,7 +19,7 @@ from neuronemu.exec import compression
 from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
 from neuronemu.numerics import dtypes
-from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile
+from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile, pe_tile
 from neuronemu.source import SourceFile, location_of
 
 DEFAULT_TARGET = "trn2"
@@ -786,10 +786,10 @@ def _tensor_flags(args, target, isa) -> int:
 
 def _pe_blocks(args) -> int:
     """Bit r * 4 + c for every 32 x 32 block (r, c) of the PE array the matmul occupies."""
-    pos, size = args.get("tile_position"), args.get("tile_size")
-    if pos is None or size is None:
+    tile = pe_tile(args)
+    if tile is None:
         return 0xFFFF
-    (start_row, start_col), (rows, cols) = [v for _, v in pos], [v for _, v in size]
+    start_row, start_col, rows, cols = tile
     mask = 0
     for r in range(start_row // 32, (start_row + rows) // 32):
         for c in range(start_col // 32, (start_col + cols) // 32):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from neuronemu.errors import AsmError
 from neuronemu.numerics import dtypes
-from neuronemu.program import Tile
+from neuronemu.program import Tile, pe_tile
 
 RULES: dict[str, Callable] = {}
 
@@ -280,14 +280,15 @@ def pe_tiling(ctx, position, size, stationary, mode=None):
     """nc_matmul tiling mode: tile_size [row_size, column_size] with sizes 128 / 64 (v2+) / 32
     (v3+), tile_position a multiple of it inside the 128 x 128 array; the stationary tile fits
     the PE tile; double_row cannot use column tiling; nc_matmul_mx tiles rows only."""
-    pos, size_ = ctx.args.get(position), ctx.args.get(size)
-    if pos is None and size_ is None:
+    given = [name for name in (position, size) if ctx.args.get(name) is not None]
+    if len(given) == 1:
+        missing = size if given[0] == position else position
+        _fail(ctx.at(given[0]), f"{given[0]} needs {missing} too: both set tiling mode "
+                                f"(neither: the whole 128 x 128 array)")
+    tile = pe_tile(ctx.args)
+    if tile is None:
         return
-    if pos is None or size_ is None:
-        given, missing = (position, size) if size_ is None else (size, position)
-        _fail(ctx.at(given), f"{given} needs {missing} too: both set tiling mode (neither: the "
-                             f"whole 128 x 128 array)")
-    (start_row, start_col), (rows, cols) = [v for _, v in pos], [v for _, v in size_]
+    start_row, start_col, rows, cols = tile
     legal = _PE_TILE_SIZES.get(ctx.target.name, (128, 64, 32))
     row_only = mode is None  # nc_matmul_mx
     for what, value in (("row_size", rows), ("column_size", cols)):

@@ -158,14 +158,8 @@ def _activated(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def activation(ins, ops, imms, mems, regs, fmt, table):
     out = _activated(ins, ops, imms, mems, regs, fmt, table)
-    partitions = out.shape[0]
-    if arg_tag(ins, 5) == L.TAG_OPERAND:
-        sums = np.empty((partitions, 1), dtype=np.float32)
-        for p in range(partitions):
-            acc = np.float32(0.0)
-            for i in range(out.shape[1]):
-                acc += out[p, i]
-            sums[p, 0] = acc
+    if arg_tag(ins, 5) == L.TAG_OPERAND:  # an fp32 sum in element order; registers untouched
+        sums = _fold(out, C.REDUCE_ADD, A.IDLE, regs)
         store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, sums)
     return L.STATUS_OK
 

@@ -179,11 +179,7 @@ class _Accesses:
             self.read_arg.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
 
     def access(self, op, offset, access, me, clock, event, pc, arg) -> None:
-        space = int(op[L.OP_SPACE])
-        for p in range(int(op[L.OP_PCOUNT])):
-            r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-            c = offset + p * int(op[L.OP_PCOLSTEP])
-            b0, b1 = c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
+        for space, r, b0, b1 in _row_blocks(op, offset):
             self._check(space, r, b0, b1, access, me, clock, pc, arg)
             if access & L.ACCESS_WRITE:
                 self.write_track[space][r, b0:b1] = me
@@ -259,6 +255,16 @@ def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncEr
     return SyncError("deadlock: no track can proceed", first, tuple(blocked))
 
 
+def _row_blocks(op, offset: int):
+    """(space, memory row, first block, end block) of each partition an operand touches, its
+    dynamic byte offset resolved (the event's)."""
+    space = int(op[L.OP_SPACE])
+    for p in range(int(op[L.OP_PCOUNT])):
+        r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
+        c = offset + p * int(op[L.OP_PCOLSTEP])
+        yield space, r, c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
+
+
 class _PeArray:
     """The Tensor engine in the replay: it issues in order, and an instruction starts once the
     32 x 32 PE blocks it occupies are free (tiled matmuls on disjoint blocks overlap) and once
@@ -271,32 +277,36 @@ class _PeArray:
         self.events = events
         self.free = np.zeros(16)
         self.pending: list[tuple[float, int]] = []   # (end, event) still possibly in flight
+        self.footprints: dict[int, tuple[set, set]] = {}
 
     def blocks(self, e: int) -> np.ndarray:
         mask = (int(self.instrs[int(self.events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
         return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
 
     def footprint(self, e: int) -> tuple[set, set]:
-        """(read, written) 64-byte blocks of event e: (space, row, block)."""
+        """(read, written) 64-byte blocks of event e: (space, row, block); kept while e may
+        still be in flight."""
+        if e in self.footprints:
+            return self.footprints[e]
         row = self.instrs[int(self.events[e, 0])]
         reads: set = set()
         writes: set = set()
         for k in range(int(row[L.I_NARGS])):
             if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
                 continue
-            op = self.ops[row[L.I_ARGS + 2 * k + 1]]
             access = (int(row[L.I_ACCESS]) >> (2 * k)) & 3
-            offset = int(self.events[e, 2 + k])
-            for p in range(int(op[L.OP_PCOUNT])):
-                r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-                c = offset + p * int(op[L.OP_PCOLSTEP])
-                for b in range(c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1):
-                    (writes if access & L.ACCESS_WRITE else reads).add((int(op[L.OP_SPACE]), r, b))
+            blocks = writes if access & L.ACCESS_WRITE else reads
+            for space, r, b0, b1 in _row_blocks(self.ops[row[L.I_ARGS + 2 * k + 1]],
+                                                int(self.events[e, 2 + k])):
+                blocks.update((space, r, b) for b in range(b0, b1))
+        self.footprints[e] = reads, writes
         return reads, writes
 
     def earliest(self, e: int, issue: float) -> float:
         start = max(issue, float(self.free[self.blocks(e)].max()))
         self.pending = [(end, other) for end, other in self.pending if end > issue]
+        self.footprints = {other: self.footprints[other] for _, other in self.pending
+                           if other in self.footprints}
         if self.pending:
             reads, writes = self.footprint(e)
             for end, other in self.pending:

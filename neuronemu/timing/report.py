@@ -253,9 +253,10 @@ def _trace_thread(program, pc: int, track: int) -> tuple[int, str | None]:
     its rows and columns of the PE array, since it may overlap others on the same engine."""
     if track != L.TENSOR_TRACK:
         return track, None
-    args = program.instructions[pc].args
-    position, size = args.get("tile_position"), args.get("tile_size")
-    if position is None or size is None:
+    from neuronemu.program import pe_tile
+
+    tile = pe_tile(program.instructions[pc].args)
+    if tile is None:
         return track, None
-    (r, c), (rows, cols) = [v for _, v in position], [v for _, v in size]
+    r, c, rows, cols = tile
     return track, f"PE rows {r}-{r + rows - 1}, cols {c}-{c + cols - 1}"
