@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +29,7 @@ class HbmTensor:
         """Bytes of the values uncompressed."""
         from neuronemu.numerics import dtypes
 
-        return int(np.prod(self.shape)) * dtypes.get(self.dtype).itemsize
+        return math.prod(self.shape) * dtypes.get(self.dtype).itemsize
 
     @property
     def row_pitch(self) -> int:
@@ -37,7 +38,7 @@ class HbmTensor:
         from neuronemu.numerics import dtypes
 
         itemsize = dtypes.get(self.dtype).itemsize
-        columns = int(np.prod(self.shape[1:]))
+        columns = math.prod(self.shape[1:])
         if not self.compressed:
             return columns * itemsize
         return compression.blocks_per_row(columns) * compression.slot_bytes(itemsize)
@@ -63,7 +64,7 @@ class Allocation:
     def bytes_per_partition(self) -> int:
         from neuronemu.numerics import dtypes
 
-        return int(np.prod(self.shape[1:], dtype=np.int64)) * dtypes.get(self.dtype).itemsize
+        return math.prod(self.shape[1:]) * dtypes.get(self.dtype).itemsize
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Tile:
 
     @property
     def free_size(self) -> int:
-        return int(np.prod([c for _, c in self.free_dims], dtype=np.int64)) if self.free_dims else 1
+        return math.prod(c for _, c in self.free_dims)
 
     @property
     def shape(self) -> tuple[int, ...]:

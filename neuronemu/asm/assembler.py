@@ -35,6 +35,9 @@ PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles ta
 PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
                  "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.sendrecv", "cc.all_gather", "cc.all_to_all",
                  "cc.permute"}
+# Largest size of one dimension. Sizes are Python ints (exact), and every tensor must fit its
+# memory (HBM is at most 144 GiB); this bound keeps every lowered offset far inside int64.
+MAX_DIM = 1 << 40
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 
 
@@ -162,6 +165,9 @@ class Assembler:
             size = self.eval.integer(d.children[0])
             if size <= 0:
                 raise self.error(d, f"dimension sizes must be positive, got {size}")
+            if size > MAX_DIM:
+                raise self.error(d, f"dimension size {size} is too large (at most {MAX_DIM}; "
+                                    f"HBM holds at most {self.target.hbm_bytes} bytes)")
             shape.append(size)
         return dtype, tuple(shape)
 
@@ -257,7 +263,7 @@ class Assembler:
             raise self.error(positional[1], f"{shape[0]} partitions requested; {space.upper()} "
                                             f"has {self.target.partitions}")
         itemsize = dtypes.get(dtype).itemsize
-        size = int(np.prod(shape[1:])) * itemsize
+        size = math.prod(shape[1:]) * itemsize  # exact: no int64 wrap
         capacity = (self.target.sbuf_partition_bytes if space == "sbuf"
                     else self.target.psum_partition_bytes)
         offset = -(-self.next_offset[space] // _ALIGN) * _ALIGN
@@ -514,7 +520,7 @@ class Assembler:
         itemsize = dtypes.get(symbol.dtype).itemsize
         if len(slices) > len(dims):
             raise self.error(node, f"'{symbol.name}' has {len(dims)} dims, got {len(slices)} indices")
-        strides = [int(np.prod(dims[i + 1:], dtype=np.int64)) * itemsize for i in range(len(dims))]
+        strides = [math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))]
         if on_chip:
             strides[0] = 0  # partitions are rows, not bytes
         base = symbol.offset

@@ -48,7 +48,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         ins = instrs[pc]
         for k in range(ins[L.I_NARGS]):
             if (ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND
-                    and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs)):
+                    and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs, mems)):
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
         if costs[ins[L.I_COST], C_FORMULA] == F_NETWORK:

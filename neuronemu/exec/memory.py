@@ -35,14 +35,34 @@ def dynamic_offset(op, regs):
     return offset
 
 
+# A register term whose product could pass this many bytes is outside every memory anyway
+# (HBM is < 2**48 bytes); bounding it first keeps coefficient * register from wrapping int64.
+_TERM_LIMIT = 1 << 60
+
+
 @jit
-def in_bounds(op, regs):
-    """Register-offset tiles must stay inside their symbol's bytes (checked before any write)."""
-    if op[L.OP_NREG] == 0:
+def in_bounds(op, regs, mems):
+    """Register-offset tiles must stay inside their symbol's bytes (checked before any write),
+    and every tile must lie inside its memory array: the assembler's checks make the second
+    test redundant, but it keeps a missed check from becoming an access outside the memory."""
+    if op[L.OP_SPACE] == L.SPACE_IMM:
         return True
-    start = dynamic_offset(op, regs)
+    start = op[L.OP_BASE]
+    for k in range(op[L.OP_NREG]):
+        coef = op[L.OP_COEF + 2 * k]
+        value = regs[op[L.OP_REG + 2 * k]]
+        bound = _TERM_LIMIT // max(abs(coef), 1)
+        if value > bound or value < -bound:
+            return False
+        start += coef * value
     last_row_start = start + (op[L.OP_PCOUNT] - 1) * op[L.OP_PCOLSTEP]
-    return start >= op[L.OP_LO] and last_row_start + op[L.OP_EXTENT] <= op[L.OP_HI]
+    if op[L.OP_NREG] != 0 and (start < op[L.OP_LO]
+                               or last_row_start + op[L.OP_EXTENT] > op[L.OP_HI]):
+        return False
+    mem = mems[op[L.OP_SPACE]]
+    last_row = op[L.OP_PSTART] + (op[L.OP_PCOUNT] - 1) * op[L.OP_PROWSTEP]
+    return (start >= 0 and op[L.OP_PSTART] >= 0 and op[L.OP_EXTENT] >= 0
+            and last_row < mem.shape[0] and last_row_start + op[L.OP_EXTENT] <= mem.shape[1])
 
 
 @jit(inline="always")
