@@ -1,0 +1,101 @@
+"""The golden corpus of the whole suite: every ``neuronemu.run`` / ``run_spmd`` call a test makes
+is fingerprinted (tests/golden_digest.py) and compared with the fingerprint recorded for the same
+kernel, inputs and options in tests/golden/suite.json.
+
+So an engine change that alters any output bit, cycle count, trace event or warning of any run
+the suite makes fails the test that made the run, even when that test's own assertions (bounds
+against a float64 oracle, say) would still pass. Runs whose key is not in the corpus (random
+inputs from hypothesis) are not compared.
+
+``pytest --golden-record`` rewrites the corpus from this run; do that only on the engine the
+corpus describes (record before an engine change, never to make a changed engine pass).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import golden_digest
+
+SUITE_CORPUS = Path(__file__).parent / "golden" / "suite.json"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--golden-record", action="store_true",
+                     help="rewrite tests/golden/suite.json from the runs of this session")
+
+
+class _Golden:
+    def __init__(self, record: bool):
+        self.record = record
+        self.expected = {} if record or not SUITE_CORPUS.exists() else json.loads(
+            SUITE_CORPUS.read_text())["runs"]
+        self.seen: dict[str, str] = {}
+        self.unstable: set[str] = set()
+        self.compared = 0
+
+    def observe(self, program, inputs, options, outcome):
+        k = golden_digest.key(program, inputs, options)
+        d = golden_digest.digest(outcome)
+        if k in self.seen and self.seen[k] != d:
+            self.unstable.add(k)   # the same run twice gave two results: not deterministic
+        self.seen.setdefault(k, d)
+        want = self.expected.get(k)
+        if want is not None:
+            self.compared += 1
+            assert want == d, (f"golden corpus: this run of {program.source.name} on "
+                               f"{program.target.name} ({options}) no longer matches its "
+                               f"recorded result (tests/golden/suite.json, key {k})")
+
+    def wrap(self, fn, spmd: bool):
+        def wrapped(program, *args, **kwargs):
+            names = (["topology", "inputs"] if spmd else ["inputs"])
+            named = dict(zip(names, args))
+            named.update(kwargs)
+            inputs = named.pop("inputs", None)
+            try:
+                outcome = fn(program, *args, **kwargs)
+            except Exception as error:  # a fault is a result too
+                if type(error).__module__.startswith("neuronemu"):
+                    self.observe(program, inputs, named, error)
+                raise
+            self.observe(program, inputs, named, outcome)
+            return outcome
+
+        wrapped.__wrapped__ = fn
+        wrapped.__doc__ = fn.__doc__
+        return wrapped
+
+
+_GOLDEN: _Golden | None = None
+
+
+def pytest_configure(config):
+    global _GOLDEN
+    import neuronemu
+    from neuronemu import api
+
+    _GOLDEN = _Golden(config.getoption("--golden-record"))
+    api.run = _GOLDEN.wrap(api.run, spmd=False)
+    api.run_spmd = _GOLDEN.wrap(api.run_spmd, spmd=True)
+    neuronemu.run = api.run
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _GOLDEN is None:
+        return
+    if _GOLDEN.record and exitstatus == 0:
+        runs = {k: d for k, d in sorted(_GOLDEN.seen.items()) if k not in _GOLDEN.unstable}
+        SUITE_CORPUS.parent.mkdir(exist_ok=True)
+        SUITE_CORPUS.write_text(json.dumps({"schema": 1, "runs": runs}, indent=0) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _GOLDEN is None:
+        return
+    line = (f"golden corpus: {_GOLDEN.compared} runs compared with tests/golden/suite.json, "
+            f"{len(_GOLDEN.seen)} distinct runs")
+    if _GOLDEN.unstable:
+        line += f", {len(_GOLDEN.unstable)} NOT DETERMINISTIC (left out of the corpus)"
+    terminalreporter.write_line(line)

@@ -1,0 +1,83 @@
+"""Fingerprints of runs, for the golden corpus that keeps engine changes bit-identical.
+
+``key`` names a run by everything that decides its result (the kernel's source text and file
+name, target, sync mode, inputs, options); ``digest`` fingerprints everything a run reports:
+every HBM tensor and on-chip allocation bit for bit, instruction counts, the whole timing report
+(times, cycles, per-track and DMA statistics, critical path, every recorded trace event) and the
+rendered warnings, or the rendered error a run raised. Two engines agree on a run exactly when
+the digests are equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import numpy as np
+
+
+def _array(h, name: str, array) -> None:
+    array = np.ascontiguousarray(np.asarray(array))
+    h.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+    h.update(array.view(np.uint8).tobytes() if array.size else b"")
+
+
+def key(program, inputs, options: dict) -> str:
+    h = hashlib.sha256()
+    h.update(program.source.name.encode() + b"\0" + program.source.text.encode())
+    h.update(f"|{program.target.name}|{program.sync_mode}|".encode())
+    for name in sorted(inputs or {}):
+        value = (inputs or {})[name]
+        _array(h, name, value if isinstance(value, np.ndarray) else np.asarray(value))
+    h.update(json.dumps(options, sort_keys=True, default=repr).encode())
+    return h.hexdigest()[:24]
+
+
+def _plain(value):
+    """Dataclasses and containers as JSON-able values; floats by repr, so every bit counts."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not isinstance(getattr(value, f.name), np.ndarray)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return repr(value.item())
+    return value
+
+
+def _result(h, result) -> None:
+    for group in ("outputs", "tensors", "tiles"):
+        for name, array in sorted(getattr(result, group).items()):
+            _array(h, f"{group}.{name}", array)
+    h.update(json.dumps([result.instructions, result.steps], sort_keys=True).encode())
+    timing = result.timing
+    if timing is not None:
+        h.update(json.dumps(_plain(timing), sort_keys=True).encode())
+        n = timing.events_recorded
+        if timing.events is not None:
+            _array(h, "events", timing.events[:n])
+        if timing.event_times is not None:
+            _array(h, "event_times", timing.event_times[:n])
+    for warning in result.warnings:
+        h.update(warning.render().encode() if hasattr(warning, "render") else str(warning).encode())
+
+
+def digest(outcome) -> str:
+    """Fingerprint of a Result, an SpmdResult or a raised exception."""
+    h = hashlib.sha256()
+    if isinstance(outcome, BaseException):
+        render = getattr(outcome, "render", None)
+        h.update(type(outcome).__name__.encode())
+        h.update((render() if render else str(outcome)).encode())
+    elif hasattr(outcome, "ranks"):
+        for rank in outcome.ranks:
+            _result(h, rank)
+        h.update(json.dumps(_plain(outcome.network), sort_keys=True).encode())
+    else:
+        _result(h, outcome)
+    return h.hexdigest()[:24]

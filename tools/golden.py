@@ -1,0 +1,109 @@
+"""The golden corpus of the bundled programs: check it, or record it.
+
+For every case (a bundled program on a target, on one core or a topology, some with stochastic
+rounding) this runs ``neuronemu run NAME --json --output-dir D --trace T`` in process and keeps
+the JSON report minus its wall-clock fields, the sha256 of every saved output file and of the
+Perfetto trace. tests/golden/programs.json holds the recorded corpus; tests/test_golden.py checks
+it. An engine change must leave every case identical: outputs bit for bit, cycles, trace.
+
+    python tools/golden.py            check, print one line per case, exit 1 on a difference
+    python tools/golden.py --update   record (only on the engine the corpus should describe)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CORPUS = ROOT / "tests" / "golden" / "programs.json"
+
+ONE_CORE = ["examples/vector_add", "examples/matmul_tile", "examples/matmul_tiled",
+            "examples/softmax", "examples/layernorm", "timing/single_buffer",
+            "timing/double_buffer", "timing/explicit_sync", "timing/pe_row_tiles",
+            "dma/weight_stream", "dma/weight_stream_compressed", "dma/queues"]
+EVERY_TARGET = ["examples/vector_add", "examples/matmul_tiled", "examples/softmax",
+                "examples/layernorm", "timing/double_buffer"]
+COLLECTIVES = ["collectives/all_reduce", "collectives/ring_allreduce",
+               "collectives/ring_allgather", "collectives/pairwise_alltoall"]
+TEST_PROGRAMS = ROOT / "tests" / "programs"   # racy.s and deadlock.s: their errors are results
+
+
+def cases() -> dict[str, list[str]]:
+    """Case name -> CLI arguments after ``run``."""
+    out = {}
+    for name in ONE_CORE:
+        out[f"{name}@trn2"] = [name, "--target", "trn2"]
+    for name in EVERY_TARGET:
+        for target in ("trn1", "trn3"):
+            out[f"{name}@{target}"] = [name, "--target", target]
+    for name in ("examples/softmax", "examples/matmul_tiled"):
+        out[f"{name}@trn2+sr"] = [name, "--target", "trn2", "--stochastic-rounding",
+                                  "--rounding-seed", "7"]
+    out["examples/vector_add@trn2+seed5"] = ["examples/vector_add", "--seed", "5"]
+    for name in COLLECTIVES:
+        out[f"{name}@trn2.48xlarge"] = [name, "--topology", "trn2.48xlarge"]
+    out["collectives/all_reduce@trn1.32xlarge"] = ["collectives/all_reduce", "--target", "trn1",
+                                                   "--topology", "trn1.32xlarge"]
+    for path in sorted(TEST_PROGRAMS.glob("*.s")):
+        out[f"tests/programs/{path.stem}@trn2"] = [str(path)]
+    return out
+
+
+def _strip(value):
+    """The report without wall-clock times and temporary paths."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items()
+                if k not in ("wall_seconds", "compile_seconds", "path", "trace")}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def record(args: list[str]) -> dict:
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    with tempfile.TemporaryDirectory() as scratch:
+        out_dir, trace = Path(scratch) / "out", Path(scratch) / "trace.json"
+        result = CliRunner().invoke(main, ["run", *args, "--json", "--output-dir", str(out_dir),
+                                           "--trace", str(trace)])
+        report = json.loads(result.stdout)
+        files = {}
+        if out_dir.exists():
+            for path in sorted(out_dir.iterdir()):
+                files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        trace_hash = hashlib.sha256(trace.read_bytes()).hexdigest() if trace.exists() else None
+    return {"exit_code": result.exit_code, "report": _strip(report), "files": files,
+            "trace": trace_hash}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="record the corpus")
+    parser.add_argument("-k", default="", help="only cases whose name contains this")
+    options = parser.parse_args()
+    expected = json.loads(CORPUS.read_text()) if CORPUS.exists() else {}
+    got, failed = {}, 0
+    for name, args in cases().items():
+        if options.k not in name:
+            continue
+        got[name] = record(args)
+        same = expected.get(name) == got[name]
+        failed += not same and not options.update
+        print(f"{'recorded' if options.update else 'ok' if same else 'DIFFERS'}  {name}",
+              flush=True)
+    if options.update:
+        CORPUS.parent.mkdir(parents=True, exist_ok=True)
+        CORPUS.write_text(json.dumps({**expected, **got}, indent=1, sort_keys=True) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
