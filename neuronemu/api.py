@@ -68,6 +68,8 @@ class Result:
     """Modelled time: total, per engine and DMA queue, critical path, trace events."""
     warnings: list[Diagnostic] = field(default_factory=list)
     """Located warnings, e.g. the first read of never-written memory (64-byte granularity)."""
+    compile_seconds: float = 0.0
+    """Time this run spent compiling code numba had not cached yet (not in ``wall_seconds``)."""
 
     @property
     def target(self) -> str:
@@ -127,6 +129,8 @@ class SpmdResult:
     network: object
     """Link traffic: neuronemu.multichip.network.NetworkStats."""
     wall_seconds: float
+    compile_seconds: float = 0.0
+    """Time spent compiling code numba had not cached yet (not in ``wall_seconds``)."""
 
     @property
     def world(self) -> int:
@@ -173,8 +177,11 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     if not 1 <= ranks_per_chip <= topo.cores_per_chip:
         raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
                          f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
+    from neuronemu.exec import compiling
+
     world = topo.chips * ranks_per_chip
     per_rank = _checked_inputs(program, inputs, world, spmd=True)
+    compiled = compiling.seconds()
     start = time.perf_counter()
     cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
                                   max_instructions=max_instructions,
@@ -185,8 +192,9 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
                                   rounding_seed=rounding_seed)
     results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
                for r, core in enumerate(cores)]
+    spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
-                      time.perf_counter() - start)
+                      time.perf_counter() - start - spent, spent)
 
 
 def _checked_inputs(program: Program, inputs, world: int,
@@ -284,7 +292,7 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
         for w in warnings:
             w.message = f"rank {core.rank}: {w.message}"
     return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
-                  timing, warnings)
+                  timing, warnings, core.compile_seconds)
 
 
 def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:

@@ -2,7 +2,7 @@
 
 Writes, all committed and checked for freshness by tests/test_generated_fresh.py:
   neuronemu/_generated/constants.py   opcode, engine and enum constants
-  neuronemu/_generated/dispatch.py    the jitted opcode -> semantics dispatcher
+  neuronemu/_generated/kernels.py     one kernel wrapper per semantics function (compiled lazily)
   docs/isa.md                         the instruction reference
 
 Usage: python tools/gen_isa.py [--check]   (--check: exit 1 if any file is stale, write nothing)
@@ -39,21 +39,34 @@ def constants(isa) -> str:
     return "\n".join(lines) + "\n"
 
 
-def dispatch(isa) -> str:
-    modules = sorted({d.semantics.split(".")[0] for d in isa.instructions.values()})
+def kernel_entry(semantics: str) -> str:
+    """Name of the kernel wrapper of a semantics function: ``module.function`` -> module__function."""
+    return semantics.replace(".", "__")
+
+
+def kernels(isa) -> str:
+    entries = sorted({d.semantics for d in isa.instructions.values()})
+    modules = sorted({s.split(".")[0] for s in entries})
     lines = [HEADER,
-             '"""Opcode dispatch: one branch per table entry, calling its semantics function."""',
+             ('"""Instruction kernels: one wrapper per semantics function, compiled on first use '
+              'into'),
+             'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
              "",
-             "from neuronemu.exec import layout as L",
-             "from neuronemu.exec.jit import jit",
+             "from neuronemu.exec.kernels import views",
              f"from neuronemu.semantics import {', '.join(modules)}",
-             "", "",
-             "@jit",
-             "def execute(opcode, ins, ops, imms, mems, regs, fmt, table):"]
+             "",
+             "# opcode -> kernel wrapper",
+             "ENTRIES = {"]
     for name, d in sorted(isa.instructions.items(), key=lambda kv: kv[1].opcode):
-        lines.append(f"    if opcode == {d.opcode:#06x}:  # {name}")
-        lines.append(f"        return {d.semantics}(ins, ops, imms, mems, regs, fmt, table)")
-    lines.append("    return L.STATUS_BAD_OPCODE")
+        lines.append(f"    {d.opcode:#06x}: {kernel_entry(d.semantics)!r},  # {name}")
+    lines.append("}")
+    for sem in entries:
+        lines += ["", "",
+                  (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, "
+                   "fmt_p, table_p, dims_p):"),
+                  "    ins, ops, imms, mems, regs, fmt, table = views(",
+                  "        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)",
+                  f"    return {sem}(ins, ops, imms, mems, regs, fmt, table)"]
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +127,7 @@ def outputs() -> dict[Path, str]:
     isa = load_isa()
     return {
         ROOT / "neuronemu/_generated/constants.py": constants(isa),
-        ROOT / "neuronemu/_generated/dispatch.py": dispatch(isa),
+        ROOT / "neuronemu/_generated/kernels.py": kernels(isa),
         ROOT / "docs/isa.md": reference(isa),
     }
 

@@ -88,6 +88,20 @@ def make_memories(program: Program, compact: bool = False
     return sbuf, psum, hbm
 
 
+def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
+    """The kernel address of each of the program's instructions (compiled on first use), kept
+    on the program so that the ranks of a multi-chip run share one table."""
+    from neuronemu.exec import kernels
+    from neuronemu.timing.model import C_FORMULA, F_NETWORK
+
+    addresses = getattr(program, "_kernel_addresses", None)
+    if addresses is None:
+        yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+        addresses = kernels.kernel_addresses(program.instrs, yields)
+        program._kernel_addresses = addresses
+    return addresses
+
+
 class Core:
     """The state of one core running ``program``; ``inputs`` maps tensor names to arrays already
     checked against the declarations."""
@@ -155,23 +169,34 @@ class Core:
         self.steps = 0
         self.status = L.STATUS_OK
         self.wall = 0.0
+        self.compile_seconds = 0.0
 
     def run(self, max_instructions: int) -> str:
         """Run until the kernel ends (FINISHED) or reaches a cc.* instruction (STOPPED); a fault
         leaves ``status`` set and returns FINISHED."""
         import time
 
+        from neuronemu.exec import compiling, kernels
         from neuronemu.exec.interpreter import run_loop
         from neuronemu.numerics import dtypes
 
         program = self.program
+        before = compiling.seconds()
+        addresses = program_kernels(program, self.timing_state[0])
+        fmt, table = dtypes.format_table(), dtypes.decode_table()
+        dims = kernels.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
+        if not compiling.is_cached(run_loop):
+            compiling.announce("the interpreter loop")
+        loop_before = compiling.seconds()
         start = time.perf_counter()
         status, pc, steps = run_loop(program.instrs, program.ops, program.imms, self.mems,
-                                     self.regs, dtypes.format_table(), dtypes.decode_table(),
+                                     self.regs, fmt, table,
                                      np.int64(max_instructions), self.counts, self.timing_state,
                                      self.events, self.event_times, np.int64(self.pc),
-                                     np.int64(self.steps))
-        self.wall += time.perf_counter() - start
+                                     np.int64(self.steps), addresses, dims)
+        # compiling is not running: the loop's own first-call compile is taken out of its time
+        self.wall += time.perf_counter() - start - (compiling.seconds() - loop_before)
+        self.compile_seconds += compiling.seconds() - before
         self.pc, self.steps = int(pc), int(steps)
         if status == L.STATUS_YIELD:
             return STOPPED

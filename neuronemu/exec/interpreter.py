@@ -1,15 +1,17 @@
-"""Run a lowered program: the jitted fetch/dispatch loop and its Python driver.
+"""Run a lowered program: the jitted fetch/dispatch loop.
 
 The loop executes instructions in program order (control flow included) and counts the dynamic
-instructions per engine. Before an instruction runs, every register-offset tile operand is
-bounds-checked, so a faulting instruction writes nothing.
+instructions per engine. Before an instruction runs, every tile operand is bounds-checked, so a
+faulting instruction writes nothing. The loop does not contain any instruction's semantics: it
+calls each instruction's kernel through ``kernels[pc]``, an address from
+``neuronemu.exec.kernels``, so compiling the loop does not compile the instruction set.
 """
 
 from __future__ import annotations
 
-from neuronemu._generated.dispatch import execute
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
+from neuronemu.exec.kernels import DIMS_WIDTH, call_kernel
 from neuronemu.exec.memory import dynamic_offset, in_bounds
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
 from neuronemu.timing.model import C_FORMULA, F_NETWORK, schedule
@@ -22,7 +24,7 @@ EVENT_TIMES_WIDTH = 5  # start, end, cycles (ns for DMA), bytes, wire bytes
 
 @jit
 def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timing, events,
-             event_times, start_pc, start_steps):
+             event_times, start_pc, start_steps, kernels, dims):
     """Returns (status, pc, steps), starting at ``start_pc`` with ``start_steps`` already run.
     ``counts[pc]`` counts executions of each static instruction.
 
@@ -35,13 +37,24 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     has room, each non-control instruction appends (pc, track, and per argument: a tile's byte
     offset, a register's value or the integer) there and (start, end, cycles, bytes, wire
     bytes) to ``event_times``; ``regs[REG_EVENTS]`` counts them (also
-    past the cap). The explicit-sync scheduler replays these events."""
+    past the cap). The explicit-sync scheduler replays these events.
+
+    ``kernels`` [n] holds each instruction's kernel address (neuronemu.exec.kernels) and
+    ``dims`` the sizes of the arrays the kernels receive as pointers."""
     (costs, params, clocks, track_free, busy, write_end, read_end, engine_free, engine_busy,
      dma_stats) = timing
     pc = start_pc
     steps = start_steps
     n = instrs.shape[0]
     cap = events.shape[0]
+    if dims.shape[0] != DIMS_WIDTH or kernels.shape[0] != n:
+        return L.STATUS_BAD_OPCODE, pc, steps
+    # the kernels take raw pointers: the arrays stay alive (and unmoved) for this whole call
+    row_bytes = instrs.shape[1] * 8
+    ins_base = instrs.ctypes.data
+    ops_p, imms_p, regs_p = ops.ctypes.data, imms.ctypes.data, regs.ctypes.data
+    sbuf_p, psum_p, hbm_p = mems[0].ctypes.data, mems[1].ctypes.data, mems[2].ctypes.data
+    fmt_p, table_p, dims_p = fmt.ctypes.data, table.ctypes.data, dims.ctypes.data
     while pc < n:
         if steps >= max_steps:
             return L.STATUS_LIMIT, pc, steps
@@ -53,6 +66,9 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
         if costs[ins[L.I_COST], C_FORMULA] == F_NETWORK:
             return L.STATUS_YIELD, pc, steps
+        kernel = kernels[pc]
+        if kernel == 0:
+            return L.STATUS_BAD_OPCODE, pc, steps
         regs[L.REG_PC] = pc + 1
         regs[L.REG_STEP] = steps
         regs[L.REG_SR_STORE] = 0
@@ -61,7 +77,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         if is_dma:
             # a DMA runs first: compressed transfers learn their wire bytes from the data
             regs[L.REG_DMA_WIRE] = -1
-            status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
+            status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
+                                 psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
             if status != L.STATUS_OK:
                 return status, pc, steps
         # timing reads register offsets before a branch may change them
@@ -99,7 +116,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 event_times[e, 4] = wire
             regs[L.REG_EVENTS] = e + 1
         if not is_dma:
-            status = execute(ins[L.I_OPCODE], ins, ops, imms, mems, regs, fmt, table)
+            status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
+                                 psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
         counts[pc] += 1
         steps += 1
         if status != L.STATUS_OK:

@@ -1,0 +1,559 @@
+# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.
+
+"""Instruction kernels: one wrapper per semantics function, compiled on first use into
+its own C-callable unit by neuronemu.exec.kernels (which explains why)."""
+
+from neuronemu.exec.kernels import views
+from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
+
+# opcode -> kernel wrapper
+ENTRIES = {
+    0x0101: 'tensor__matmul',  # tensor.matmul
+    0x0102: 'tensor__transpose',  # tensor.transpose
+    0x0103: 'mx__matmul_mx',  # tensor.matmul_mx
+    0x0201: 'scalar__activation',  # scalar.activation
+    0x0202: 'scalar__activate2',  # scalar.activate2
+    0x0203: 'scalar__activation_reduce',  # scalar.activation_reduce
+    0x0301: 'gpsimd__iota',  # gpsimd.iota
+    0x0302: 'gpsimd__affine_select',  # gpsimd.affine_select
+    0x0303: 'elementwise__memset',  # gpsimd.memset
+    0x0304: 'elementwise__tensor_copy',  # gpsimd.tensor_copy
+    0x0305: 'gpsimd__partition_reduce',  # gpsimd.partition_reduce
+    0x0306: 'gpsimd__sequence_bounds',  # gpsimd.sequence_bounds
+    0x0307: 'gpsimd__nonzero_with_count',  # gpsimd.nonzero_with_count
+    0x0308: 'gpsimd__n_gather',  # gpsimd.n_gather
+    0x0309: 'random__rng',  # gpsimd.rng
+    0x030a: 'gpsimd__local_gather',  # gpsimd.local_gather
+    0x030b: 'gpsimd__topk',  # gpsimd.topk
+    0x030c: 'random__rand_get_state',  # gpsimd.rand_get_state
+    0x030d: 'random__rand_set_state',  # gpsimd.rand_set_state
+    0x030e: 'elementwise__tensor_copy',  # gpsimd.tensor_copy_dynamic_src
+    0x030f: 'elementwise__tensor_copy',  # gpsimd.tensor_copy_dynamic_dst
+    0x0401: 'dma__copy',  # dma.copy
+    0x0402: 'dma__compress',  # dma.compress
+    0x0403: 'dma__decompress',  # dma.decompress
+    0x0404: 'dma__transpose',  # dma.transpose
+    0x0405: 'dma__compute',  # dma.compute
+    0x0406: 'dma__accumulate',  # dma.accumulate
+    0x0407: 'dma__gather',  # dma.gather
+    0x0408: 'dma__scatter',  # dma.scatter
+    0x0501: 'elementwise__tensor_tensor',  # vector.tensor_tensor
+    0x0502: 'elementwise__tensor_scalar',  # vector.tensor_scalar
+    0x0503: 'elementwise__tensor_reduce',  # vector.tensor_reduce
+    0x0504: 'elementwise__tensor_copy',  # vector.tensor_copy
+    0x0505: 'elementwise__memset',  # vector.memset
+    0x0506: 'elementwise__reciprocal',  # vector.reciprocal
+    0x0507: 'elementwise__bn_stats',  # vector.bn_stats
+    0x0508: 'elementwise__bn_aggr',  # vector.bn_aggr
+    0x0509: 'elementwise__transpose32',  # vector.transpose
+    0x050a: 'elementwise__scalar_tensor_tensor',  # vector.scalar_tensor_tensor
+    0x050b: 'elementwise__tensor_tensor_scan',  # vector.tensor_tensor_scan
+    0x050c: 'elementwise__tensor_scalar_reduce',  # vector.tensor_scalar_reduce
+    0x050d: 'elementwise__tensor_copy_predicated',  # vector.tensor_copy_predicated
+    0x050e: 'search__max8',  # vector.max8
+    0x050f: 'search__find_index8',  # vector.find_index8
+    0x0510: 'search__select_reduce',  # vector.select_reduce
+    0x0511: 'search__match_replace8',  # vector.match_replace8
+    0x0512: 'cumulative__tensor_scalar_cumulative',  # vector.tensor_scalar_cumulative
+    0x0513: 'cumulative__exponential',  # vector.exponential
+    0x0514: 'cumulative__range_select',  # vector.range_select
+    0x0515: 'random__rng',  # vector.rng
+    0x0516: 'random__set_rng_seed',  # vector.set_rng_seed
+    0x0517: 'random__rand2',  # vector.rand2
+    0x0518: 'random__dropout',  # vector.dropout
+    0x0519: 'mx__quantize_mx',  # vector.quantize_mx
+    0x051a: 'search__stream_shuffle',  # vector.stream_shuffle
+    0x051b: 'random__rand_get_state',  # vector.rand_get_state
+    0x051c: 'random__rand_set_state',  # vector.rand_set_state
+    0x051d: 'elementwise__tensor_copy',  # vector.tensor_copy_dynamic_src
+    0x051e: 'elementwise__tensor_copy',  # vector.tensor_copy_dynamic_dst
+    0x0601: 'sync__signal',  # sync.signal
+    0x0602: 'sync__wait',  # sync.wait
+    0x0603: 'sync__barrier',  # sync.barrier
+    0x0701: 'ctrl__mov',  # ctrl.mov
+    0x0702: 'ctrl__add',  # ctrl.add
+    0x0703: 'ctrl__sub',  # ctrl.sub
+    0x0704: 'ctrl__mul',  # ctrl.mul
+    0x0705: 'ctrl__blt',  # ctrl.blt
+    0x0706: 'ctrl__bge',  # ctrl.bge
+    0x0707: 'ctrl__bne',  # ctrl.bne
+    0x0708: 'ctrl__beq',  # ctrl.beq
+    0x0709: 'ctrl__jmp',  # ctrl.jmp
+    0x070a: 'ctrl__div',  # ctrl.div
+    0x070b: 'ctrl__rem',  # ctrl.rem
+    0x070c: 'ctrl__rank',  # ctrl.rank
+    0x070d: 'ctrl__world',  # ctrl.world
+    0x070e: 'ctrl__load',  # ctrl.load
+    0x070f: 'ctrl__store',  # ctrl.store
+    0x0801: 'cc__send',  # cc.send
+    0x0802: 'cc__recv',  # cc.recv
+    0x0803: 'cc__all_reduce',  # cc.all_reduce
+    0x0804: 'cc__reduce_scatter',  # cc.reduce_scatter
+    0x0805: 'cc__all_gather',  # cc.all_gather
+    0x0806: 'cc__all_to_all',  # cc.all_to_all
+    0x0807: 'cc__permute',  # cc.permute
+    0x0808: 'cc__barrier',  # cc.barrier
+    0x0809: 'cc__sendrecv',  # cc.sendrecv
+}
+
+
+def cc__all_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.all_gather(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__all_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.all_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__all_to_all(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.all_to_all(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__barrier(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.barrier(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__permute(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.permute(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__recv(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.recv(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__reduce_scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.reduce_scatter(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__send(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.send(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cc__sendrecv(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cc.sendrecv(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__add(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.add(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__beq(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__bge(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.bge(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__blt(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.blt(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__bne(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.bne(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__div(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.div(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__jmp(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__load(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.load(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__mov(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__mul(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.mul(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__rank(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__rem(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.rem(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__store(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.store(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__sub(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.sub(ins, ops, imms, mems, regs, fmt, table)
+
+
+def ctrl__world(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cumulative__exponential(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cumulative.exponential(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cumulative__range_select(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cumulative.range_select(ins, ops, imms, mems, regs, fmt, table)
+
+
+def cumulative__tensor_scalar_cumulative(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return cumulative.tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__accumulate(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.accumulate(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__compress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.compress(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__compute(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.compute(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__decompress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.decompress(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.gather(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.scatter(ins, ops, imms, mems, regs, fmt, table)
+
+
+def dma__transpose(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return dma.transpose(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__bn_aggr(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__bn_stats(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.bn_stats(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__memset(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__reciprocal(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.reciprocal(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__scalar_tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_copy_predicated(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_scalar(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_scalar_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__tensor_tensor_scan(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
+
+
+def elementwise__transpose32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__affine_select(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.affine_select(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__iota(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__local_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.local_gather(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__n_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.n_gather(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__nonzero_with_count(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.nonzero_with_count(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__partition_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__sequence_bounds(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.sequence_bounds(ins, ops, imms, mems, regs, fmt, table)
+
+
+def gpsimd__topk(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
+
+
+def mx__matmul_mx(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return mx.matmul_mx(ins, ops, imms, mems, regs, fmt, table)
+
+
+def mx__quantize_mx(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__dropout(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.dropout(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__rand2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.rand2(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__rand_get_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__rand_set_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__rng(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.rng(ins, ops, imms, mems, regs, fmt, table)
+
+
+def random__set_rng_seed(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return random.set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
+
+
+def scalar__activate2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
+
+
+def scalar__activation(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+
+
+def scalar__activation_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def search__find_index8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
+
+
+def search__match_replace8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return search.match_replace8(ins, ops, imms, mems, regs, fmt, table)
+
+
+def search__max8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return search.max8(ins, ops, imms, mems, regs, fmt, table)
+
+
+def search__select_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return search.select_reduce(ins, ops, imms, mems, regs, fmt, table)
+
+
+def search__stream_shuffle(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return search.stream_shuffle(ins, ops, imms, mems, regs, fmt, table)
+
+
+def sync__barrier(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return sync.barrier(ins, ops, imms, mems, regs, fmt, table)
+
+
+def sync__signal(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return sync.signal(ins, ops, imms, mems, regs, fmt, table)
+
+
+def sync__wait(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return sync.wait(ins, ops, imms, mems, regs, fmt, table)
+
+
+def tensor__matmul(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return tensor.matmul(ins, ops, imms, mems, regs, fmt, table)
+
+
+def tensor__transpose(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)

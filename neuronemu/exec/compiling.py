@@ -1,0 +1,72 @@
+"""Say when numba compiles, and count the time it takes.
+
+A compile on a new machine or after an upgrade takes seconds per instruction kind; a user must
+see why the first run is slow (one line on stderr, once per process: never stdout, which
+``--json`` owns) and the run's report must not count it as run time. numba emits a
+``numba:compile`` event around every real compile (not around cache loads), so one listener
+covers every jitted function; the instruction kernels (numba cfuncs, which emit no event) are
+announced and timed by ``neuronemu.exec.kernels`` through ``announce`` and ``add_seconds``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from numba.core import event
+
+_state = {"depth": 0, "start": 0.0, "seconds": 0.0, "announced": False, "ours": False}
+
+
+def seconds() -> float:
+    """Seconds this process has spent compiling neuronemu code so far."""
+    return _state["seconds"]
+
+
+def add_seconds(value: float) -> None:
+    _state["seconds"] += value
+
+
+def announce(what: str) -> None:
+    """One line on stderr before a compile (once per process; later compiles stay quiet)."""
+    if _state["announced"]:
+        return
+    _state["announced"] = True
+    from neuronemu.exec.jit import cache_dir, prune_old_caches
+
+    prune_old_caches()
+    print(f"neuronemu: compiling {what} with numba (first use on this machine and version: "
+          f"a few seconds per instruction kind, cached in {cache_dir()}; `neuronemu warm` "
+          f"compiles everything ahead)", file=sys.stderr, flush=True)
+
+
+class _Listener(event.Listener):
+    def on_start(self, ev):
+        if _state["depth"] == 0:
+            dispatcher = (ev.data or {}).get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+            _state["ours"] = module.startswith("neuronemu")   # not a caller's own numba code
+            _state["start"] = time.perf_counter()
+            if _state["ours"]:
+                announce("the code this kernel needs")
+        _state["depth"] += 1
+
+    def on_end(self, ev):
+        _state["depth"] -= 1
+        if _state["depth"] == 0 and _state["ours"]:
+            _state["seconds"] += time.perf_counter() - _state["start"]
+
+
+_LISTENER = _Listener()
+event.register("numba:compile", _LISTENER)
+
+
+def is_cached(dispatcher) -> bool:
+    """Whether a jitted function (or kernel) has an on-disk cache index to load from."""
+    import os
+
+    if getattr(dispatcher, "overloads", None):
+        return True   # already compiled or loaded in this process
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    index = getattr(cache_file, "_index_path", None)
+    return bool(index) and os.path.exists(index)
