@@ -132,14 +132,32 @@ def operand_ready(op, regs, access, write_end, read_end):
     start = dynamic_offset(op, regs)
     ready = 0.0
     unwritten = False
+    writing = access & L.ACCESS_WRITE
+    if op[L.OP_PCOLSTEP] == 0:
+        # on chip: every partition touches the same blocks of consecutive rows; tables are
+        # [block, row], so the inner loop runs along a contiguous table row
+        r0, step = op[L.OP_PSTART], op[L.OP_PROWSTEP]
+        for b in range(start // BLOCK_BYTES, (start + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+            u = np.uintp(b)   # unsigned: no negative-index wrap per access (in_bounds checked)
+            for p in range(op[L.OP_PCOUNT]):
+                r = np.uintp(r0 + p * step)
+                w = writes[u, r]
+                ready = max(ready, w)
+                if writing:
+                    ready = max(ready, reads[u, r])
+                elif w < 0.0:
+                    unwritten = True
+        return ready, unwritten
     for p in range(op[L.OP_PCOUNT]):
-        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
         c = start + p * op[L.OP_PCOLSTEP]
         for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
-            ready = max(ready, writes[r, b])
-            if access & L.ACCESS_WRITE:
-                ready = max(ready, reads[r, b])
-            elif writes[r, b] < 0.0:
+            u = np.uintp(b)
+            w = writes[u, r]
+            ready = max(ready, w)
+            if writing:
+                ready = max(ready, reads[u, r])
+            elif w < 0.0:
                 unwritten = True
     return ready, unwritten
 
@@ -150,14 +168,28 @@ def operand_done(op, regs, access, end, write_end, read_end):
     writes = write_end[space]
     reads = read_end[space]
     start = dynamic_offset(op, regs)
+    writing = access & L.ACCESS_WRITE
+    reading = access & L.ACCESS_READ
+    if op[L.OP_PCOLSTEP] == 0:
+        r0, step = op[L.OP_PSTART], op[L.OP_PROWSTEP]
+        for b in range(start // BLOCK_BYTES, (start + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+            u = np.uintp(b)
+            for p in range(op[L.OP_PCOUNT]):
+                r = np.uintp(r0 + p * step)
+                if writing:
+                    writes[u, r] = end
+                if reading:
+                    reads[u, r] = max(reads[u, r], end)
+        return
     for p in range(op[L.OP_PCOUNT]):
-        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
         c = start + p * op[L.OP_PCOLSTEP]
         for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
-            if access & L.ACCESS_WRITE:
-                writes[r, b] = end
-            if access & L.ACCESS_READ:
-                reads[r, b] = max(reads[r, b], end)
+            u = np.uintp(b)
+            if writing:
+                writes[u, r] = end
+            if reading:
+                reads[u, r] = max(reads[u, r], end)
 
 
 @jit
@@ -225,10 +257,11 @@ NEVER_WRITTEN = -1.0
 
 
 def region_tables(memories) -> tuple[tuple, tuple]:
-    """Last-write and last-read times (ns) per 64-byte block of every memory row; blocks start
-    as NEVER_WRITTEN (the caller marks HBM tensors that hold data before the run)."""
+    """Last-write and last-read times (ns) per 64-byte block of every memory row, laid out
+    [block, row] (a tile's partitions are consecutive rows of one block); blocks start as
+    NEVER_WRITTEN (the caller marks HBM tensors that hold data before the run)."""
     def table(mem, fill):
-        return np.full((mem.shape[0], -(-mem.shape[1] // BLOCK_BYTES)), fill, dtype=np.float64)
+        return np.full((-(-mem.shape[1] // BLOCK_BYTES), mem.shape[0]), fill, dtype=np.float64)
 
     return (tuple(table(m, NEVER_WRITTEN) for m in memories),
             tuple(table(m, 0.0) for m in memories))
@@ -237,4 +270,4 @@ def region_tables(memories) -> tuple[tuple, tuple]:
 def mark_written(write_table: np.ndarray, offset: int, nbytes: int) -> None:
     """Bytes [offset, offset + nbytes) of HBM hold data when the run starts."""
     if nbytes:
-        write_table[0, offset // BLOCK_BYTES: (offset + nbytes - 1) // BLOCK_BYTES + 1] = 0.0
+        write_table[offset // BLOCK_BYTES: (offset + nbytes - 1) // BLOCK_BYTES + 1, 0] = 0.0

@@ -173,26 +173,15 @@ def critical_path(events: np.ndarray, times: np.ndarray, names: dict[int, str]) 
     """Walk back from the last instruction to finish: each step goes to the event whose end set
     this one's start, preferring the same track (the engine was busy) over another one (waiting
     for data). Returns ns per track along that chain."""
+    from neuronemu.timing.critical import walk
+
     if len(events) == 0:
         return {}
-    by_end: dict[float, list[int]] = {}
-    for i, end in enumerate(times[:, 1]):
-        by_end.setdefault(float(end), []).append(i)
-    current = int(np.argmax(times[:, 1]))
-    shares: dict[str, float] = {}
-    while True:
-        track = int(events[current, 1])
-        name = names[track]
-        shares[name] = shares.get(name, 0.0) + float(times[current, 1] - times[current, 0])
-        start = float(times[current, 0])
-        if start <= 0.0:
-            break
-        candidates = [i for i in by_end.get(start, []) if i < current]
-        if not candidates:
-            break
-        same_track = [i for i in candidates if int(events[i, 1]) == track]
-        current = (same_track or candidates)[-1]
-    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+    shares, order, n_order = walk(np.ascontiguousarray(events[:, 1]),
+                                  np.ascontiguousarray(times[:, 0]),
+                                  np.ascontiguousarray(times[:, 1]))
+    visited = {names[int(t)]: float(shares[t]) for t in order[:n_order]}
+    return dict(sorted(visited.items(), key=lambda kv: -kv[1]))
 
 
 def chrome_trace_ranks(result) -> dict:

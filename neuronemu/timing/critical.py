@@ -1,0 +1,56 @@
+"""The critical path of a run, compiled: the walk back from the last instruction to finish.
+
+Each step goes to the event whose end set this one's start, preferring the same track (the
+engine was busy) over another one (waiting for data); of several, the latest in program order.
+The walk was a Python loop (about 2 us per recorded instruction); this is the same walk over
+events sorted by end time, with the same float64 sums in the same order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+
+
+@jit
+def walk(tracks, starts, ends):
+    """(ns per track [NUM_TRACKS], tracks in the order the walk first reached them, how many)."""
+    shares = np.zeros(L.NUM_TRACKS, dtype=np.float64)
+    order = np.empty(L.NUM_TRACKS, dtype=np.int64)
+    seen = np.zeros(L.NUM_TRACKS, dtype=np.bool_)
+    n_order = 0
+    n = ends.shape[0]
+    if n == 0:
+        return shares, order, 0
+    by_end = np.argsort(ends, kind="mergesort")   # stable: equal ends stay in program order
+    sorted_ends = ends[by_end]
+    current = np.argmax(ends)
+    while True:
+        track = tracks[current]
+        if not seen[track]:
+            seen[track] = True
+            order[n_order] = track
+            n_order += 1
+        shares[track] += ends[current] - starts[current]
+        start = starts[current]
+        if start <= 0.0:
+            break
+        lo = np.searchsorted(sorted_ends, start, side="left")
+        hi = np.searchsorted(sorted_ends, start, side="right")
+        latest = -1
+        latest_same = -1
+        for j in range(hi - 1, lo - 1, -1):
+            i = by_end[j]
+            if i >= current:
+                continue
+            if latest < 0:
+                latest = i
+            if tracks[i] == track:
+                latest_same = i
+                break
+        if latest < 0:
+            break
+        current = latest_same if latest_same >= 0 else latest
+    return shares, order, n_order
