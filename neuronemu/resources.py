@@ -74,10 +74,10 @@ def check_host_memory(program, world: int = 1, compact: bool = False) -> None:
         shape = ", ".join(map(str, biggest.shape))
         detail = (f"; the largest tensor, '{biggest.name}' {biggest.dtype}[{shape}], is "
                   f"{human(biggest.nbytes)}")
-    ranks = f" on {world} ranks" if world > 1 else ""
+    ranks, per_rank = (f" on {world} ranks", " per rank") if world > 1 else ("", "")
     of_total = f" of {human(total)}" if total is not None else ""
     raise ResourceError(
         f"the run needs about {human(need)} of host memory{ranks} (HBM image "
-        f"{human(program.hbm_bytes)} per rank, plus on-chip memory and timing tables){detail}, "
+        f"{human(program.hbm_bytes)}{per_rank}, plus on-chip memory and timing tables){detail}, "
         f"but this machine has {human(available)} available{of_total}",
         biggest.location if biggest is not None else None)

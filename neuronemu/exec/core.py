@@ -56,7 +56,8 @@ class RunLimits:
             self.deadline = time.perf_counter() + self.timeout
 
     def chunk_end(self, steps: int) -> int:
-        return min(self.max_instructions, steps + self.chunk)
+        chunk = min(max(self.chunk, self.MIN_CHUNK), self.MAX_CHUNK)
+        return min(self.max_instructions, steps + chunk)
 
     def adapt(self, executed: int, elapsed: float) -> None:
         """Grow the chunk while it runs in well under the target time, shrink it when over."""
