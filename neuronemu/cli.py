@@ -307,11 +307,13 @@ def _destinations(program, output_files: dict[str, str], output_dir: Path | None
         if key in seen:
             raise InputError(f"{seen[key]} and {label} both write {path}: give each its own file")
         seen[key] = label
-        _check_destination(label, Path(path))
+        _check_destination(label, Path(path), output_dir)
     return files
 
 
-def _check_destination(label: str, path: Path) -> None:
+def _check_destination(label: str, path: Path, output_dir: Path | None) -> None:
+    """``path`` can be written: not a directory, and its directory exists (or is --output-dir,
+    which is created when the outputs are written) and takes new files."""
     if path.is_dir():
         raise InputError(f"{label}: cannot write {path}: it is a directory")
     directory = path.parent
@@ -321,7 +323,9 @@ def _check_destination(label: str, path: Path) -> None:
         directory = directory.parent
     if not directory.is_dir():
         raise InputError(f"{label}: cannot write {path}: {directory} is not a directory")
-    if directory != path.parent and not label.startswith("--output-dir "):
+    will_exist = output_dir is not None and (os.path.realpath(path.parent)
+                                             == os.path.realpath(output_dir))
+    if directory != path.parent and not will_exist:
         raise InputError(f"{label}: cannot write {path}: no such directory {path.parent}")
     try:  # the only sure test of writability (root, ACLs, read-only mounts): try it
         temporary, fd = _create_temporary(directory / path.name)
