@@ -104,7 +104,7 @@ def _check_integers(tensor: HbmTensor, array: np.ndarray, low: int, high: int) -
                 bad = ~np.isfinite(piece) | (piece != np.round(piece))
             if bad.any():
                 raise InputError(f"input '{tensor.name}' holds non-integer values (e.g. "
-                                 f"{piece[np.argmax(bad)]!r} at flat index "
+                                 f"{float(piece[np.argmax(bad)])!r} at flat index "
                                  f"{start + int(np.argmax(bad))}) but the kernel declares "
                                  f"{tensor.dtype}", tensor.location)
         if not piece.size:
