@@ -285,17 +285,20 @@ class Core:
         self.status = L.STATUS_OK
         self.wall = 0.0
 
-    def run(self, limits: RunLimits) -> str:
+    def run(self, limits: RunLimits | int) -> str:
         """Run until the kernel ends (FINISHED) or reaches a cc.* instruction (STOPPED); a fault
         or a limit (instructions, wall clock, Ctrl-C) leaves ``status`` set and returns
         FINISHED, with pc on the instruction that did not run.
 
         The jitted loop runs in chunks of steps so the clock and Ctrl-C are looked at every
         ~50 ms; all the loop's state is in pc, steps and the arrays it updates in place, so the
-        results are bit-identical to one call (tests/robustness/test_limits.py)."""
+        results are bit-identical to one call (tests/robustness/test_limits.py). An int is
+        an instruction limit alone."""
         from neuronemu.exec.interpreter import run_loop
         from neuronemu.numerics import dtypes
 
+        if not isinstance(limits, RunLimits):
+            limits = RunLimits(int(limits))
         program = self.program
         fmt, table = dtypes.format_table(), dtypes.decode_table()
         global _loop_ready
