@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import Diagnostic, InputError, RuntimeFault
+from neuronemu.errors import Diagnostic, InputError, Interrupted, LimitReached, RuntimeFault
 from neuronemu.program import HbmTensor, Program
 
 if TYPE_CHECKING:
@@ -87,33 +87,96 @@ def _check_input(tensor: HbmTensor, value) -> np.ndarray:
     if array.dtype == dtypes.numpy_dtype(tensor.dtype):
         return array
     if array.dtype.kind in "fiub" or array.dtype.name in ("bfloat16",) or "float8" in array.dtype.name:
-        if dt.kind != "float" and array.dtype.kind == "f":
-            as64 = array.astype(np.float64)
-            if not np.all(np.isfinite(as64)) or not np.all(as64 == np.round(as64)):
-                raise InputError(f"input '{tensor.name}' holds non-integer values but the kernel "
-                                 f"declares {tensor.dtype}", tensor.location)
+        if dt.kind != "float" and array.dtype.kind in "fiu":
+            _check_integers(tensor, array, int(dt.min_finite), int(dt.max_finite))
         return array
     raise InputError(f"input '{tensor.name}' has dtype {array.dtype}, which cannot be converted to "
                      f"{tensor.dtype}", tensor.location)
 
 
+def _check_integers(tensor: HbmTensor, array: np.ndarray, low: int, high: int) -> None:
+    """Values for an integer tensor must be integers in its range: casting would otherwise
+    round or saturate them silently (300 into int8 would become 127). Checked piece by piece,
+    so a big input costs no whole-size temporary."""
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, _CHECK_ELEMENTS):
+        piece = flat[start: start + _CHECK_ELEMENTS]
+        if array.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isfinite(piece) | (piece != np.round(piece))
+            if bad.any():
+                raise InputError(f"input '{tensor.name}' holds non-integer values (e.g. "
+                                 f"{float(piece[np.argmax(bad)])!r} at flat index "
+                                 f"{start + int(np.argmax(bad))}) but the kernel declares "
+                                 f"{tensor.dtype}", tensor.location)
+        if not piece.size:
+            continue
+        smallest, largest = piece.min(), piece.max()
+        for value in (smallest, largest):
+            if not low <= value <= high:
+                index = start + int(np.argmax(piece == value))
+                raise InputError(f"input '{tensor.name}' holds {_number(value)} (flat index "
+                                 f"{index}), outside the range of {tensor.dtype}: {low}..{high}",
+                                 tensor.location)
+
+
+def _number(value) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+_CHECK_ELEMENTS = 1 << 21
+
+INT64_MAX = 2 ** 63 - 1
+
+
+def _check_run_options(seed: int, rounding_seed: int | None, max_instructions: int,
+                       timeout: float | None) -> None:
+    """The options the run state holds in int64 registers, and the wall-clock limit."""
+    for name, value, low in (("seed", seed, 0), ("rounding_seed", rounding_seed, 0),
+                             ("max_instructions", max_instructions, 1)):
+        if value is None and name == "rounding_seed":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise InputError(f"{name} must be an integer, not {value!r}")
+        if not low <= int(value) <= INT64_MAX:
+            raise InputError(f"{name} must be in {low}..{INT64_MAX} (2**63 - 1), not {value}")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer,
+                                                                 np.floating)):
+            raise InputError(f"timeout must be a number of seconds or None, not {timeout!r}")
+        if not float(timeout) > 0:  # also refuses NaN
+            raise InputError(f"timeout must be a positive number of seconds (None: no limit), "
+                             f"not {timeout}")
+
+
+def _timeout(timeout: float | None) -> float | None:
+    """An infinite timeout is no timeout."""
+    return None if timeout is None or np.isinf(timeout) else float(timeout)
+
+
 def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int = 0,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS, stochastic_rounding: bool = False,
-        rounding_seed: int | None = None) -> Result:
+        rounding_seed: int | None = None, timeout: float | None = None) -> Result:
     """Run an assembled program on one core. ``inputs`` override the declared initialisers by
     tensor name; arrays are cast to the declared dtype with round-to-nearest-even. The first
     ``max_trace_events`` timed instructions are kept for the trace and the critical path.
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
     with bits from (``rounding_seed``, default ``seed``; instruction; element). cc.* instructions
-    run with a world of one rank (use ``run_spmd`` for several)."""
+    run with a world of one rank (use ``run_spmd`` for several).
+
+    Limits: ``max_instructions`` dynamic instructions and ``timeout`` seconds of execution
+    (None: none; compiling does not count) raise ``LimitReached`` (``.limit`` says which);
+    Ctrl-C raises ``Interrupted``; both carry the location reached and ``.steps``. A run that
+    needs more host memory than is available raises ``ResourceError`` before allocating."""
     from neuronemu.multichip import spmd
 
+    _check_run_options(seed, rounding_seed, max_instructions, timeout)
     inputs = _checked_inputs(program, inputs, 1)
     cores, _ = spmd.execute(program, None, 1, inputs, seed, max_instructions=max_instructions,
                             max_trace_events=max_trace_events,
                             stochastic_rounding=stochastic_rounding,
-                            rounding_seed=rounding_seed)
+                            rounding_seed=rounding_seed, timeout=_timeout(timeout))
     return _finish(program, cores[0], inputs[0], seed, max_instructions, 1)
 
 
@@ -152,7 +215,8 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
              seed: int = 0, ranks_per_chip: int = 1,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
              max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS,
-             stochastic_rounding: bool = False, rounding_seed: int | None = None) -> SpmdResult:
+             stochastic_rounding: bool = False, rounding_seed: int | None = None,
+             timeout: float | None = None) -> SpmdResult:
     """Run the kernel on every chip of ``topology`` (``ranks_per_chip`` cores each; rank =
     chip * ranks_per_chip + core). An input array of the declared shape is given to every rank;
     one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
@@ -161,10 +225,11 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     ``max_instructions`` applies to each rank; so does ``max_trace_events`` in sync mode
     explicit (every instruction is replayed; unused event buffer pages cost no memory), while
     in mode auto the trace keeps ``max_trace_events // world`` events per rank (at least
-    1024)."""
+    1024). ``timeout`` bounds the whole run (all ranks), as in ``run``."""
     from neuronemu.multichip import spmd
     from neuronemu.multichip.topology import load_topologies
 
+    _check_run_options(seed, rounding_seed, max_instructions, timeout)
     topologies = load_topologies()
     if topology not in topologies:
         raise InputError(f"unknown topology '{topology}' (topologies: "
@@ -189,7 +254,7 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
                                                     if program.sync_mode == "explicit"
                                                     else max(1024, max_trace_events // world)),
                                   stochastic_rounding=stochastic_rounding,
-                                  rounding_seed=rounding_seed)
+                                  rounding_seed=rounding_seed, timeout=_timeout(timeout))
     results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
                for r, core in enumerate(cores)]
     spent = compiling.seconds() - compiled
@@ -240,7 +305,10 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
 
     regs = core.regs
     if core.status != L.STATUS_OK:
-        fault = _fault(program, core.status, core.pc, regs, max_instructions)
+        from neuronemu.exec.core import RunLimits
+
+        fault = _fault(program, core.status, core.pc, regs, RunLimits(max_instructions),
+                       core.steps)
         if world > 1:
             fault.message = f"rank {core.rank}: {fault.message}"
         raise fault
@@ -274,15 +342,16 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
     tensors = {}
     for tensor in program.tensors.values():
         dt = dtypes.get(tensor.dtype)
-        raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes].copy()
+        raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes]
         if tensor.compressed:
             from neuronemu.exec.codec import decode_tensor
 
-            bits = decode_tensor(raw, tensor.shape[0], tensor.shape[1], dt.itemsize)
-            bits = bits.astype(f"<u{dt.itemsize}").reshape(tensor.shape)
+            bits = decode_tensor(raw.copy(), tensor.shape[0], tensor.shape[1], dt.itemsize)
+            tensors[tensor.name] = dtypes.from_bits(
+                bits.astype(f"<u{dt.itemsize}").reshape(tensor.shape), tensor.dtype)
         else:
-            bits = raw.view(f"<u{dt.itemsize}").reshape(tensor.shape)
-        tensors[tensor.name] = dtypes.from_bits(bits, tensor.dtype)
+            # a view of the HBM image, which nothing uses after the run: no copy of any tensor
+            tensors[tensor.name] = raw.view(_api_view_dtype(tensor.dtype)).reshape(tensor.shape)
     outputs = {t.name: tensors[t.name] for t in program.outputs()}
     sbuf, psum = core.mems[0], core.mems[1]
     tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
@@ -293,6 +362,13 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
             w.message = f"rank {core.rank}: {w.message}"
     return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
                   timing, warnings, core.compile_seconds)
+
+
+def _api_view_dtype(name: str) -> np.dtype:
+    """The API dtype of ``name``, which views its storage bits unchanged (dtypes.from_bits)."""
+    from neuronemu.numerics import dtypes
+
+    return np.dtype(np.float32) if name == "tfloat32" else dtypes.numpy_dtype(name)
 
 
 def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
@@ -344,15 +420,28 @@ def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:
     return dtypes.from_bits(bits, allocation.dtype)
 
 
-def _fault(program: Program, status: int, pc: int, regs, limit: int) -> RuntimeFault:
+def _fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> RuntimeFault:
+    """The error for a run that ended with ``status`` at ``pc`` after ``steps`` instructions
+    (``limits``: the RunLimits it ran under)."""
+    from neuronemu.exec import core as C
     from neuronemu.exec import layout as L
     from neuronemu.program import Tile
 
     ins = program.instructions[pc] if pc < len(program.instructions) else None
     location = ins.location if ins else None
+    at = f" at {ins.definition.name}" if ins else " as the kernel ended"
     if status == L.STATUS_LIMIT:
-        return RuntimeFault(f"instruction limit of {limit} reached (an endless loop?); raise it "
-                            f"with --max-instructions", location)
+        return LimitReached(f"instruction limit of {limits.max_instructions} reached{at} (an "
+                            f"endless loop?); raise it with --max-instructions (API: "
+                            f"max_instructions=)", location, limit="instructions", steps=steps)
+    if status == C.STATUS_TIMEOUT:
+        return LimitReached(f"wall-clock limit of {limits.timeout:g} s reached{at} after {steps} "
+                            f"instructions (an endless loop?); raise it with --timeout SECONDS "
+                            f"(0: no limit; API: timeout=)", location, limit="timeout",
+                            steps=steps)
+    if status == C.STATUS_INTERRUPTED:
+        return Interrupted(f"interrupted (Ctrl-C){at} after {steps} instructions", location,
+                           limit="interrupt", steps=steps)
     if status == L.STATUS_OUT_OF_BOUNDS and ins is not None:
         arg = ins.definition.args[int(regs[L.REG_FAULT_ARG])]
         tile = ins.args[arg.name]

@@ -1,19 +1,26 @@
 """The ``neuronemu`` command line (click). Exit codes are listed in neuronemu/errors.py and the
-README: 0 ok, 1 runtime fault, 2 usage, 3 assembly error, 4 bad input/output file."""
+README: 0 ok, 1 runtime fault or limit, 2 usage, 3 assembly error, 4 bad input/output file,
+5 synchronisation error, 6 not enough host memory, 130 interrupted (Ctrl-C)."""
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
+import os
+import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from neuronemu.errors import InputError, NeuronemuError
+from neuronemu.errors import InputError, Interrupted, NeuronemuError
 
 SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
+INT64_MAX = 2 ** 63 - 1  # seeds and limits live in int64 registers
+DEFAULT_TIMEOUT = 60.0
 
 
 class _Failure(click.ClickException):
@@ -38,8 +45,67 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
         name, sep, path = text.partition("=")
         if not sep or not name or not path:
             raise click.BadParameter(f"expected NAME=FILE.npy, got {text!r}", param_hint=option)
+        if name in pairs:
+            raise click.BadParameter(f"'{name}' is given twice ({pairs[name]} and {path})",
+                                     param_hint=option)
         pairs[name] = path
     return pairs
+
+
+class _Seconds(click.ParamType):
+    """A wall-clock limit in seconds: a number >= 0; 0 (or inf) means no limit (None)."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        if value is None:
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if math.isnan(number) or number < 0:
+            self.fail(f"{value!r} is not a number of seconds >= 0 (0: no limit)", param, ctx)
+        return None if number == 0 or math.isinf(number) else number
+
+
+class _JsonUsageError(click.UsageError):
+    """A usage error under --json: the error document on stdout too, as for every other error,
+    so a caller that parses stdout always gets one JSON document."""
+
+    def __init__(self, error: click.UsageError):
+        super().__init__(error.format_message(), error.ctx)
+        self.error = error
+        self.exit_code = error.exit_code
+
+    def show(self, file=None) -> None:
+        doc = {"type": "UsageError", "message": self.error.format_message(),
+               "exit_code": self.exit_code}
+        param = getattr(self.error, "param", None)
+        hint = getattr(self.error, "param_hint", None)
+        if param is not None and getattr(param, "opts", None):
+            doc["option"] = param.opts[0]
+        elif isinstance(hint, str):
+            doc["option"] = hint.split("/")[0].strip(" '\"")
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc}, indent=2))
+        self.error.show(file)
+
+
+class _Group(click.Group):
+    """Turns click's usage errors into _JsonUsageError when the command line asks for --json."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = args[:args.index("--")] if "--" in args else args
+        ctx.meta["neuronemu.json"] = "--json" in options
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            if ctx.meta.get("neuronemu.json") and not isinstance(e, _JsonUsageError):
+                raise _JsonUsageError(e) from None
+            raise
 
 
 def _bundled(kernel: str) -> Path:
@@ -56,18 +122,53 @@ def _bundled(kernel: str) -> Path:
     return found
 
 
-def _load_inputs(pairs: dict[str, str]):
-    import numpy as np
+def _load_inputs(pairs: dict[str, str]) -> dict:
+    return {name: _load_npy(name, path) for name, path in pairs.items()}
 
-    arrays = {}
-    for name, path in pairs.items():
-        try:
-            arrays[name] = np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise InputError(f"--input {name}: no such file {path}") from None
-        except (OSError, ValueError) as e:
-            raise InputError(f"--input {name}: cannot read {path} as .npy ({e})") from None
-    return arrays
+
+def _load_npy(name: str, path: str):
+    """One --input file. The header is read first and the data size checked against the file, so
+    a header that claims terabytes is an error, not an allocation; the data is memory-mapped
+    (read-only), so a big input is read straight into the HBM image, not copied first."""
+    import numpy as np
+    from numpy.lib import format as npy
+
+    label = f"--input {name}"
+    try:
+        size = os.path.getsize(path)
+        if os.path.isdir(path):
+            raise InputError(f"{label}: {path} is a directory, not a .npy file")
+        if size == 0:
+            raise InputError(f"{label}: {path} is empty (0 bytes), not a .npy file")
+        with open(path, "rb") as f:
+            version = npy.read_magic(f)
+            header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape, _, dtype = header(f)
+            data_start = f.tell()
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file {path}") from None
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"{label}: cannot read {path} as .npy ({e})") from None
+    need = math.prod(shape) * dtype.itemsize  # Python ints: exact for any claimed shape
+    have = size - data_start
+    if not dtype.hasobject and need > have:
+        from neuronemu.resources import human
+
+        raise InputError(f"{label}: {path} is truncated or corrupt: its header declares "
+                         f"{dtype}{list(shape)} = {need} bytes ({human(need)}) of data, but "
+                         f"only {have} bytes follow")
+    try:
+        if need and not dtype.hasobject:
+            try:
+                return np.load(path, mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError):
+                pass  # not mappable (a pipe, a special file): read it
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"{label}: cannot read {path} as .npy ({e})") from None
+
+
+_SUMMARY_PIECE = 1 << 22
 
 
 def _compiled_note(seconds: float) -> str:
@@ -76,13 +177,31 @@ def _compiled_note(seconds: float) -> str:
 
 
 def _summary(array) -> dict:
+    """nan count, min, max and mean of the finite values. A big array is summarised piece by
+    piece (its float64 copy would cost twice its size); the mean then sums the pieces' sums."""
     import numpy as np
 
-    values = np.asarray(array).astype(np.float64)
-    finite = values[np.isfinite(values)]
-    doc = {"nan_count": int(np.isnan(values).sum())}
-    if finite.size:
-        doc.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()))
+    flat = np.asarray(array).reshape(-1)
+    if flat.size <= _SUMMARY_PIECE:
+        values = flat.astype(np.float64)
+        finite = values[np.isfinite(values)]
+        doc = {"nan_count": int(np.isnan(values).sum())}
+        if finite.size:
+            doc.update(min=float(finite.min()), max=float(finite.max()),
+                       mean=float(finite.mean()))
+        return doc
+    nan_count, count, total, low, high = 0, 0, [], math.inf, -math.inf
+    for start in range(0, flat.size, _SUMMARY_PIECE):
+        values = flat[start: start + _SUMMARY_PIECE].astype(np.float64)
+        nan_count += int(np.isnan(values).sum())
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            count += finite.size
+            total.append(float(finite.sum()))
+            low, high = min(low, float(finite.min())), max(high, float(finite.max()))
+    doc = {"nan_count": nan_count}
+    if count:
+        doc.update(min=low, max=high, mean=math.fsum(total) / count)
     return doc
 
 
@@ -96,30 +215,130 @@ def _savable(array):
     return array
 
 
-def _save_all(files: dict) -> dict[str, str]:
-    """Write every ``label -> (path, write(binary file))`` or none: each goes to a hidden
-    temporary file next to its destination and is renamed into place only when all of them
-    were written."""
-    import os
+Writer = Callable  # writes a file's bytes to a binary file object
 
-    staged = []
+
+def _save_all(files: dict[str, tuple[str, Writer]], directory: Path | None = None
+              ) -> dict[str, str]:
+    """Write every ``label -> (path, write(binary file))`` or none: each goes to a new hidden
+    temporary file in its destination's directory and is renamed into place only when all of
+    them were written; ``directory`` (--output-dir) is created first if missing. On any failure
+    (or Ctrl-C) the temporaries and the directories made are removed, and existing files are
+    left as they were. (The renames themselves, all
+    within directories already written to, are the one step that is not all-or-none.)"""
+    staged: list[tuple[Path, Path]] = []
+    made: list[Path] = []
+    done = False
     try:
+        if directory is not None:
+            try:
+                made += _make_directories(directory)
+            except OSError as e:
+                raise InputError(f"--output-dir: cannot create {directory}: "
+                                 f"{e.strerror or e}") from None
         for label, (dest, write) in files.items():
             final = Path(dest)
-            temporary = final.with_name(f".{final.name}.partial")
             try:
-                with open(temporary, "wb") as f:
+                temporary, fd = _create_temporary(final)
+                staged.append((temporary, final))
+                with os.fdopen(fd, "wb") as f:
                     write(f)
             except OSError as e:
-                raise InputError(f"{label}: cannot write {dest}: {e.strerror}") from None
-            staged.append((temporary, final))
-        for temporary, final in staged:
-            os.replace(temporary, final)
+                raise InputError(f"{label}: cannot write {dest}: {e.strerror or e}") from None
+        for (temporary, final), label in zip(staged, files, strict=True):
+            try:
+                os.replace(temporary, final)
+            except OSError as e:
+                raise InputError(f"{label}: cannot write {final}: {e.strerror or e}") from None
+        done = True
     finally:
         for temporary, _ in staged:
-            if temporary.exists():
+            if not done and temporary.exists():
                 temporary.unlink()
+        if not done:
+            for created in reversed(made):
+                try:
+                    created.rmdir()
+                except OSError:
+                    pass
     return {label: dest for label, (dest, _) in files.items()}
+
+
+def _create_temporary(final: Path) -> tuple[Path, int]:
+    """A new file next to ``final`` (same directory, so the rename is atomic), with the
+    permissions a new file gets (0o666 less the umask); a unique name, so two runs writing the
+    same destination never share a temporary."""
+    while True:
+        temporary = final.with_name(f".{final.name}.{secrets.token_hex(4)}.partial")
+        try:
+            return temporary, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+
+
+def _make_directories(directory: Path) -> list[Path]:
+    """Create ``directory`` and missing parents; return those created, outermost first."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir()
+    return list(reversed(missing))
+
+
+def _destinations(program, output_files: dict[str, str], output_dir: Path | None,
+                  trace_path: Path | None) -> dict[str, str]:
+    """``label -> path`` of every file the run will write: --output, then DIR/NAME.npy for the
+    outputs --output did not name, then --trace; checked before the kernel runs (so a long run is
+    not wasted): no two the same file, none an existing directory, every directory writable."""
+    for name in output_files:
+        if name not in program.tensors or program.tensors[name].role != "output":
+            names = ", ".join(t.name for t in program.outputs()) or "none"
+            raise InputError(f"--output {name}: the kernel has no output '{name}' "
+                             f"(outputs: {names})")
+    files = {f"--output {name}": path for name, path in output_files.items()}
+    if output_dir is not None:
+        for t in program.outputs():
+            if t.name not in output_files:
+                files[f"--output-dir {t.name}"] = str(output_dir / f"{t.name}.npy")
+    if trace_path is not None:
+        files["--trace"] = str(trace_path)
+    seen: dict[str, str] = {}
+    for label, path in files.items():
+        key = os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            raise InputError(f"{seen[key]} and {label} both write {path}: give each its own file")
+        seen[key] = label
+        _check_destination(label, Path(path), output_dir)
+    return files
+
+
+def _check_destination(label: str, path: Path, output_dir: Path | None) -> None:
+    """``path`` can be written: not a directory, and its directory exists (or is --output-dir,
+    which is created when the outputs are written) and takes new files."""
+    if path.is_dir():
+        raise InputError(f"{label}: cannot write {path}: it is a directory")
+    directory = path.parent
+    while not directory.exists():  # --output-dir is created when the outputs are written
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    if not directory.is_dir():
+        raise InputError(f"{label}: cannot write {path}: {directory} is not a directory")
+    will_exist = output_dir is not None and (os.path.realpath(path.parent)
+                                             == os.path.realpath(output_dir))
+    if directory != path.parent and not will_exist:
+        raise InputError(f"{label}: cannot write {path}: no such directory {path.parent}")
+    try:  # the only sure test of writability (root, ACLs, read-only mounts): try it
+        temporary, fd = _create_temporary(directory / path.name)
+        os.close(fd)
+        temporary.unlink()
+    except OSError as e:
+        raise InputError(f"{label}: cannot write {path}: {e.strerror or e} ({directory})"
+                         ) from None
 
 
 def _npy_writer(array):
@@ -132,7 +351,7 @@ def _json_writer(doc):
     return lambda f: f.write(json.dumps(doc).encode())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="neuronemu")
 def main() -> None:
     """Emulate AWS NeuronCore (Trainium) kernels written in NeuronCore assembly."""
@@ -148,13 +367,17 @@ def main() -> None:
               help="Write one output tensor to a .npy file (repeatable).")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every output tensor to DIR/NAME.npy.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the random initialisers.")
-@click.option("--max-instructions", type=click.IntRange(min=1), default=50_000_000,
-              show_default=True, help="Stop with an error after this many dynamic instructions.")
+@click.option("--seed", type=click.IntRange(0, INT64_MAX), default=0, show_default=True,
+              help="Seed of the random initialisers (0 .. 2**63-1).")
+@click.option("--max-instructions", type=click.IntRange(1, INT64_MAX), default=50_000_000,
+              show_default=True, help="Stop with an error after this many dynamic instructions "
+                                      "(per rank).")
+@click.option("--timeout", type=_Seconds(), default=DEFAULT_TIMEOUT, show_default=True,
+              metavar="SECONDS", help="Stop with an error after this many seconds of execution "
+                                      "(compiling does not count); 0 for no limit.")
 @click.option("--stochastic-rounding", is_flag=True,
               help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")
-@click.option("--rounding-seed", type=int, default=None,
+@click.option("--rounding-seed", type=click.IntRange(0, INT64_MAX), default=None,
               help="Seed of the stochastic-rounding bits (default: --seed).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
@@ -162,53 +385,55 @@ def main() -> None:
               help="Run the kernel on every chip of a multi-chip system (SPMD; `neuronemu "
                    "topology` lists them). Inputs of the declared shape go to every rank, with a "
                    "leading world axis one per rank; outputs gain that axis.")
-@click.option("--ranks-per-chip", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=1, show_default=True,
               help="With --topology: cores of each chip that run the kernel.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, stochastic_rounding,
-        rounding_seed, trace_path, topology, ranks_per_chip, as_json):
+def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, timeout,
+        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
-
-    from neuronemu import api
 
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     if topology is None and ranks_per_chip != 1:
         raise click.BadParameter("needs --topology (ranks run on the chips of a topology)",
                                  param_hint="--ranks-per-chip")
-    if topology is not None:
-        _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_instructions,
-                  stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip,
-                  as_json)
-        return
+    options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
+               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed}
+    try:
+        if topology is not None:
+            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
+                      trace_path, topology, ranks_per_chip, as_json)
+        else:
+            _run_one(kernel, target, input_files, output_files, output_dir, options,
+                     trace_path, as_json)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
+        raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
+                                   limit="interrupt"), as_json) from None
+
+
+def _run_one(kernel, target, input_files, output_files, output_dir, options, trace_path,
+             as_json) -> None:
+    from neuronemu import api
+
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
-        for name in output_files:
-            if name not in program.tensors or program.tensors[name].role != "output":
-                names = ", ".join(t.name for t in program.outputs()) or "none"
-                raise InputError(f"--output {name}: the kernel has no output '{name}' "
-                                 f"(outputs: {names})")
-        result = api.run(program, _load_inputs(input_files), seed=seed,
-                         max_instructions=max_instructions,
-                         stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed)
-        destinations = dict(output_files)
-        if output_dir is not None:
-            output_dir.mkdir(parents=True, exist_ok=True)
-            for t in program.outputs():
-                destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
-        files = {f"--output {name}": (dest, _npy_writer(_savable(result.outputs[name])))
-                 for name, dest in destinations.items()}
+        destinations = _destinations(program, output_files, output_dir, trace_path)
+        result = api.run(program, _load_inputs(input_files), **options)
+        files = {label: (dest, _npy_writer(_savable(result.outputs[label.split()[1]])))
+                 for label, dest in destinations.items() if label != "--trace"}
         if trace_path is not None:
             from neuronemu.timing.report import chrome_trace
 
             files["--trace"] = (str(trace_path), _json_writer(chrome_trace(program,
                                                                            result.timing)))
-        saved = _save_all(files)
-        written = {label.removeprefix("--output "): dest for label, dest in saved.items()
-                   if label.startswith("--output ")}
+        saved = _save_all(files, output_dir)
+        written = {label.split()[1]: dest for label, dest in saved.items()
+                   if label != "--trace"}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
+    seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
     for warning in result.warnings:
         click.echo(warning.render(), err=True)
     total = sum(result.instructions.values())
@@ -253,9 +478,8 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, sto
         click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
 
 
-def _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_instructions,
-              stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip,
-              as_json) -> None:
+def _run_spmd(kernel, target, input_files, output_files, output_dir, options, trace_path,
+              topology, ranks_per_chip, as_json) -> None:
     from neuronemu import api
     from neuronemu.multichip.topology import load_topologies
 
@@ -268,30 +492,21 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_i
                              f"{', '.join(topologies)}){hint}")
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target or topologies[topology].target)
-        for name in output_files:
-            if name not in program.tensors or program.tensors[name].role != "output":
-                names = ", ".join(t.name for t in program.outputs()) or "none"
-                raise InputError(f"--output {name}: the kernel has no output '{name}' "
-                                 f"(outputs: {names})")
-        result = api.run_spmd(program, topology, _load_inputs(input_files), seed=seed,
-                              ranks_per_chip=ranks_per_chip, max_instructions=max_instructions,
-                              stochastic_rounding=stochastic_rounding,
-                              rounding_seed=rounding_seed)
+        destinations = _destinations(program, output_files, output_dir, trace_path)
+        result = api.run_spmd(program, topology, _load_inputs(input_files),
+                              ranks_per_chip=ranks_per_chip, **options)
         outputs = result.outputs
-        destinations = dict(output_files)
-        if output_dir is not None:
-            output_dir.mkdir(parents=True, exist_ok=True)
-            for t in program.outputs():
-                destinations.setdefault(t.name, str(output_dir / f"{t.name}.npy"))
-        files = {f"--output {name}": (dest, _npy_writer(_savable(outputs[name])))
-                 for name, dest in destinations.items()}
+        files = {label: (dest, _npy_writer(_savable(outputs[label.split()[1]])))
+                 for label, dest in destinations.items() if label != "--trace"}
         if trace_path is not None:
             from neuronemu.timing.report import chrome_trace_ranks
 
             files["--trace"] = (str(trace_path), _json_writer(chrome_trace_ranks(result)))
-        saved = _save_all(files)
+        saved = {label.split()[1]: dest for label, dest in _save_all(files, output_dir).items()
+                 if label != "--trace"}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
+    seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
     for rank in result.ranks:
         for warning in rank.warnings:
             click.echo(warning.render(), err=True)
@@ -330,8 +545,8 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, seed, max_i
     for t in program.outputs():
         entry = {"shape": [result.world, *t.shape], "dtype": t.dtype,
                  **_summary(outputs[t.name])}
-        if f"--output {t.name}" in saved:
-            entry["path"] = saved[f"--output {t.name}"]
+        if t.name in saved:
+            entry["path"] = saved[t.name]
         doc["outputs"][t.name] = entry
     if as_json:
         click.echo(json.dumps(doc, indent=2))

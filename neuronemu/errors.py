@@ -1,12 +1,14 @@
 """Exception hierarchy: every user-facing error knows its location and its CLI exit code.
 
 Exit codes (documented in the README):
-    0  success
-    1  runtime fault (dynamic out-of-bounds tile, instruction limit reached)
-    2  command-line usage error (click's own code)
-    3  assembly / validation error in the kernel source
-    4  bad input or output file (--input / --output)
-    5  synchronisation error under .sync explicit (race, deadlock; neuronemu.timing.explicit)
+    0    success
+    1    runtime fault (dynamic out-of-bounds tile), instruction limit or wall-clock limit reached
+    2    command-line usage error (click's own code; an option out of its range)
+    3    assembly / validation error in the kernel source
+    4    bad input or output file (--input / --output / --output-dir / --trace)
+    5    synchronisation error under .sync explicit (race, deadlock; neuronemu.timing.explicit)
+    6    the run needs more host memory than the machine has available
+    130  interrupted (Ctrl-C / SIGINT), as shells report a process killed by SIGINT
 """
 
 from __future__ import annotations
@@ -71,3 +73,35 @@ class InputError(NeuronemuError):
     """An --input/--output file or a Python API input is missing, mis-shaped or of the wrong dtype."""
 
     exit_code = 4
+
+
+class LimitReached(RuntimeFault):
+    """A run stopped by one of its limits before the kernel ended: ``limit`` is
+    ``"instructions"`` (max_instructions) or ``"timeout"`` (the wall-clock limit); ``steps`` is
+    how many dynamic instructions ran (None if the run had not started)."""
+
+    def __init__(self, message: str, location: Location | None = None, *, limit: str,
+                 steps: int | None = None, notes: tuple[str, ...] = ()):
+        super().__init__(message, location, notes)
+        self.limit = limit
+        self.steps = steps
+
+    def to_json(self) -> dict:
+        doc = {**super().to_json(), "limit": self.limit}
+        if self.steps is not None:
+            doc["steps"] = self.steps
+        return doc
+
+
+class Interrupted(LimitReached):
+    """The user interrupted the run (Ctrl-C); ``limit`` is ``"interrupt"``. The exit code is the
+    shell's for a process ended by SIGINT (128 + 2)."""
+
+    exit_code = 130
+
+
+class ResourceError(NeuronemuError):
+    """The run would need more host memory than the machine has available (checked before
+    allocating, instead of a MemoryError or the OOM killer)."""
+
+    exit_code = 6

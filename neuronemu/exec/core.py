@@ -7,7 +7,14 @@ rank and moves data between them at the cc.* instructions the loop stops at.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import signal
+import threading
+import time
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,34 +24,123 @@ from neuronemu.program import HbmTensor, Program
 FINISHED = "finished"
 STOPPED = "stopped"   # at a cc.* instruction (pc points at it)
 
+# run statuses the Python driver sets (the jitted loop's own are in exec/layout.py, < 100)
+STATUS_TIMEOUT = 100
+STATUS_INTERRUPTED = 101
+TIMEOUT = "timeout"
+INTERRUPT = "interrupt"
 
-def initial_values(tensor: HbmTensor, seed: int, rank: int | None = None) -> np.ndarray:
-    """The default contents of a tensor: float64 values by its ``init``, before the dtype cast.
+_loop_ready = False  # the jitted loop has been called once in this process (compiled / loaded)
+
+
+@dataclass
+class RunLimits:
+    """What ends a run before the kernel does: ``max_instructions`` dynamic instructions (per
+    core), ``timeout`` seconds of execution (None: no limit; the clock starts when the first
+    instruction is about to run, after compiling) and Ctrl-C (``interrupted``, set by the
+    SIGINT handler of ``stop_on_sigint``). ``chunk`` is how many steps the jitted loop runs
+    before control returns to Python to look at the clock; it adapts to ~50 ms a chunk."""
+
+    max_instructions: int
+    timeout: float | None = None
+    deadline: float | None = None
+    interrupted: bool = False
+    chunk: int = 1 << 12
+
+    MIN_CHUNK = 1
+    MAX_CHUNK = 1 << 26
+    TARGET_SECONDS = 0.05
+
+    def start(self) -> None:
+        if self.timeout is not None and self.deadline is None:
+            self.deadline = time.perf_counter() + self.timeout
+
+    def chunk_end(self, steps: int) -> int:
+        chunk = min(max(self.chunk, self.MIN_CHUNK), self.MAX_CHUNK)
+        return min(self.max_instructions, steps + chunk)
+
+    def adapt(self, executed: int, elapsed: float) -> None:
+        """Grow the chunk while it runs in well under the target time, shrink it when over."""
+        if elapsed < self.TARGET_SECONDS / 2 and executed >= self.chunk:
+            self.chunk = min(self.chunk * 2, self.MAX_CHUNK)
+        elif elapsed > self.TARGET_SECONDS * 2:
+            self.chunk = max(self.chunk // 2, self.MIN_CHUNK)
+
+    def reason(self) -> str | None:
+        """Which limit (other than the instruction count) has ended the run, if any."""
+        if self.interrupted:
+            return INTERRUPT
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            return TIMEOUT
+        return None
+
+
+@contextlib.contextmanager
+def stop_on_sigint(limits: RunLimits) -> Iterator[None]:
+    """While the run lasts, Ctrl-C sets ``limits.interrupted`` instead of raising
+    KeyboardInterrupt at whatever Python line happens to run, so the run stops between two
+    chunks with its pc and step count known. Only in the main thread (where Python delivers
+    signals) and only over the default handler: one the application installed is left alone.
+    A second Ctrl-C, or one while the loop is still being compiled, raises KeyboardInterrupt."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        if limits.interrupted or not _loop_ready:
+            # compiling (minutes, in Python) or a second Ctrl-C: stop now, location unknown
+            raise KeyboardInterrupt
+        limits.interrupted = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+SLAB_ELEMENTS = 1 << 21
+"""Elements per piece when a tensor is generated or copied into HBM: the float64 and bit
+temporaries of one piece (16 MiB each) instead of several copies of the whole tensor."""
+
+
+def initial_slabs(tensor: HbmTensor, seed: int, rank: int | None = None
+                  ) -> Iterator[np.ndarray]:
+    """The default contents of a tensor, in C order, as flat float64 pieces of at
+    most SLAB_ELEMENTS (before the dtype cast).
 
     Random initialisers draw from PCG64 keyed by (seed, crc32(name)[, rank]), so every tensor
     (and, in a multi-rank run, every rank's copy) gets its own reproducible stream whatever the
-    declaration order."""
+    declaration order. numpy's Generator draws element after element, so drawing the pieces in
+    order gives the same values as one draw of the whole shape (tests/robustness checks it)."""
     kind, *params = tensor.init
-    shape = tensor.shape
     key = [seed, zlib.crc32(tensor.name.encode())] + ([rank] if rank is not None else [])
     rng = np.random.default_rng(key)
-    if kind == "zeros":
-        return np.zeros(shape)
-    if kind == "ones":
-        return np.ones(shape)
-    if kind == "full":
-        return np.full(shape, params[0])
-    if kind == "arange":
-        return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
-    if kind == "identity":
-        return np.eye(shape[0])
-    if kind == "normal":
-        return rng.normal(params[0], params[1], size=shape)
-    if kind == "uniform":
-        return rng.uniform(params[0], params[1], size=shape)
-    if kind == "relu_normal":  # ReLU-sparse activations or weights: about half are exact zeros
-        return np.maximum(rng.normal(params[0], params[1], size=shape), 0.0)
-    return np.full(shape, np.nan)
+    size = math.prod(tensor.shape)
+    columns = tensor.shape[-1] if tensor.shape else 1
+    for start in range(0, size, SLAB_ELEMENTS):
+        count = min(SLAB_ELEMENTS, size - start)
+        if kind == "arange":
+            yield np.arange(start, start + count, dtype=np.float64)
+        elif kind == "identity":
+            index = np.arange(start, start + count, dtype=np.int64)
+            yield (index // columns == index % columns).astype(np.float64)
+        elif kind == "normal":
+            yield rng.normal(params[0], params[1], size=count)
+        elif kind == "uniform":
+            yield rng.uniform(params[0], params[1], size=count)
+        elif kind == "relu_normal":  # ReLU-sparse activations or weights: about half are zeros
+            yield np.maximum(rng.normal(params[0], params[1], size=count), 0.0)
+        else:
+            yield np.full(count, _CONSTANT_INITS.get(kind, _CONSTANT_INITS["nan"])(tensor))
+
+
+def initial_values(tensor: HbmTensor, seed: int, rank: int | None = None) -> np.ndarray:
+    """The default contents of a tensor as one float64 array of its shape (see initial_slabs)."""
+    pieces = list(initial_slabs(tensor, seed, rank))
+    flat = np.concatenate(pieces) if pieces else np.zeros(0)
+    return flat.reshape(tensor.shape)
 
 
 _CONSTANT_INITS = {"nan": lambda t: np.nan, "zeros": lambda t: 0.0, "ones": lambda t: 1.0,
@@ -62,14 +158,10 @@ def tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(dtypes.to_bits(values, tensor.dtype))
 
 
-def make_memories(program: Program, compact: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SBUF and PSUM start as 0xFF bytes (NaN in every float dtype, -1 in ints) so that reading
-    never-written memory shows up, as nki.simulate does; HBM holds only the declared tensors.
-
-    ``compact``: SBUF / PSUM hold only the bytes per partition the kernel's allocations reach
-    (tiles cannot address past their allocation), so a run of many ranks costs memory in
-    proportion to what the kernel uses, not to the size of the chips."""
+def on_chip_widths(program: Program, compact: bool = False) -> tuple[int, int]:
+    """Bytes per partition of SBUF and PSUM. ``compact``: only the bytes per partition the
+    kernel's allocations reach (tiles cannot address past their allocation), so a run of many
+    ranks costs memory in proportion to what the kernel uses, not to the size of the chips."""
     target = program.target
 
     def width(space: str, full: int) -> int:
@@ -79,12 +171,27 @@ def make_memories(program: Program, compact: bool = False
                     if a.space == space), default=0)
         return max(-(-used // 64) * 64, 64)
 
-    sbuf = np.full((target.partitions, width("sbuf", target.sbuf_partition_bytes)), 0xFF,
-                   dtype=np.uint8)
-    psum = np.full((target.partitions, width("psum", target.psum_partition_bytes)), 0xFF,
-                   dtype=np.uint8)
-    # a multiple of 4 bytes, so the loaders can view it as fp32 words
-    hbm = np.full((1, max(-(-program.hbm_bytes // 4) * 4, 4)), 0xFF, dtype=np.uint8)
+    return (width("sbuf", target.sbuf_partition_bytes),
+            width("psum", target.psum_partition_bytes))
+
+
+def make_memories(program: Program, compact: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SBUF and PSUM start as 0xFF bytes (NaN in every float dtype, -1 in ints) so that reading
+    never-written memory shows up, as nki.simulate does; HBM holds only the declared tensors.
+    ``compact``: see on_chip_widths."""
+    sbuf_width, psum_width = on_chip_widths(program, compact)
+    sbuf = np.full((program.target.partitions, sbuf_width), 0xFF, dtype=np.uint8)
+    psum = np.full((program.target.partitions, psum_width), 0xFF, dtype=np.uint8)
+    # a multiple of 4 bytes, so the loaders can view it as fp32 words. np.zeros is calloc'ed:
+    # the OS maps pages only when a tensor is written, so HBM costs its size once, not more.
+    # Every tensor is written before the run; only the padding after each keeps the 0xFF.
+    hbm = np.zeros((1, max(-(-program.hbm_bytes // 4) * 4, 4)), dtype=np.uint8)
+    end = 0
+    for tensor in sorted(program.tensors.values(), key=lambda t: t.offset):
+        hbm[0, end: tensor.offset] = 0xFF
+        end = max(end, tensor.offset + tensor.nbytes)
+    hbm[0, end:] = 0xFF
     return sbuf, psum, hbm
 
 
@@ -100,6 +207,34 @@ def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
         addresses = kernels.kernel_addresses(program.instrs, yields)
         program._kernel_addresses = addresses
     return addresses
+
+
+def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
+    """Store ``pieces`` (flat value arrays, in C order, covering the tensor) into its HBM bytes,
+    one piece at a time, so no temporary holds the whole tensor."""
+    from neuronemu.numerics import dtypes
+
+    itemsize = dtypes.get(tensor.dtype).itemsize
+    if tensor.compressed:  # the block codec needs whole rows: encode the whole tensor at once
+        from neuronemu.exec.codec import encode_tensor
+
+        values = np.concatenate(list(pieces)).reshape(tensor.shape)
+        raw = encode_tensor(tensor_bits(tensor, values).astype(np.int64), itemsize)
+        hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
+        return
+    words = hbm[0, tensor.offset: tensor.offset + tensor.nbytes].view(f"<u{itemsize}")
+    start = 0
+    for piece in pieces:
+        bits = tensor_bits(tensor, piece)
+        words[start: start + bits.size] = bits
+        start += bits.size
+
+
+def _input_slabs(array: np.ndarray) -> Iterator[np.ndarray]:
+    """A checked input array as flat pieces in C order (views when it is C-contiguous)."""
+    flat = np.asarray(array).reshape(-1)
+    for start in range(0, flat.size, SLAB_ELEMENTS):
+        yield flat[start: start + SLAB_ELEMENTS]
 
 
 class Core:
@@ -121,22 +256,16 @@ class Core:
         hbm = self.mems[2]
         for tensor in program.tensors.values():
             if tensor.name in inputs:
-                bits = tensor_bits(tensor, inputs[tensor.name])
-            elif tensor.init[0] in _CONSTANT_INITS:
+                _write_tensor(hbm, tensor, _input_slabs(inputs[tensor.name]))
+            elif tensor.init[0] in _CONSTANT_INITS and not tensor.compressed:
                 # one element's bits, repeated: the same bits as casting the whole array
                 one = tensor_bits(tensor, np.full(1, _CONSTANT_INITS[tensor.init[0]](tensor)))
-                bits = np.full(tensor.shape, one[0], dtype=one.dtype)
+                itemsize = dtypes.get(tensor.dtype).itemsize
+                hbm[0, tensor.offset: tensor.offset + tensor.nbytes].view(
+                    f"<u{itemsize}")[:] = one[0]
             else:
-                bits = tensor_bits(tensor, initial_values(tensor, seed,
-                                                          rank if world > 1 else None))
-            itemsize = dtypes.get(tensor.dtype).itemsize
-            if tensor.compressed:
-                from neuronemu.exec.codec import encode_tensor
-
-                raw = encode_tensor(bits.astype(np.int64), itemsize)
-            else:
-                raw = bits.astype(f"<u{itemsize}").view(np.uint8).ravel()
-            hbm[0, tensor.offset: tensor.offset + tensor.nbytes] = raw
+                _write_tensor(hbm, tensor, initial_slabs(tensor, seed,
+                                                         rank if world > 1 else None))
         regs = np.zeros(L.REG_COUNT, dtype=np.int64)
         regs[L.REG_SR_ON] = int(bool(stochastic_rounding))
         regs[L.REG_SR_SEED] = seed if rounding_seed is None else rounding_seed
@@ -171,37 +300,63 @@ class Core:
         self.wall = 0.0
         self.compile_seconds = 0.0
 
-    def run(self, max_instructions: int) -> str:
+    def run(self, limits: RunLimits | int) -> str:
         """Run until the kernel ends (FINISHED) or reaches a cc.* instruction (STOPPED); a fault
-        leaves ``status`` set and returns FINISHED."""
-        import time
+        or a limit (instructions, wall clock, Ctrl-C) leaves ``status`` set and returns
+        FINISHED, with pc on the instruction that did not run.
 
+        The jitted loop runs in chunks of steps so the clock and Ctrl-C are looked at every
+        ~50 ms; all the loop's state is in pc, steps and the arrays it updates in place, so the
+        results are bit-identical to one call (tests/robustness/test_limits.py). An int is
+        an instruction limit alone."""
         from neuronemu.exec import compiling, kernels
         from neuronemu.exec.interpreter import run_loop
         from neuronemu.numerics import dtypes
 
+        if not isinstance(limits, RunLimits):
+            limits = RunLimits(int(limits))
         program = self.program
         before = compiling.seconds()
         addresses = program_kernels(program, self.timing_state[0])
         fmt, table = dtypes.format_table(), dtypes.decode_table()
         dims = kernels.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
-        if not compiling.is_cached(run_loop):
-            compiling.announce("the interpreter loop")
-        loop_before = compiling.seconds()
-        start = time.perf_counter()
-        status, pc, steps = run_loop(program.instrs, program.ops, program.imms, self.mems,
-                                     self.regs, fmt, table,
-                                     np.int64(max_instructions), self.counts, self.timing_state,
-                                     self.events, self.event_times, np.int64(self.pc),
-                                     np.int64(self.steps), addresses, dims)
-        # compiling is not running: the loop's own first-call compile is taken out of its time
-        self.wall += time.perf_counter() - start - (compiling.seconds() - loop_before)
+        global _loop_ready
+        if not _loop_ready:
+            # a zero-step call compiles the loop (or loads it from numba's cache), so that
+            # compile time counts neither as run time nor against the wall-clock limit
+            if not compiling.is_cached(run_loop):
+                compiling.announce("the interpreter loop")
+            run_loop(program.instrs, program.ops, program.imms, self.mems, self.regs, fmt, table,
+                     np.int64(self.steps), self.counts, self.timing_state, self.events,
+                     self.event_times, np.int64(self.pc), np.int64(self.steps), addresses, dims)
+            _loop_ready = True
         self.compile_seconds += compiling.seconds() - before
-        self.pc, self.steps = int(pc), int(steps)
-        if status == L.STATUS_YIELD:
-            return STOPPED
-        self.status = int(status)
-        return FINISHED
+        limits.start()
+        while True:
+            budget = limits.chunk_end(self.steps)
+            start = time.perf_counter()
+            status, pc, steps = run_loop(program.instrs, program.ops, program.imms, self.mems,
+                                         self.regs, fmt, table, np.int64(budget), self.counts,
+                                         self.timing_state, self.events, self.event_times,
+                                         np.int64(self.pc), np.int64(self.steps), addresses,
+                                         dims)
+            elapsed = time.perf_counter() - start
+            self.wall += elapsed
+            chunk_full = status == L.STATUS_LIMIT and int(steps) == budget
+            if chunk_full:
+                limits.adapt(int(steps) - self.steps, elapsed)
+            self.pc, self.steps = int(pc), int(steps)
+            reason = limits.reason()
+            if reason is not None and (status in (L.STATUS_LIMIT, L.STATUS_YIELD)
+                                       or (status == L.STATUS_OK and reason == INTERRUPT)):
+                self.status = STATUS_TIMEOUT if reason == TIMEOUT else STATUS_INTERRUPTED
+                return FINISHED
+            if chunk_full and self.steps < limits.max_instructions:
+                continue
+            if status == L.STATUS_YIELD:
+                return STOPPED
+            self.status = int(status)
+            return FINISHED
 
     # --- cc.* instructions, executed by the multi-chip driver -----------------------------
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from neuronemu.errors import RuntimeFault
 from neuronemu.exec import layout as L
-from neuronemu.exec.core import FINISHED, Core
+from neuronemu.exec.core import FINISHED, Core, RunLimits, stop_on_sigint
 from neuronemu.multichip import collectives as C
 from neuronemu.multichip.network import Network
 
@@ -51,25 +51,33 @@ class _Message:
 
 def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: int, *,
             max_instructions: int, max_trace_events: int, stochastic_rounding: bool,
-            rounding_seed: int | None) -> tuple[list[Core], Network]:
+            rounding_seed: int | None, timeout: float | None = None
+            ) -> tuple[list[Core], Network]:
+    """Run every rank to its end. ``max_instructions`` bounds each rank; ``timeout`` (seconds)
+    and Ctrl-C bound the whole run: every rank's loop looks at the same deadline and flag."""
+    from neuronemu.resources import check_host_memory
+
     world = (topology.chips if topology is not None else 1) * ranks_per_chip
+    check_host_memory(program, world, compact=world > 1)
     cores = [Core(program, inputs[r], seed, rank=r, world=world,
                   max_trace_events=max_trace_events, stochastic_rounding=stochastic_rounding,
                   rounding_seed=rounding_seed, compact=world > 1) for r in range(world)]
     network = Network(topology, program.target, ranks_per_chip)
-    _Driver(program, topology, ranks_per_chip, cores, network, max_instructions).run()
+    limits = RunLimits(max_instructions, timeout)
+    with stop_on_sigint(limits):
+        _Driver(program, topology, ranks_per_chip, cores, network, limits).run()
     return cores, network
 
 
 class _Driver:
-    def __init__(self, program, topology, ranks_per_chip, cores, network, max_instructions):
+    def __init__(self, program, topology, ranks_per_chip, cores, network, limits: RunLimits):
         self.program = program
         self.topology = topology
         self.ranks_per_chip = ranks_per_chip
         self.cores = cores
         self.world = len(cores)
         self.network = network
-        self.max_instructions = max_instructions
+        self.limits = limits
         self.mail: dict[tuple[int, int], deque[_Message]] = {}
         self.finished = [False] * self.world
         self.order = C.ring_order(topology, ranks_per_chip)
@@ -123,13 +131,13 @@ class _Driver:
         """Run rank r to its next cc.* instruction (or its end) and file it by what it waits
         for."""
         core = self.cores[r]
-        if core.run(self.max_instructions) == FINISHED:
+        if core.run(self.limits) == FINISHED:
             self.finished[r] = True
             if core.status != L.STATUS_OK:
                 from neuronemu.api import _fault
 
-                fault = _fault(self.program, core.status, core.pc, core.regs,
-                               self.max_instructions)
+                fault = _fault(self.program, core.status, core.pc, core.regs, self.limits,
+                               core.steps)
                 if self.world > 1:
                     fault.message = f"rank {r}: {fault.message}"
                 raise fault

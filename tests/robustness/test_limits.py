@@ -1,0 +1,212 @@
+"""Runs stop on the instruction limit, the wall-clock limit and Ctrl-C, say which and where; the
+chunked loop that makes this possible gives bit-identical results (issue 17, item 6)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import neuronemu
+from neuronemu.api import run_spmd
+from neuronemu.cli import main
+from neuronemu.errors import InputError, LimitReached
+from neuronemu.exec.core import RunLimits
+from neuronemu.programs import bundled_programs
+from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
+
+ROOT = Path(__file__).resolve().parents[2]
+SPIN = "ctrl.mov r0, 0\nspin:\nctrl.jmp spin\n"
+# an endless loop of Vector work (the kind that took 258 s to hit the default limit)
+VECTOR_SPIN = """.sbuf t float32[128, 64]
+    vector.memset t, value=0.0
+top:
+    vector.tensor_scalar t, t, op0=add, operand0=1.0
+    ctrl.jmp top
+"""
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def _kernel(tmp_path: Path, text: str = SPIN, name: str = "spin.s") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# --- which limit, where, in the message and in --json ----------------------------------------
+
+def test_instruction_limit_says_which_limit_and_where(tmp_path: Path) -> None:
+    result = invoke("run", _kernel(tmp_path), "--max-instructions", "1000", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["type"] == "LimitReached"
+    assert (error["limit"], error["steps"], error["line"]) == ("instructions", 1000, 3)
+    assert "instruction limit of 1000 reached at ctrl.jmp" in error["message"]
+    assert "spin.s:3:1: error: instruction limit" in result.stderr
+
+
+def test_timeout_stops_an_endless_loop_in_about_its_time(tmp_path: Path) -> None:
+    start = time.perf_counter()
+    result = invoke("run", _kernel(tmp_path, VECTOR_SPIN), "--timeout", "1.5", "--json")
+    elapsed = time.perf_counter() - start
+    assert result.exit_code == 1, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["limit"] == "timeout" and error["steps"] > 0
+    assert error["line"] in (4, 5)
+    assert "wall-clock limit of 1.5 s reached" in error["message"]
+    assert "--timeout" in result.stderr
+    assert 1.5 <= elapsed < 20, elapsed  # not the minutes the instruction limit would take
+
+
+def test_timeout_zero_means_no_wall_clock_limit(tmp_path: Path) -> None:
+    result = invoke("run", _kernel(tmp_path), "--timeout", "0", "--max-instructions", "20000",
+                    "--json")
+    assert json.loads(result.stdout)["error"]["limit"] == "instructions"
+
+
+def test_api_timeout_raises_limit_reached() -> None:
+    program = neuronemu.assemble(VECTOR_SPIN, "spin.s")
+    with pytest.raises(LimitReached) as info:
+        neuronemu.run(program, timeout=0.5, max_instructions=2 ** 62)
+    assert info.value.limit == "timeout" and info.value.location.line in (4, 5)
+    assert info.value.exit_code == 1
+
+
+def test_multichip_run_honours_the_timeout() -> None:
+    program = neuronemu.assemble(SPIN, "spin.s", target="trn2")
+    start = time.perf_counter()
+    with pytest.raises(LimitReached) as info:
+        run_spmd(program, "trn2.48xlarge", timeout=1.0, max_instructions=2 ** 62)
+    assert time.perf_counter() - start < 20
+    assert info.value.limit == "timeout"
+    assert info.value.message.startswith("rank ")
+
+
+def test_multichip_timeout_while_ranks_exchange_messages() -> None:
+    """Ranks that stop at a cc.* instruction at every step look at the clock there too."""
+    text = """.sbuf t float32[128, 4]
+    vector.memset t, value=0.0
+top:
+    cc.permute t, t, shift=1
+    ctrl.jmp top
+"""
+    program = neuronemu.assemble(text, "ring.s", target="trn2")
+    with pytest.raises(LimitReached) as info:
+        run_spmd(program, "trn2.48xlarge", timeout=1.0, max_instructions=2 ** 62)
+    assert info.value.limit == "timeout"
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"seed": -1}, "seed must be in 0.."),
+    ({"seed": 2 ** 63}, "seed must be in 0.."),
+    ({"rounding_seed": 2 ** 64}, "rounding_seed must be in 0.."),
+    ({"max_instructions": 0}, "max_instructions must be in 1.."),
+    ({"max_instructions": 2 ** 63}, "max_instructions must be in 1.."),
+    ({"timeout": -1.0}, "timeout must be a positive number"),
+    ({"timeout": float("nan")}, "timeout must be a positive number"),
+    ({"seed": 1.5}, "seed must be an integer"),
+])
+def test_api_refuses_options_out_of_range(kwargs, fragment) -> None:
+    program = neuronemu.assemble(SPIN, "spin.s")
+    with pytest.raises(InputError, match=fragment):
+        neuronemu.run(program, **kwargs)
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------
+
+def test_ctrl_c_stops_with_location_and_exit_130(tmp_path: Path) -> None:
+    kernel = _kernel(tmp_path)
+    # the child must not keep an ignored SIGINT (shells ignore it in background jobs): it
+    # installs Python's default handler, then runs `python -m neuronemu run ...`
+    launcher = ("import runpy, signal, sys; signal.signal(signal.SIGINT, "
+                "signal.default_int_handler); sys.argv = ['neuronemu', *sys.argv[1:]]; "
+                "runpy.run_module('neuronemu', run_name='__main__')")
+    process = subprocess.Popen(
+        [sys.executable, "-c", launcher, "run", kernel, "--max-instructions", str(2 ** 62),
+         "--timeout", "0", "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        time.sleep(8)  # start-up, loading the compiled loop, then spinning
+        assert process.poll() is None, process.communicate()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    error = json.loads(out)["error"]
+    assert (error["type"], error["limit"], error["exit_code"]) == ("Interrupted", "interrupt", 130)
+    assert error["line"] == 3 and error["steps"] > 0
+    assert "spin.s:3:1: error: interrupted (Ctrl-C) at ctrl.jmp after" in err
+
+
+def test_sigint_handler_is_restored_after_a_run() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(LimitReached):
+        neuronemu.run(neuronemu.assemble(SPIN, "spin.s"), max_instructions=10_000)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+# --- chunked == unchunked --------------------------------------------------------------------
+
+def _fingerprint(result) -> tuple:
+    arrays = {**{f"t.{k}": v for k, v in result.tensors.items()},
+              **{f"s.{k}": v for k, v in result.tiles.items()}}
+    return ({k: np.asarray(v).tobytes() for k, v in arrays.items()}, result.instructions,
+            result.steps, result.timing.cycles, result.timing.time_ns,
+            json.dumps(chrome_trace(result.program, result.timing), sort_keys=True),
+            [w.render() for w in result.warnings])
+
+
+@pytest.fixture
+def chunk(monkeypatch):
+    def set_chunk(size: int) -> None:
+        monkeypatch.setattr(RunLimits, "MIN_CHUNK", size)
+        monkeypatch.setattr(RunLimits, "MAX_CHUNK", size)
+    return set_chunk
+
+
+SINGLE_CORE = [name for name in bundled_programs() if not name.startswith("collectives/")]
+
+
+@pytest.mark.parametrize("name", SINGLE_CORE)
+def test_chunked_run_is_bit_identical(name: str, chunk) -> None:
+    program = neuronemu.assemble_file(bundled_programs()[name])
+    chunk(2 ** 62)  # one call of the jitted loop, as before chunking
+    whole = _fingerprint(neuronemu.run(program, seed=3))
+    for size in (1, 7):
+        chunk(size)
+        assert _fingerprint(neuronemu.run(program, seed=3)) == whole, size
+
+
+def test_chunked_multichip_run_is_bit_identical(chunk) -> None:
+    program = neuronemu.assemble_file(bundled_programs()["collectives/ring_allreduce"])
+
+    def fingerprint():
+        result = run_spmd(program, "trn2.48xlarge")
+        return ([_fingerprint(r)[:6] for r in result.ranks],
+                json.dumps(chrome_trace_ranks(result), sort_keys=True))
+
+    chunk(2 ** 62)
+    whole = fingerprint()
+    chunk(3)
+    assert fingerprint() == whole
+
+
+def test_chunks_adapt_to_the_target_time() -> None:
+    limits = RunLimits(100)
+    first = limits.chunk
+    limits.adapt(first, 0.001)
+    assert limits.chunk == 2 * first
+    limits.adapt(limits.chunk, 1.0)
+    assert limits.chunk == first
