@@ -468,6 +468,10 @@ def _fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> 
                             f"name row {c} of '{table.symbol}', so one transfer would write it "
                             f"twice (overlapping destination writes); nothing was written",
                             index.location)
+    if status == L.STATUS_KERNEL_ERROR and ins is not None:
+        return RuntimeFault(f"internal error: the emulator's {ins.definition.name} failed on this "
+                            f"instruction (an emulator bug, please report it with the kernel); "
+                            f"nothing after it ran", location)
     if status == L.STATUS_MATMUL_VALUE and ins is not None:
         arg, p, j, bits = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 4])
         name = ins.definition.args[arg].name

@@ -52,6 +52,7 @@ def kernels(isa) -> str:
               'into'),
              'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
              "",
+             "from neuronemu.exec import layout as L",
              "from neuronemu.exec.kernels import views",
              f"from neuronemu.semantics import {', '.join(modules)}",
              "",
@@ -66,7 +67,10 @@ def kernels(isa) -> str:
                    "fmt_p, table_p, dims_p):"),
                   "    ins, ops, imms, mems, regs, fmt, table = views(",
                   "        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)",
-                  f"    return {sem}(ins, ops, imms, mems, regs, fmt, table)"]
+                  "    try:",
+                  f"        return {sem}(ins, ops, imms, mems, regs, fmt, table)",
+                  "    except Exception:  # a C callback cannot raise: report it as a status",
+                  "        return L.STATUS_KERNEL_ERROR"]
     return "\n".join(lines) + "\n"
 
 

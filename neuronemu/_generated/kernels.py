@@ -3,6 +3,7 @@
 """Instruction kernels: one wrapper per semantics function, compiled on first use into
 its own C-callable unit by neuronemu.exec.kernels (which explains why)."""
 
+from neuronemu.exec import layout as L
 from neuronemu.exec.kernels import views
 from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
 
@@ -100,460 +101,691 @@ ENTRIES = {
 def cc__all_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.all_gather(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.all_gather(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__all_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.all_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.all_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__all_to_all(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.all_to_all(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.all_to_all(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__barrier(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.barrier(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.barrier(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__permute(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.permute(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.permute(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__recv(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.recv(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.recv(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__reduce_scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.reduce_scatter(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.reduce_scatter(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__send(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.send(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.send(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cc__sendrecv(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cc.sendrecv(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cc.sendrecv(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__add(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.add(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.add(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__beq(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__bge(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.bge(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.bge(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__blt(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.blt(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.blt(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__bne(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.bne(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.bne(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__div(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.div(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.div(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__jmp(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__load(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.load(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.load(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__mov(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__mul(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.mul(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.mul(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__rank(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__rem(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.rem(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.rem(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__store(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.store(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.store(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__sub(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.sub(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.sub(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def ctrl__world(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cumulative__exponential(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cumulative.exponential(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cumulative.exponential(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cumulative__range_select(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cumulative.range_select(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cumulative.range_select(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def cumulative__tensor_scalar_cumulative(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return cumulative.tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return cumulative.tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__accumulate(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.accumulate(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.accumulate(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__compress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.compress(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.compress(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__compute(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.compute(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.compute(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__decompress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.decompress(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.decompress(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.gather(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.gather(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.scatter(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.scatter(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def dma__transpose(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return dma.transpose(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return dma.transpose(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__bn_aggr(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__bn_stats(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.bn_stats(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.bn_stats(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__memset(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__reciprocal(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.reciprocal(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.reciprocal(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__scalar_tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_copy_predicated(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_scalar(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_scalar_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__tensor_tensor_scan(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def elementwise__transpose32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__affine_select(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.affine_select(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.affine_select(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__iota(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.iota(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__local_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.local_gather(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.local_gather(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__n_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.n_gather(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.n_gather(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__nonzero_with_count(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.nonzero_with_count(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.nonzero_with_count(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__partition_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.partition_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__sequence_bounds(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.sequence_bounds(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.sequence_bounds(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def gpsimd__topk(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def mx__matmul_mx(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return mx.matmul_mx(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return mx.matmul_mx(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def mx__quantize_mx(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return mx.quantize_mx(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__dropout(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.dropout(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.dropout(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__rand2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.rand2(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.rand2(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__rand_get_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__rand_set_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__rng(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.rng(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.rng(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def random__set_rng_seed(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return random.set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return random.set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def scalar__activate2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def scalar__activation(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def scalar__activation_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def search__find_index8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return search.find_index8(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def search__match_replace8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return search.match_replace8(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return search.match_replace8(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def search__max8(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return search.max8(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return search.max8(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def search__select_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return search.select_reduce(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return search.select_reduce(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def search__stream_shuffle(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return search.stream_shuffle(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return search.stream_shuffle(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def sync__barrier(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return sync.barrier(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return sync.barrier(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def sync__signal(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return sync.signal(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return sync.signal(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def sync__wait(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return sync.wait(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return sync.wait(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def tensor__matmul(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return tensor.matmul(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return tensor.matmul(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
 
 
 def tensor__transpose(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)
+    try:
+        return tensor.transpose(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR

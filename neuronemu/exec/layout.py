@@ -123,3 +123,5 @@ STATUS_DIV_ZERO = 8    # ctrl.div / ctrl.rem by zero
 STATUS_MATMUL_VALUE = 9  # a matmul operand breaks its mode's promise (REG_FAULT_INFO: argument,
                          # p, j, fp32 bits of the value): not 0/1 under an onezero hint, or a
                          # moving column that is not one-hot in transpose mode
+STATUS_KERNEL_ERROR = 10  # an instruction's kernel raised (an emulator bug, e.g. an index past an
+                          # array under NEURONEMU_BOUNDSCHECK=1): a located fault, never ignored
