@@ -14,7 +14,7 @@ from neuronemu.exec.jit import jit
 from neuronemu.exec.kernels import DIMS_WIDTH, call_kernel
 from neuronemu.exec.memory import dynamic_offset, in_bounds
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
-from neuronemu.timing.model import C_FORMULA, F_NETWORK, schedule
+from neuronemu.timing.model import C_FORMULA, F_FREE, F_NETWORK, schedule
 
 ENGINE_DMA = 4   # isa/enums.toml
 ENGINE_CTRL = 7
@@ -81,10 +81,16 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
             if status != L.STATUS_OK:
                 return status, pc, steps
-        # timing reads register offsets before a branch may change them
-        start, end, cycles, unwritten, nbytes, wire = schedule(
-            ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
-            (engine_free, engine_busy))
+        # timing reads register offsets before a branch may change them; a free instruction
+        # (ctrl) takes no time and touches no memory: what schedule would return, without the
+        # call (which costs more than the instruction)
+        if costs[ins[L.I_COST], C_FORMULA] == F_FREE:
+            start = end = track_free[ins[L.I_TRACK]]
+            cycles, unwritten, nbytes, wire = 0.0, -1, 0.0, 0.0
+        else:
+            start, end, cycles, unwritten, nbytes, wire = schedule(
+                ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
+                (engine_free, engine_busy))
         if is_dma:
             q = ins[L.I_TRACK] - L.DMA_TRACK0
             dma_stats[q, S_TRANSFERS] += 1

@@ -261,7 +261,9 @@ def region_tables(memories) -> tuple[tuple, tuple]:
     [block, row] (a tile's partitions are consecutive rows of one block); blocks start as
     NEVER_WRITTEN (the caller marks HBM tensors that hold data before the run)."""
     def table(mem, fill):
-        return np.full((-(-mem.shape[1] // BLOCK_BYTES), mem.shape[0]), fill, dtype=np.float64)
+        shape = (-(-mem.shape[1] // BLOCK_BYTES), mem.shape[0])
+        # zeros come from calloc: pages the run never touches are never mapped
+        return np.zeros(shape) if fill == 0.0 else np.full(shape, fill, dtype=np.float64)
 
     return (tuple(table(m, NEVER_WRITTEN) for m in memories),
             tuple(table(m, 0.0) for m in memories))
