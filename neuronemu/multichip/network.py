@@ -12,9 +12,10 @@ contention (docs/multichip.md lists these choices).
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -34,39 +35,17 @@ class NetworkStats:
 
 
 class _Link:
-    __slots__ = ("busy", "bytes", "ends", "gb_s", "messages", "starts")
+    """Counters of one direction of a link; its booked intervals live in the Network's arrays
+    (row ``row``), where neuronemu.timing.links books them."""
 
-    def __init__(self, gb_s: float):
+    __slots__ = ("busy", "bytes", "gb_s", "messages", "row")
+
+    def __init__(self, gb_s: float, row: int):
         self.gb_s = gb_s
-        self.starts: list[float] = []   # booked intervals, sorted and disjoint
-        self.ends: list[float] = []
+        self.row = row
         self.messages = 0
         self.bytes = 0
         self.busy = 0.0
-
-    def earliest(self, t: float, duration: float) -> float:
-        """First time >= t at which the link is free for ``duration``."""
-        i = bisect.bisect_right(self.ends, t)
-        while i < len(self.starts):
-            if self.starts[i] >= t + duration:
-                return t
-            t = max(t, self.ends[i])
-            i += 1
-        return t
-
-    def book(self, start: float, end: float) -> None:
-        i = bisect.bisect_left(self.starts, start)
-        # merge with touching neighbours so the lists stay short in long collectives
-        if i > 0 and self.ends[i - 1] >= start:
-            i -= 1
-            start = self.starts[i]
-            end = max(end, self.ends[i])
-            del self.starts[i], self.ends[i]
-        while i < len(self.starts) and self.starts[i] <= end:
-            end = max(end, self.ends[i])
-            del self.starts[i], self.ends[i]
-        self.starts.insert(i, start)
-        self.ends.insert(i, end)
 
 
 class Network:
@@ -78,7 +57,12 @@ class Network:
         self.local_gb_s = float(target.dma_bytes_per_ns)
         self.local_ns = float(target.dma_fixed_ns)
         self.links: dict[tuple[int, int], _Link] = {}
-        self.routes: dict[tuple[int, int], tuple[list[tuple[int, int]], float, float]] = {}
+        self.routes: dict[tuple[int, int], tuple[list[tuple[int, int]], float, float,
+                                                 np.ndarray]] = {}
+        # booked intervals per link row, sorted and disjoint: see neuronemu.timing.links
+        self.starts = np.zeros((8, 8))
+        self.ends = np.zeros((8, 8))
+        self.counts = np.zeros(8, dtype=np.int64)
         self.messages = 0
         self.bytes = 0
 
@@ -93,10 +77,28 @@ class Network:
             hops = list(itertools.pairwise(path))
             for hop in hops:
                 if hop not in self.links:
-                    self.links[hop] = _Link(topo.link(*hop).gb_s)
+                    self.links[hop] = _Link(topo.link(*hop).gb_s, len(self.links))
             gb_s = min(self.links[h].gb_s for h in hops)
-            self.routes[key] = (hops, gb_s, len(hops) * topo.hop_ns)
+            rows = np.array([self.links[h].row for h in hops], dtype=np.int64)
+            self.routes[key] = (hops, gb_s, len(hops) * topo.hop_ns, rows)
         return self.routes[key]
+
+    def _room(self, rows: np.ndarray) -> None:
+        """Grow the interval arrays so every link of a route has a free slot for one booking."""
+        links, cap = self.starts.shape
+        need_links = max(len(self.links), int(rows.max()) + 1 if rows.size else 0)
+        known = rows[rows < links]
+        need_cap = int(self.counts[known].max()) + 2 if known.size else cap
+        if need_links <= links and need_cap <= cap:
+            return
+        new_links, new_cap = max(links, need_links * 2), max(cap, need_cap * 2)
+        for name in ("starts", "ends"):
+            grown = np.zeros((new_links, new_cap))
+            grown[:links, :cap] = getattr(self, name)
+            setattr(self, name, grown)
+        counts = np.zeros(new_links, dtype=np.int64)
+        counts[:links] = self.counts
+        self.counts = counts
 
     def transfer(self, src: int, dst: int, nbytes: int, ready: float) -> tuple[float, float]:
         """Book a message of ``nbytes`` from rank src to rank dst that can leave at ``ready``;
@@ -108,21 +110,14 @@ class Network:
             return ready, ready + nbytes / self.local_gb_s
         if a == b:
             return ready, ready + self.local_ns + nbytes / self.local_gb_s
-        hops, gb_s, latency = self._route(a, b)
+        from neuronemu.timing.links import book_route
+
+        hops, gb_s, latency, rows = self._route(a, b)
         duration = nbytes / gb_s
         links = [self.links[h] for h in hops]
-        start = ready
-        if duration > 0.0:
-            while True:  # until every link of the route is free for the same interval
-                moved = False
-                for link in links:
-                    t = link.earliest(start, duration)
-                    if t > start:
-                        start, moved = t, True
-                if not moved:
-                    break
-            for link in links:
-                link.book(start, start + duration)
+        self._room(rows)
+        start = float(book_route(self.starts, self.ends, self.counts, rows, float(ready),
+                                 float(duration)))
         for link in links:
             link.messages += 1
             link.bytes += nbytes

@@ -1,0 +1,82 @@
+"""Link booking for the multi-chip network model, compiled.
+
+Each direction of each link keeps its booked intervals sorted and disjoint (touching intervals
+merge) in row ``link`` of ``starts`` / ``ends``; ``counts[link]`` says how many. ``book_route``
+finds the first time >= ready at which every link of a route is free for ``duration`` (the
+same fixpoint as before: each link moves the start to its own first gap, until none moves it)
+and books it. It was Python (bisect over lists, ~30 us per message on 144 chips); the
+comparisons and float sums are the same, so the times are identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu.exec.jit import jit
+
+
+@jit
+def _earliest(starts, ends, n, t, duration):
+    """First time >= t at which the link (its n intervals) is free for ``duration``."""
+    i = np.searchsorted(ends[:n], t, side="right")
+    while i < n:
+        if starts[i] >= t + duration:
+            return t
+        t = max(t, ends[i])
+        i += 1
+    return t
+
+
+@jit
+def _book(starts, ends, n, start, end):
+    """Insert [start, end) merging with overlapping or touching intervals; returns the new n."""
+    i = np.searchsorted(starts[:n], start, side="left")
+    lo = i
+    if i > 0 and ends[i - 1] >= start:
+        lo = i - 1
+        start = starts[lo]
+        end = max(end, ends[lo])
+    hi = i   # first interval not merged yet
+    while hi < n and starts[hi] <= end:
+        end = max(end, ends[hi])
+        hi += 1
+    # intervals lo .. hi-1 (those merged) become one at lo
+    removed = hi - lo
+    if removed == 0:
+        for j in range(n, lo, -1):
+            starts[j] = starts[j - 1]
+            ends[j] = ends[j - 1]
+        starts[lo] = start
+        ends[lo] = end
+        return n + 1
+    starts[lo] = start
+    ends[lo] = end
+    shift = removed - 1
+    if shift:
+        for j in range(lo + 1, n - shift):
+            starts[j] = starts[j + shift]
+            ends[j] = ends[j + shift]
+    return n - shift
+
+
+@jit
+def book_route(starts, ends, counts, route, ready, duration):
+    """Book ``duration`` on every link of ``route`` (link rows) at the first common free time
+    >= ready; returns that start. The caller keeps one free slot per row (see ``room``)."""
+    start = ready
+    if duration > 0.0:
+        while True:
+            moved = False
+            for k in range(route.shape[0]):
+                link = route[k]
+                t = _earliest(starts[link], ends[link], counts[link], start, duration)
+                if t > start:
+                    start = t
+                    moved = True
+            if not moved:
+                break
+        for k in range(route.shape[0]):
+            link = route[k]
+            counts[link] = _book(starts[link], ends[link], counts[link], start,
+                                 start + duration)
+    return start
