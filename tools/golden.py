@@ -56,10 +56,10 @@ def cases() -> dict[str, list[str]]:
 
 
 def _strip(value):
-    """The report without wall-clock times and temporary paths."""
+    """The report without wall-clock times and paths (of the checkout and temporaries)."""
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items()
-                if k not in ("wall_seconds", "compile_seconds", "path", "trace")}
+                if k not in ("wall_seconds", "compile_seconds", "path", "trace", "kernel")}
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
