@@ -243,23 +243,36 @@ def to_bits(values, name: str) -> np.ndarray:
     return bits.astype(_uint(d.itemsize)).reshape(array.shape)
 
 
+_CANONICAL_NAN = {8: (0x7FFFFFFFFFFFFFFF, 0x7FF8000000000000), 4: (0x7FFFFFFF, 0x7FC00000)}
+
+
 def _numpy_cast_bits(flat: np.ndarray, name: str) -> np.ndarray | None:
-    """The bits of float32 / bfloat16 from finite float inputs by numpy's and ml_dtypes' own
+    """The bits of float32 / bfloat16 from float inputs by numpy's and ml_dtypes' own
     round-to-nearest-even casts: ~40x faster than the jitted encoder and nothing to compile.
     For finite values that stay finite both are IEEE rounding, so the bits are the encoder's
-    (the golden corpus and tests/numerics check it); NaN, inf and overflow take the encoder."""
+    (tests/numerics/test_fast_casts.py checks it); numpy's default NaN (either sign) becomes the
+    encoder's quiet NaN; any other NaN, inf and overflow take the encoder."""
     if name not in ("float32", "bfloat16") or flat.dtype.kind != "f" or flat.dtype.itemsize < 4:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
         f32 = flat.astype(np.float32)
-        if not np.isfinite(f32).all():
+        nan = np.isnan(f32)
+        if nan.any():
+            magnitude, canonical = _CANONICAL_NAN[flat.dtype.itemsize]
+            source = flat.view(_uint(flat.dtype.itemsize))[nan]
+            if not np.all(source & magnitude == canonical):
+                return None   # a NaN with a payload: the encoder's rule decides its bits
+        if not np.isfinite(f32[~nan]).all():
             return None
         if name == "float32":
             return f32.view(np.uint32).copy()
-        bf16 = f32.astype(numpy_dtype("bfloat16"))
-        if not np.isfinite(bf16.astype(np.float32)).all():
+        bits = f32.astype(numpy_dtype("bfloat16")).view(np.uint16)
+        if not np.isfinite(bits.view(numpy_dtype("bfloat16")).astype(np.float32)[~nan]).all():
             return None
-    return bf16.view(np.uint16)
+    if nan.any():
+        bits = bits.copy()
+        bits[nan] = 0x7FC0 | (f32.view(np.uint32)[nan] >> 16 & 0x8000)
+    return bits
 
 
 def pack_x4(values, name: str) -> np.ndarray:

@@ -17,14 +17,30 @@ _KIND_INT = D.KINDS["int"]
 
 @jit
 def binary(op, a, b):
-    """a op b elementwise in fp32; a and b are float32 arrays of broadcastable shapes.
+    """a op b elementwise in fp32; a and b are 2-D float32 arrays of broadcastable shapes
+    (a dim of 1 repeats)."""
+    if a.shape == b.shape:
+        return _binary_same(op, a, b)
+    rows, n = max(a.shape[0], b.shape[0]), max(a.shape[1], b.shape[1])
+    return _binary_same(op, _broadcast(a, rows, n), _broadcast(b, rows, n))
 
-    Operands of one 2-D shape take explicit loops, one per op: the array expressions of
-    ``_binary_broadcast`` cost ~10 us on a [128, 64] tile when ``op`` is known only at run
-    time, the loops ~1.5 us. Each loop applies the same fp32 scalar operation as the array
-    expression (numba evaluates both with the same scalar kernels), so results are identical."""
-    if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape:
-        return _binary_broadcast(op, a, b)
+
+@jit
+def _broadcast(x, rows, n):
+    """x repeated along its dims of size 1 to [rows, n] (a copy: values unchanged)."""
+    out = np.empty((rows, n), dtype=np.float32)
+    for p in range(rows):
+        for i in range(n):
+            out[p, i] = x[p if x.shape[0] > 1 else 0, i if x.shape[1] > 1 else 0]
+    return out
+
+
+@jit
+def _binary_same(op, a, b):
+    """``binary`` of operands of one shape: an explicit loop per op. Array expressions with 18
+    branches cost ~10 us on a [128, 64] tile when ``op`` is known only at run time, the loops
+    ~1.5 us; each loop applies the same fp32 scalar operation per element as the array
+    expression did (numba evaluates both with the same scalar kernels)."""
     rows, n = a.shape
     out = np.empty((rows, n), dtype=np.float32)
     if op == C.ALU_ADD:
@@ -122,51 +138,6 @@ def binary(op, a, b):
             for i in range(n):
                 out[p, i] = a[p, i] * np.float32(1.0)
     return out
-
-
-@jit
-def _binary_broadcast(op, a, b):
-    """``binary`` for operands of different (broadcastable) shapes, as array expressions."""
-    if op == C.ALU_ADD:
-        out = a + b
-    elif op == C.ALU_SUBTRACT:
-        out = a - b
-    elif op == C.ALU_MULTIPLY:
-        out = a * b
-    elif op == C.ALU_DIVIDE:
-        out = a / b
-    elif op == C.ALU_MAXIMUM:
-        out = np.maximum(a, b)
-    elif op == C.ALU_MINIMUM:
-        out = np.minimum(a, b)
-    elif op == C.ALU_EQUAL:
-        out = (a == b).astype(np.float32)
-    elif op == C.ALU_NOT_EQUAL:
-        out = (a != b).astype(np.float32)
-    elif op == C.ALU_GREATER:
-        out = (a > b).astype(np.float32)
-    elif op == C.ALU_GREATER_EQUAL:
-        out = (a >= b).astype(np.float32)
-    elif op == C.ALU_LESS:
-        out = (a < b).astype(np.float32)
-    elif op == C.ALU_LESS_EQUAL:
-        out = (a <= b).astype(np.float32)
-    elif op == C.ALU_ABS_MAX:
-        out = np.maximum(np.abs(a), np.abs(b))
-    elif op == C.ALU_ABS_MIN:
-        out = np.minimum(np.abs(a), np.abs(b))
-    elif op == C.ALU_LOGICAL_AND:
-        out = ((a != 0) & (b != 0)).astype(np.float32)
-    elif op == C.ALU_LOGICAL_OR:
-        out = ((a != 0) | (b != 0)).astype(np.float32)
-    elif op == C.ALU_LOGICAL_XOR:
-        out = ((a != 0) ^ (b != 0)).astype(np.float32)
-    elif op == C.ALU_POWER:
-        # fp32 result of the correctly rounded double-precision power
-        out = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
-    else:  # bypass: the first operand passes through (* 1.0 broadcasts it and keeps -0.0)
-        out = a * np.ones_like(b)
-    return out.astype(np.float32)
 
 
 @jit

@@ -44,8 +44,30 @@ def test_bfloat16_bits(source):
     np.testing.assert_array_equal(fast, expected)
 
 
-@pytest.mark.parametrize("values", [[np.nan], [np.inf], [1e39], [3.4e38]])
+@pytest.mark.parametrize("values", [[np.inf], [1e39], [-np.inf, 1.0], [3.4e38]])
 def test_non_finite_results_take_the_encoder(values):
     assert dtypes._numpy_cast_bits(np.array(values, np.float64), "bfloat16") is None
     if values != [3.4e38]:
         assert dtypes._numpy_cast_bits(np.array(values, np.float64), "float32") is None
+
+
+@pytest.mark.parametrize("name", ["float32", "bfloat16"])
+@pytest.mark.parametrize("source", [np.float64, np.float32])
+def test_default_nan_is_the_encoders_quiet_nan(name, source):
+    """Outputs start as NaN (np.nan of either sign): the fast path gives the encoder's bits."""
+    x = np.array([np.nan, -np.nan, 1.5, np.nan], dtype=source)
+    fast = dtypes._numpy_cast_bits(x, name)
+    assert fast is not None
+    if name == "float32":
+        oracle = encode_array64(x.astype(np.float64), dtypes.get(name).code,
+                                dtypes.format_table()).astype(np.uint32)
+    else:
+        oracle = encode_array32(x.astype(np.float32), dtypes.get(name).code,
+                                dtypes.format_table()).astype(np.uint16)
+    np.testing.assert_array_equal(fast, oracle)
+
+
+def test_nan_payloads_take_the_encoder():
+    payload = np.array([0x7FF0000000000001], dtype=np.uint64).view(np.float64)   # a signalling NaN
+    assert dtypes._numpy_cast_bits(payload, "float32") is None
+    assert dtypes._numpy_cast_bits(payload, "bfloat16") is None
