@@ -71,3 +71,7 @@ class InputError(NeuronemuError):
     """An --input/--output file or a Python API input is missing, mis-shaped or of the wrong dtype."""
 
     exit_code = 4
+
+
+class EncodingError(InputError):
+    """A ``.neo`` binary that cannot be decoded: ``not a valid .neo file: <why> at byte N``."""
