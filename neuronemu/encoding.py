@@ -8,9 +8,11 @@ argument explicit, labels ``L<index>``) that assembles to the same bytes.
 
 from __future__ import annotations
 
+import re
 import struct
 
-from neuronemu.errors import InputError
+from neuronemu.asm.expr import NUM_REGISTERS
+from neuronemu.errors import AsmError, EncodingError
 from neuronemu.program import Immediate, Program, Tile
 
 MAGIC = b"NEO\x00"
@@ -40,38 +42,85 @@ class _Writer:
 
 
 class _Reader:
+    """Reads fields in order; every way the bytes can be wrong is an ``EncodingError`` naming
+    the byte offset of the field, never an IndexError, KeyError or struct.error."""
+
     def __init__(self, data: bytes, name: str) -> None:
         self.data = data
         self.offset = 0
         self.name = name
 
-    def unpack(self, fmt: str):
+    def fail(self, why: str, at: int | None = None) -> EncodingError:
+        where = self.offset if at is None else at
+        return EncodingError(f"{self.name}: not a valid .neo file: {why} at byte {where}")
+
+    def unpack(self, fmt: str, what: str) -> tuple:
         size = struct.calcsize("<" + fmt)
-        if self.offset + size > len(self.data):
-            raise InputError(f"{self.name}: truncated .neo file (needed {size} bytes at offset "
-                             f"{self.offset})")
+        left = len(self.data) - self.offset
+        if size > left:
+            raise self.fail(f"truncated .neo file: {what} needs {size} bytes, {left} left")
         values = struct.unpack_from("<" + fmt, self.data, self.offset)
         self.offset += size
-        return values if len(values) > 1 else values[0]
+        return values
 
-    def text(self) -> str:
-        n = self.unpack("H")
-        raw = self.data[self.offset: self.offset + n]
+    def one(self, fmt: str, what: str):
+        return self.unpack(fmt, what)[0]
+
+    def text(self, what: str) -> str:
+        n = self.one("H", f"the length of {what}")
+        start = self.offset
+        if n > len(self.data) - start:
+            raise self.fail(f"truncated .neo file: {what} needs {n} bytes, "
+                            f"{len(self.data) - start} left")
         self.offset += n
-        return raw.decode()
+        try:
+            return self.data[start: start + n].decode()
+        except UnicodeDecodeError as e:
+            raise self.fail(f"{what} is not UTF-8 ({e.reason})", start + e.start) from None
+
+    def name_field(self, what: str) -> str:
+        """A name the disassembled source will use: it must be one the grammar accepts."""
+        start = self.offset
+        text = self.text(what)
+        if not _NAME.fullmatch(text):
+            raise self.fail(f"{what} {_short(text)} is not a valid name", start)
+        return text
+
+    def code(self, fmt: str, what: str, lookup, spell=str):
+        """A code field mapped through ``lookup`` (a KeyError or IndexError means unknown)."""
+        start = self.offset
+        value = self.one(fmt, what)
+        try:
+            return lookup(value)
+        except (KeyError, IndexError):
+            raise self.fail(f"unknown {what} {spell(value)}", start) from None
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:40] + "...")
+
+
+MAX_NAME_BYTES = 0xFFFF  # names are stored with a u16 length
 
 
 def encode(program: Program) -> bytes:
-    """The program's bytes: header, declarations, then one record per instruction."""
+    """The program's bytes: header, declarations, then one record per instruction.
+
+    Raises ``AsmError`` at the declaration of a name too long for the format."""
     from neuronemu.isa.table import load_isa
     from neuronemu.numerics import dtypes
 
     isa = load_isa()
+    tensors = list(program.tensors.values())
+    allocations = list(program.allocations.values())
+    _check_names(tensors + allocations)
     w = _Writer()
     w.parts.append(MAGIC)
     w.pack("HH", VERSION, 0)
     w.text(program.target.name)
-    tensors = list(program.tensors.values())
     w.pack("I", len(tensors))
     for t in tensors:
         w.text(t.name)
@@ -81,7 +130,6 @@ def encode(program: Program) -> bytes:
         w.text(t.init[0])
         w.pack("B", len(t.init) - 1)
         w.pack(f"{len(t.init) - 1}d", *t.init[1:])
-    allocations = list(program.allocations.values())
     w.pack("I", len(allocations))
     for a in allocations:
         w.text(a.name)
@@ -96,6 +144,14 @@ def encode(program: Program) -> bytes:
         for arg in d.args:
             _encode_arg(w, arg, ins.args[arg.name], symbols, isa)
     return w.bytes()
+
+
+def _check_names(declarations) -> None:
+    for decl in declarations:
+        size = len(decl.name.encode())
+        if size > MAX_NAME_BYTES:
+            raise AsmError(f"the name '{decl.name[:20]}...' is {size} characters long; the .neo "
+                           f"format stores names of at most {MAX_NAME_BYTES}", decl.location)
 
 
 def _encode_arg(w: _Writer, arg, value, symbols: dict[str, int], isa) -> None:
@@ -130,49 +186,41 @@ def is_encoded(data: bytes) -> bool:
     return data[:4] == MAGIC
 
 
+_MAX_TENSOR_DIMS = 16   # as the assembler allows (neuronemu.asm.assembler.MAX_HBM_DIMS)
+_MAX_TILE_DIMS = 5      # partitions + neuronemu.exec.layout.MAX_FREE_DIMS free dims
+
+
 def disassemble(data: bytes, name: str = "<bytes>") -> str:
-    """Source text for the encoded program ``data``."""
+    """Source text for the encoded program ``data``.
+
+    Raises ``EncodingError`` ("not a valid .neo file: <why> at byte N") for bytes that do not
+    decode; what decodes is checked again when the source is assembled."""
     from neuronemu.isa.table import load_isa
-    from neuronemu.numerics import dtypes
 
     isa = load_isa()
     r = _Reader(data, name)
     if data[:4] != MAGIC:
-        raise InputError(f"{name}: not a neuronemu binary (no NEO magic)")
+        raise r.fail("not a neuronemu binary (no NEO magic)")
     r.offset = 4
-    version, _ = r.unpack("HH")
+    version, _ = r.unpack("HH", "the version")
     if version != VERSION:
-        raise InputError(f"{name}: encoding version {version}; this neuronemu reads {VERSION}")
-    target = r.text()
+        raise r.fail(f"encoding version {version}; this neuronemu reads {VERSION}", 4)
+    at = r.offset
+    target = r.text("the target name")
+    if target not in isa.targets:
+        raise r.fail(f"unknown target {_short(target)}", at)
     lines = [f"# disassembled by neuronemu (encoding v{VERSION})", f".target {target}"]
-    names = []
-    for _ in range(r.unpack("I")):
-        tname = r.text()
-        code, role, ndim = r.unpack("BBB")
-        shape = _as_tuple(r.unpack(f"{ndim}Q"))
-        init = r.text()
-        nparams = r.unpack("B")
-        params = _as_tuple(r.unpack(f"{nparams}d")) if nparams else ()
-        spec = f" init={init}({', '.join(map(repr, params))})" if params else f" init={init}"
-        flag = " compressed" if role & _COMPRESSED else ""
-        lines.append(f".hbm {tname} {dtypes.by_code(code).name}{list(shape)} "
-                     f"{_ROLES[role & ~_COMPRESSED]}{flag}{spec}")
-        names.append(tname)
-    for _ in range(r.unpack("I")):
-        aname = r.text()
-        space, code, ndim = r.unpack("BBB")
-        shape = _as_tuple(r.unpack(f"{ndim}Q"))
-        lines.append(f".{_SPACES[space]} {aname} {dtypes.by_code(code).name}{list(shape)}")
-        names.append(aname)
+    names: list[str] = []
+    for _ in range(r.one("I", "the tensor count")):
+        lines.append(_decode_tensor(r, names))
+    for _ in range(r.one("I", "the allocation count")):
+        lines.append(_decode_allocation(r, names))
     by_opcode = {d.opcode: d for d in isa.instructions.values()}
     body: list[str] = []
     targets: set[int] = set()
-    count = r.unpack("I")
+    count = r.one("I", "the instruction count")
     for _ in range(count):
-        opcode = r.unpack("H")
-        d = by_opcode.get(opcode)
-        if d is None:
-            raise InputError(f"{name}: unknown opcode {opcode:#06x} at byte {r.offset - 2}")
+        d = r.code("H", "opcode", lambda op: by_opcode[op], lambda op: f"{op:#06x}")
         positional, keywords = [], []
         for arg in d.args:
             text = _decode_arg(r, arg, names, isa, targets)
@@ -184,8 +232,10 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
                 positional.append(text)
         body.append(f"{d.name} {', '.join(positional + keywords)}".rstrip())
     if r.offset != len(data):
-        raise InputError(f"{name}: {len(data) - r.offset} trailing bytes after the last "
-                         f"instruction")
+        raise r.fail(f"{len(data) - r.offset} trailing bytes after the last instruction")
+    bad_labels = sorted(t for t in targets if t > count)
+    if bad_labels:
+        raise r.fail(f"a branch targets instruction {bad_labels[0]}, past the last of {count}")
     for pc, text in enumerate(body):
         if pc in targets:
             lines.append(f"L{pc}:")
@@ -195,8 +245,43 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _as_tuple(value) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
+def _decode_shape(r: _Reader, what: str, low: int, high: int) -> list[int]:
+    at = r.offset
+    ndim = r.one("B", f"the rank of {what}")
+    if not low <= ndim <= high:
+        raise r.fail(f"{what} has {ndim} dims (must be {low} to {high})", at)
+    at = r.offset
+    shape = list(r.unpack(f"{ndim}Q", f"the shape of {what}"))
+    if 0 in shape:
+        raise r.fail(f"{what} has a dimension of size 0", at)
+    return shape
+
+
+def _decode_tensor(r: _Reader, names: list[str]) -> str:
+    from neuronemu.numerics import dtypes
+
+    tname = r.name_field("a tensor name")
+    dtype = r.code("B", "dtype code", dtypes.by_code).name
+    role = r.code("B", "tensor role", lambda v: (_ROLES[v & ~_COMPRESSED], v & _COMPRESSED))
+    shape = _decode_shape(r, f"tensor '{tname}'", 1, _MAX_TENSOR_DIMS)
+    init = r.name_field("an initialiser name")
+    nparams = r.one("B", "the initialiser parameter count")
+    params = r.unpack(f"{nparams}d", "the initialiser parameters")
+    spec = f" init={init}({', '.join(map(repr, params))})" if params else f" init={init}"
+    flag = " compressed" if role[1] else ""
+    names.append(tname)
+    return f".hbm {tname} {dtype}{shape} {role[0]}{flag}{spec}"
+
+
+def _decode_allocation(r: _Reader, names: list[str]) -> str:
+    from neuronemu.numerics import dtypes
+
+    aname = r.name_field("an allocation name")
+    space = r.code("B", "memory space code", lambda v: _SPACES[v])
+    dtype = r.code("B", "dtype code", dtypes.by_code).name
+    shape = _decode_shape(r, f"allocation '{aname}'", 2, _MAX_TILE_DIMS)
+    names.append(aname)
+    return f".{space} {aname} {dtype}{shape}"
 
 
 def _affine_text(start: int, regs: list[tuple[int, int]]) -> str:
@@ -206,38 +291,58 @@ def _affine_text(start: int, regs: list[tuple[int, int]]) -> str:
     return " + ".join(terms).replace("+ -", "- ")
 
 
+def _decode_tile(r: _Reader, names: list[str]) -> str:
+    symbol = r.code("I", "symbol index", lambda i: names[i])
+    items = []
+    for _ in range(r.one("B", "the number of tile indices")):
+        kind = r.code("B", "tile index kind", lambda v: ("slice", "index")[v])
+        start = r.one("q", "an index start")
+        regs = [r.unpack("Bq", "a register term") for _ in range(r.one("B", "the register count"))]
+        for reg, _ in regs:
+            if reg >= NUM_REGISTERS:
+                raise r.fail(f"register r{reg} does not exist (r0..r{NUM_REGISTERS - 1})",
+                             r.offset - 9)
+        if kind == "slice":
+            count, step = r.unpack("QQ", "a slice count and step")
+            if count == 0 or step == 0:
+                raise r.fail("a slice with count or step 0", r.offset - 16)
+            stop = f"{_affine_text(start + (count - 1) * step + 1, regs)}"
+            text = f"{_affine_text(start, regs)}:{stop}"
+            items.append(text + (f":{step}" if step != 1 else ""))
+        else:
+            items.append(_affine_text(start, regs))
+    return symbol + (f"[{', '.join(items)}]" if items else "")
+
+
+
 def _decode_arg(r: _Reader, arg, names, isa, targets: set[int]) -> str | None:
-    tag = r.unpack("B")
+    at = r.offset
+    tag = r.one("B", "an argument tag")
     if tag == _ABSENT:
         return None
     if tag == _TILE:
-        symbol, nitems = r.unpack("IB")
-        items = []
-        for _ in range(nitems):
-            kind, start, nregs = r.unpack("BqB")
-            regs = [r.unpack("Bq") for _ in range(nregs)]
-            if kind == 0:
-                count, step = r.unpack("QQ")
-                stop = f"{_affine_text(start + (count - 1) * step + 1, regs)}"
-                text = f"{_affine_text(start, regs)}:{stop}"
-                items.append(text + (f":{step}" if step != 1 else ""))
-            else:
-                items.append(_affine_text(start, regs))
-        return names[symbol] + (f"[{', '.join(items)}]" if items else "")
+        return _decode_tile(r, names)
     if tag == _INT_LIST:
-        count = r.unpack("H")
-        return "[" + ", ".join(str(r.unpack("q")) for _ in range(count)) + "]"
+        count = r.one("H", "the list length")
+        return "[" + ", ".join(str(v) for v in r.unpack(f"{count}q", "the list items")) + "]"
     if tag in (_FLOAT, _IMMEDIATE):
-        value = r.unpack("d")
-        return repr(value)
-    value = r.unpack("q")
+        return repr(r.one("d", "a number"))
+    if tag not in (_INT, _REG, _LABEL):
+        raise r.fail(f"unknown argument tag {tag} for '{arg.name}'", at)
+    at = r.offset
+    value = r.one("q", "an integer")
     if tag == _REG:
+        if not 0 <= value < NUM_REGISTERS:
+            raise r.fail(f"register r{value} does not exist (r0..r{NUM_REGISTERS - 1})", at)
         return f"r{value}"
     if tag == _LABEL:
+        if value < 0:
+            raise r.fail(f"negative branch target {value}", at)
         targets.add(value)
         return f"L{value}"
     if arg.kind == "enum":
-        return isa.enums[arg.enum].name_of(value)
+        r.offset = at
+        return r.code("q", f"{arg.enum} code", isa.enums[arg.enum].name_of)
     if arg.kind == "bool":
         return "true" if value else "false"
     return str(value)

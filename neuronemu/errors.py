@@ -105,3 +105,7 @@ class ResourceError(NeuronemuError):
     allocating, instead of a MemoryError or the OOM killer)."""
 
     exit_code = 6
+
+
+class EncodingError(InputError):
+    """A ``.neo`` binary that cannot be decoded: ``not a valid .neo file: <why> at byte N``."""

@@ -10,20 +10,59 @@ Every error a user can trigger carries a ``Location`` and renders as::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+
+def normalize_newlines(text: str) -> str:
+    """``\\r\\n`` and a lone ``\\r`` both end a line: the text with every line ending as ``\\n``.
+
+    Done once, before parsing, so that the parser, the line numbers it reports and the lines a
+    diagnostic shows all count lines the same way (a CR-only file is not one long line)."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """The text of one assembly file and the name it is reported under."""
+    """The text of one assembly file and the name it is reported under.
+
+    ``text`` is stored with normalised line endings; lines are split on ``\\n`` only, as the
+    parser counts them (``str.splitlines`` would also split on form feeds and U+2028 inside
+    comments and shift every later line number)."""
 
     name: str
     text: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", normalize_newlines(self.text))
+
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        # offsets of the first character of every line: built once, so looking a line up is
+        # O(log n) instead of splitting the whole file per diagnostic or instruction
+        starts = [0]
+        find = self.text.find
+        at = find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = find("\n", at + 1)
+        return starts
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a final line ending does not start another line)."""
+        starts = self._line_starts
+        return len(starts) - 1 if starts[-1] == len(self.text) else len(starts)
+
     def line(self, lineno: int) -> str:
-        lines = self.text.splitlines()
-        if 1 <= lineno <= len(lines):
-            return lines[lineno - 1]
-        return ""
+        """The text of 1-based line ``lineno`` without its line ending ("" when out of range)."""
+        if not 1 <= lineno <= self.line_count:
+            return ""
+        starts = self._line_starts
+        begin = starts[lineno - 1]
+        end = starts[lineno] - 1 if lineno < len(starts) else len(self.text)
+        return self.text[begin:end]
 
 
 @dataclass(frozen=True)
@@ -48,9 +87,28 @@ class Location:
         if self.end_column is not None and self.end_column > self.column:
             width = self.end_column - self.column
         width = max(1, min(width, len(text) - self.column + 1))
+        text, column, width = _window(text, self.column, width)
         gutter = f"{self.line:>5} | "
-        caret = " " * (self.column - 1) + "^" + "~" * (width - 1)
+        caret = " " * (column - 1) + "^" + "~" * (width - 1)
         return f"{head}\n{gutter}{text}\n{' ' * (len(gutter) - 2)}| {caret}"
+
+
+SHOWN_COLUMNS = 160  # a longer source line is shown as a window around the caret
+_CONTEXT = 60        # columns shown before the caret when the line is cut
+
+
+def _window(text: str, column: int, width: int) -> tuple[str, int, int]:
+    """Cut a very long line (a generated kernel, a 5,000-digit literal) to SHOWN_COLUMNS
+    around the caret, marking the cuts with "...": (text, caret column, caret width)."""
+    if len(text) <= SHOWN_COLUMNS:
+        return text, column, width
+    start = max(0, min(column - 1 - _CONTEXT, len(text) - SHOWN_COLUMNS))
+    end = start + SHOWN_COLUMNS
+    prefix = "..." if start else ""
+    suffix = "..." if end < len(text) else ""
+    column = column - start + len(prefix)
+    width = max(1, min(width, end - (column - len(prefix) + start - 1)))
+    return prefix + text[start:end] + suffix, column, width
 
 
 def location_of(source: SourceFile, meta) -> Location:

@@ -39,6 +39,10 @@ PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_co
 # memory (HBM is at most 144 GiB); this bound keeps every lowered offset far inside int64.
 MAX_DIM = 1 << 40
 _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # registers, int arguments, byte offsets
+# the smallest magnitude an fp32 cast rounds to infinity (float32 max + half an ulp)
+FP32_OVERFLOW = 2 ** 128 - 2 ** 103
+MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
 def _suggest(word: str, choices) -> str:
@@ -197,6 +201,9 @@ class Assembler:
         name = str(name_tok)
         self._check_new_symbol(name, name_tok)
         dtype, shape = self._dtype_and_shape(positional[1], usage)
+        if len(shape) > MAX_HBM_DIMS:
+            raise self.error(positional[1], f"an HBM tensor has at most {MAX_HBM_DIMS} dims, "
+                                            f"got {len(shape)}")
         role_node = positional[2]
         role = str(role_node.children[0]) if role_node.data == "name" else ""
         if role not in ROLES:
@@ -237,12 +244,36 @@ class Assembler:
         if params and len(params) != wanted:
             raise self.error(node, f"{kind} takes {wanted} parameter(s), got {len(params)}")
         values = [float(self.eval.constant(p)) for p in params]
-        if not values:
+        if values:
+            self._check_init_params(kind, params, values)
+        else:
             values = {"normal": [0.0, 1.0], "uniform": [-1.0, 1.0], "relu_normal": [0.0, 1.0],
                       "full": None}.get(kind, [])
             if values is None:
                 raise self.error(node, "full needs a value: init=full(3.0)")
         return (kind, *values)
+
+    def _check_init_params(self, kind: str, params, values: list[float]) -> None:
+        """Random initialisers need finite parameters that define a distribution: a
+        non-negative std, lo <= hi with a finite width (full(v) takes any value, inf and nan
+        included: it is rounded to the dtype)."""
+        if kind == "full":
+            return
+        names = ("lo", "hi") if kind == "uniform" else ("mean", "std")
+        for name, node, value in zip(names, params, values, strict=True):
+            if not math.isfinite(value):
+                raise self.error(node, f"{kind}({', '.join(names)}): {name} must be finite, "
+                                       f"got {value}")
+        if kind == "uniform":
+            lo, hi = values
+            if lo > hi:
+                raise self.error(params[1], f"uniform(lo, hi): hi must be >= lo, got "
+                                            f"uniform({lo}, {hi})")
+            if not math.isfinite(hi - lo):
+                raise self.error(params[1], f"uniform(lo, hi): the width hi - lo must be a "
+                                            f"finite float, got uniform({lo}, {hi})")
+        elif values[1] < 0:
+            raise self.error(params[1], f"{kind}(mean, std): std must be >= 0, got {values[1]}")
 
     def _onchip(self, node, space, args):
         usage = f".{space} NAME DTYPE[partitions, free dims...]"
@@ -419,14 +450,15 @@ class Assembler:
         if kind == "scalar":
             if node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols():
                 return self._tile(definition, arg, node)
-            return Immediate(float(self.eval.constant(node)), location_of(self.source, node.meta))
+            return Immediate(self._fp32(node, what), location_of(self.source, node.meta))
         if kind == "number":
-            return float(self.eval.constant(node))
+            return self._fp32(node, what)
         if kind == "int":
+            low, high = arg.range or (INT64_MIN, INT64_MAX)
             value = self.eval.integer(node)
-            if arg.range and not arg.range[0] <= value <= arg.range[1]:
-                raise self.error(node, f"{what} must be in the range [{arg.range[0]}, "
-                                       f"{arg.range[1]}], got {value}")
+            if not low <= value <= high:
+                raise self.error(node, f"{what} must be in the range [{low}, {high}], got "
+                                       f"{_quote(value)}")
             return value
         if kind == "bool":
             word = str(node.children[0]) if node.data in ("name", "number") else ""
@@ -447,12 +479,12 @@ class Assembler:
                 return ("reg", register_number(str(node.children[0])))
             if kind == "reg":
                 raise self.error(node, f"{what} must be a register r0..r63")
-            return ("int", self.eval.integer(node))
+            return ("int", self._int64(node, what))
         if kind == "int_list":
             if node.data != "list":
                 raise self.error(node, f"{what} must be a bracketed list of {arg.length} "
                                        f"integers, e.g. [{', '.join(map(str, range(3)))}, ...]")
-            items = [self.eval.integer(c) for c in node.children if c is not None]
+            items = [self._int64(c, what) for c in node.children if c is not None]
             if len(items) != arg.length:
                 raise self.error(node, f"{what} needs {arg.length} integers, got {len(items)}")
             if arg.range:
@@ -468,6 +500,24 @@ class Assembler:
                 raise self.error(node, f"unknown label '{word}'{_suggest(word, self.labels)}")
             return ("label", self.labels[word])
         raise AssertionError(kind)
+
+    def _fp32(self, node, what: str) -> float:
+        """An fp32 immediate: any float whose fp32 rounding is finite, or an explicit inf/nan
+        (a finite value that would silently become infinity is a mistake)."""
+        value = float(self.eval.constant(node))
+        if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
+            raise self.error(node, f"{what} is an fp32 immediate: {value!r} overflows float32 "
+                                   f"(finite values lie within +-3.4028235e+38); write inf or "
+                                   f"-inf for infinity")
+        return value
+
+    def _int64(self, node, what: str) -> int:
+        """An integer that lands in a 64-bit register or encoding field."""
+        value = self.eval.integer(node)
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise self.error(node, f"{what} must fit a signed 64-bit integer "
+                                   f"[{INT64_MIN}, {INT64_MAX}], got {_quote(value)}")
+        return value
 
     def _tile_symbols(self):
         return {**self.tensors, **self.allocations}
@@ -505,7 +555,7 @@ class Assembler:
 
     def _slice_step(self, node, partition_dim: bool) -> int:
         step = self.eval.affine(node)
-        if not step.is_const or step.const != int(step.const) or step.const < 1:
+        if not step.is_const or not _is_integer(step.const) or step.const < 1:
             raise self.error(node, "a slice step must be a positive integer constant")
         if partition_dim and step.const != 1:
             raise self.error(node, "the partition range cannot be strided: a tile spans "
@@ -534,9 +584,10 @@ class Assembler:
             if item is None:
                 start, count, keep = Affine(0), size, True
             elif item.data == "slice":
-                lo = self.eval.affine(item.children[0]) if item.children[0] is not None else Affine(0)
-                hi = (self.eval.affine(item.children[1]) if item.children[1] is not None
-                      else Affine(size))
+                lo = (self.eval.offset(item.children[0], "slice bounds")
+                      if item.children[0] is not None else Affine(0))
+                hi = (self.eval.offset(item.children[1], "slice bounds")
+                      if item.children[1] is not None else Affine(size))
                 if len(item.children) > 2 and item.children[2] is not None:
                     step = self._slice_step(item.children[2], on_chip and i == 0)
                 width = hi + lo.scale(-1)
@@ -546,8 +597,10 @@ class Assembler:
                 if width.const != int(width.const) or width.const <= 0:
                     raise self.error(item, f"empty or fractional slice (size {width.const})")
                 count, start, keep = -(-int(width.const) // step), lo, True
+                if count == 1:
+                    step = 1  # one element: the step never applies (and may be any size)
             else:
-                start, count, keep = self.eval.affine(item.children[0]), 1, on_chip and i == 0
+                start, count, keep = self.eval.offset(item.children[0]), 1, on_chip and i == 0
             count = int(count)
             if item is not None:
                 regs_spec = tuple(sorted((int(r), int(c)) for r, c in start.regs.items() if c))
@@ -562,6 +615,8 @@ class Assembler:
                     stop = int(start.const) + (count - 1) * step + 1
                     raise self.error(item, f"index range {int(start.const)}:{stop} is out of "
                                            f"bounds for dim {i} of '{symbol.name}' (size {size})")
+            else:
+                self._check_register_slice(item, symbol, i, count, step, start.const * strides[i])
             if on_chip and i == 0:
                 if not start.is_const:
                     raise self.error(item, "the partition range must be constant (registers may "
@@ -597,6 +652,7 @@ class Assembler:
         regs = {r: c for r, c in regs.items() if c}
         if len(regs) > L.MAX_REG_TERMS:
             raise self.error(node, f"at most {L.MAX_REG_TERMS} registers may offset one tile")
+        self._check_register_bytes(node, regs.values())
         if on_chip:
             window = (symbol.offset, symbol.offset + symbol.bytes_per_partition)
         else:
@@ -606,6 +662,25 @@ class Assembler:
                     tuple(merged), tuple(sorted(regs.items())), window,
                     location_of(self.source, node.meta), tuple(spec))
 
+
+    def _check_register_slice(self, item, symbol, dim: int, count: int, step: int,
+                              offset: int) -> None:
+        """A register-offset slice is bounds-checked at run time, but it can never be longer
+        than its dim, and its constant byte offset is a 64-bit field."""
+        extent = (count - 1) * step + 1
+        if extent > symbol.shape[dim]:
+            raise self.error(item, f"a slice spanning {_quote(extent)} elements cannot fit dim "
+                                   f"{dim} of '{symbol.name}' (size {symbol.shape[dim]})")
+        if not INT64_MIN <= offset <= INT64_MAX:
+            raise self.error(item, f"the constant offset of this index ({_quote(offset)} bytes) "
+                                   f"does not fit a signed 64-bit offset")
+
+    def _check_register_bytes(self, node, coefficients) -> None:
+        """A register's coefficient in bytes is a 64-bit field of the lowered operand."""
+        for c in coefficients:
+            if not INT64_MIN <= c <= INT64_MAX:
+                raise self.error(node, f"a register coefficient of {_quote(c)} bytes does not fit "
+                                       f"a signed 64-bit offset")
 
     def _compressed_access(self, symbol, slices, node) -> Tile:
         """A tile of a compressed tensor: a row range (registers may offset it) and a constant
@@ -625,9 +700,10 @@ class Assembler:
             if item.data != "slice" or (len(item.children) > 2 and item.children[2] is not None):
                 raise self.error(item, f"tiles of compressed '{symbol.name}' take unstrided "
                                        f"slices (start:stop) in both dims")
-            lo = self.eval.affine(item.children[0]) if item.children[0] is not None else Affine(0)
-            hi = (self.eval.affine(item.children[1]) if item.children[1] is not None
-                  else Affine(size))
+            lo = (self.eval.offset(item.children[0], "slice bounds")
+                  if item.children[0] is not None else Affine(0))
+            hi = (self.eval.offset(item.children[1], "slice bounds")
+                  if item.children[1] is not None else Affine(size))
             width = hi + lo.scale(-1)
             if not width.is_const or width.const != int(width.const) or width.const <= 0:
                 raise self.error(item, "a slice's size must be a positive constant")
@@ -655,9 +731,20 @@ class Assembler:
         regs = tuple(sorted((int(r), int(c) * pitch) for r, c in starts[0].regs.items() if c))
         if len(regs) > L.MAX_REG_TERMS:
             raise self.error(node, f"at most {L.MAX_REG_TERMS} registers may offset one tile")
+        self._check_register_bytes(node, (c for _, c in regs))
         return Tile("hbm", symbol.dtype, symbol.name, base, 0, counts[0], pitch,
                     ((itemsize, counts[1]),), regs, (symbol.offset, symbol.offset + symbol.nbytes),
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
+
+def _is_integer(value: float) -> bool:
+    return isinstance(value, int) or value.is_integer()
+
+
+def _quote(value: int) -> str:
+    """An integer as a message shows it (a 39-digit value is shortened)."""
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}...{text[-4:]} ({len(text)} digits)"
+
 
 def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     """True when pattern order is memory order with no gaps (row-major, innermost stride =

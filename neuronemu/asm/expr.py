@@ -1,4 +1,13 @@
-"""Integer/float expressions that may be affine in registers (``r1*512 + 64``)."""
+"""Integer/float expressions that may be affine in registers (``r1*512 + 64``).
+
+Limits (docs/language.md, "Limits"): integer literals and every integer an expression computes
+lie strictly within +-2**128, so arithmetic stays cheap and any integer converts to a float;
+a float literal or result that overflows to infinity is an error (``inf`` is written as the
+name ``inf``). Where a value is used it is checked again against what that use needs (an index
+must be a finite integer, a register value must fit 64 bits, ...). Evaluation walks the tree
+with an explicit stack, so the nesting depth of an expression is bounded by nothing but the
+line it is written on.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +22,9 @@ from neuronemu.source import SourceFile, location_of
 REGISTER = re.compile(r"^r(\d+)$")
 NUM_REGISTERS = 64
 BUILTIN_CONSTANTS = {"inf": math.inf, "nan": math.nan}
+INT_LIMIT = 2 ** 128          # |integer| must stay below this in any expression
+INT_LIMIT_TEXT = "+-2**128 (about 3.4e38)"
+_OPERATORS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "neg": 1}
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,10 @@ class Affine:
     def scale(self, k) -> Affine:
         return Affine(self.const * k, {r: c * k for r, c in self.regs.items() if c * k})
 
+    def numbers(self) -> list[float | int]:
+        """The constant and every register coefficient."""
+        return [self.const, *self.regs.values()]
+
 
 def register_number(name: str) -> int | None:
     m = REGISTER.match(name)
@@ -44,14 +60,37 @@ def register_number(name: str) -> int | None:
     return n if n < NUM_REGISTERS else None
 
 
+def abbreviate(text: str, keep: int = 24) -> str:
+    """A literal as a message can quote it: long ones shortened, with their length."""
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep]}... ({len(text)} characters)"
+
+
 def parse_number(text: str) -> int | float:
-    if text.startswith(("0x", "0X")):
-        return int(text, 16)
-    if text.startswith(("0b", "0B")):
-        return int(text, 2)
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    return float(text)
+    """The value of a NUMBER token; ``ValueError`` (with the reason) when it is out of range.
+
+    Integer digits are counted before converting, so a literal of thousands of digits costs
+    nothing and never reaches Python's int-from-string digit limit."""
+    base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(text[:2])
+    if base is not None or re.fullmatch(r"\d+", text):
+        digits = (text[2:] if base else text).lstrip("0")
+        base = base or 10
+        # len(digits) digits in this base are at least base**(len - 1)
+        if (len(digits) - 1) * math.log2(base) >= 128:
+            raise ValueError(f"integer literal {abbreviate(text)} is out of range: integers "
+                             f"must lie within {INT_LIMIT_TEXT}")
+        value = int(digits or "0", base)
+        if value >= INT_LIMIT:
+            raise ValueError(f"integer literal {abbreviate(text)} is out of range: integers "
+                             f"must lie within {INT_LIMIT_TEXT}")
+        return value
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"float literal {abbreviate(text)} overflows: the largest finite float "
+                         f"is {float.fromhex('0x1.fffffffffffffp+1023')!r}; write inf for "
+                         f"infinity")
+    return value
 
 
 class Evaluator:
@@ -65,9 +104,31 @@ class Evaluator:
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
 
     def affine(self, node) -> Affine:
-        kind = getattr(node, "data", None)
+        """The value of an expression: a post-order walk with an explicit stack (no recursion,
+        so a chain of thousands of operators cannot exhaust Python's stack)."""
+        stack: list[tuple[object, bool]] = [(node, False)]
+        values: list[Affine] = []
+        while stack:
+            current, operands_done = stack.pop()
+            kind = getattr(current, "data", None)
+            if kind not in _OPERATORS:
+                values.append(self._leaf(current, kind))
+            elif operands_done:
+                arity = _OPERATORS[kind]
+                operands = values[-arity:]
+                del values[-arity:]
+                values.append(self._apply(current, kind, operands))
+            else:
+                stack.append((current, True))
+                stack.extend((child, False) for child in reversed(current.children))
+        return values[0]
+
+    def _leaf(self, node, kind) -> Affine:
         if kind == "number":
-            return Affine(parse_number(str(node.children[0])))
+            try:
+                return Affine(parse_number(str(node.children[0])))
+            except ValueError as e:
+                raise self.error(node, str(e)) from None
         if kind == "name":
             name = str(node.children[0])
             reg = register_number(name)
@@ -80,32 +141,52 @@ class Evaluator:
             close = difflib.get_close_matches(name, list(self.constants), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise self.error(node, f"unknown name '{name}' in expression{hint}")
-        if kind in ("add", "sub"):
-            a, b = (self.affine(c) for c in node.children)
-            return a + (b if kind == "add" else b.scale(-1))
-        if kind == "neg":
-            return self.affine(node.children[0]).scale(-1)
-        if kind == "mul":
-            a, b = (self.affine(c) for c in node.children)
-            if a.is_const:
-                return b.scale(a.const)
-            if b.is_const:
-                return a.scale(b.const)
-            raise self.error(node, "a register may only be multiplied by a constant")
-        if kind in ("div", "mod"):
-            a, b = (self.affine(c) for c in node.children)
-            if not (a.is_const and b.is_const):
-                raise self.error(node, f"'{'/' if kind == 'div' else '%'}' needs constant operands")
-            if b.const == 0:
-                raise self.error(node, "division by zero in constant expression")
-            if kind == "mod":
-                return Affine(a.const % b.const)
-            if isinstance(a.const, int) and isinstance(b.const, int):
-                return Affine(a.const // b.const)
-            return Affine(a.const / b.const)
         if kind in ("indexed", "call", "string", "slice", "index"):
             raise self.error(node, "expected a number or an expression here")
         raise self.error(node, "expected an expression")
+
+    def _apply(self, node, kind: str, operands: list[Affine]) -> Affine:
+        if kind == "neg":
+            result = operands[0].scale(-1)
+        elif kind in ("add", "sub"):
+            a, b = operands
+            result = a + (b if kind == "add" else b.scale(-1))
+        elif kind == "mul":
+            a, b = operands
+            if a.is_const:
+                result = b.scale(a.const)
+            elif b.is_const:
+                result = a.scale(b.const)
+            else:
+                raise self.error(node, "a register may only be multiplied by a constant")
+        else:
+            result = self._divide(node, kind, *operands)
+        return self._in_range(node, result, operands)
+
+    def _divide(self, node, kind: str, a: Affine, b: Affine) -> Affine:
+        if not (a.is_const and b.is_const):
+            raise self.error(node, f"'{'/' if kind == 'div' else '%'}' needs constant operands")
+        if b.const == 0:
+            raise self.error(node, "division by zero in constant expression")
+        if kind == "mod":
+            return Affine(a.const % b.const)
+        if isinstance(a.const, int) and isinstance(b.const, int):
+            return Affine(a.const // b.const)
+        return Affine(a.const / b.const)
+
+    def _in_range(self, node, result: Affine, operands: list[Affine]) -> Affine:
+        """An integer result within the limit, and no float overflow from finite operands."""
+        for value in result.numbers():
+            if isinstance(value, int):
+                if not -INT_LIMIT < value < INT_LIMIT:
+                    raise self.error(node, f"integer overflow in expression: integers must lie "
+                                           f"within {INT_LIMIT_TEXT}")
+            elif math.isinf(value) and not any(math.isinf(x) for op in operands
+                                               for x in op.numbers()):
+                raise self.error(node, "floating-point overflow in expression: the result is "
+                                       "beyond the largest finite float (write inf for "
+                                       "infinity)")
+        return result
 
     def constant(self, node) -> float | int:
         value = self.affine(node)
@@ -120,3 +201,12 @@ class Evaluator:
                 raise self.error(node, f"expected an integer, got {value}")
             value = int(value)
         return value
+
+    def offset(self, node, what: str = "indices") -> Affine:
+        """An index or slice bound: an integer constant plus integer multiples of registers
+        (nan, inf and fractions are refused here, where they would become addresses)."""
+        value = self.affine(node)
+        for number in value.numbers():
+            if isinstance(number, float) and not number.is_integer():
+                raise self.error(node, f"{what} must be integers, got {number}")
+        return Affine(int(value.const), {r: int(c) for r, c in value.regs.items()})

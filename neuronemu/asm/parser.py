@@ -51,8 +51,8 @@ def parse(source: SourceFile):
         token = e.token
         expected = sorted({_describe(t) for t in e.expected})
         if token.type == "$END":
-            lines = source.text.splitlines() or [""]
-            loc = Location(source, len(lines), len(lines[-1]) + 1)
+            last = max(source.line_count, 1)
+            loc = Location(source, last, len(source.line(last)) + 1)
             got = "end of file"
         else:
             line = token.line or 1
