@@ -13,8 +13,8 @@ def warm(echo: Callable[[str], None] = print) -> float:
     import neuronemu
     from neuronemu.api import run_spmd
     from neuronemu.exec import kernels
-    from neuronemu.exec.jit import cache_dir
-    from neuronemu.numerics import dtypes
+    from neuronemu.exec.cache import cache_dir
+    from neuronemu.numerics import convert
     from neuronemu.programs import bundled_programs
 
     start = time.perf_counter()
@@ -31,5 +31,5 @@ def warm(echo: Callable[[str], None] = print) -> float:
         else:
             neuronemu.run(program)
         echo(f"ran {name}")
-    dtypes.to_bits([1.0], "bfloat16")
+    convert.to_bits([1.0], "bfloat16")
     return time.perf_counter() - start

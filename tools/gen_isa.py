@@ -53,7 +53,7 @@ def kernels(isa) -> str:
              'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
              "",
              "from neuronemu.exec import layout as L",
-             "from neuronemu.exec.kernels import views",
+             "from neuronemu.exec.abi import views",
              f"from neuronemu.semantics import {', '.join(modules)}",
              "",
              "# opcode -> kernel wrapper",

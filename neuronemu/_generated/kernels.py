@@ -4,7 +4,7 @@
 its own C-callable unit by neuronemu.exec.kernels (which explains why)."""
 
 from neuronemu.exec import layout as L
-from neuronemu.exec.kernels import views
+from neuronemu.exec.abi import views
 from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
 
 # opcode -> kernel wrapper

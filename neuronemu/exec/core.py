@@ -148,14 +148,14 @@ _CONSTANT_INITS = {"nan": lambda t: np.nan, "zeros": lambda t: 0.0, "ones": lamb
 
 
 def tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
-    from neuronemu.numerics import dtypes
+    from neuronemu.numerics import convert, dtypes
 
     dt = dtypes.get(tensor.dtype)
     if dt.kind != "float" and values.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             if np.isnan(values).any():
                 return np.full(values.shape, (1 << (8 * dt.itemsize)) - 1, dtype=np.uint64)
-    return np.ascontiguousarray(dtypes.to_bits(values, tensor.dtype))
+    return np.ascontiguousarray(convert.to_bits(values, tensor.dtype))
 
 
 def on_chip_widths(program: Program, compact: bool = False) -> tuple[int, int]:
@@ -309,7 +309,7 @@ class Core:
         ~50 ms; all the loop's state is in pc, steps and the arrays it updates in place, so the
         results are bit-identical to one call (tests/robustness/test_limits.py). An int is
         an instruction limit alone."""
-        from neuronemu.exec import compiling, kernels
+        from neuronemu.exec import abi, compiling
         from neuronemu.exec.interpreter import run_loop
         from neuronemu.numerics import dtypes
 
@@ -319,7 +319,7 @@ class Core:
         before = compiling.seconds()
         addresses = program_kernels(program, self.timing_state[0])
         fmt, table = dtypes.format_table(), dtypes.decode_table()
-        dims = kernels.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
+        dims = abi.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
         global _loop_ready
         if not _loop_ready:
             # a zero-step call compiles the loop (or loads it from numba's cache), so that

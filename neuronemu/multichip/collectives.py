@@ -191,11 +191,11 @@ class Reducer:
         return array.astype(np.float64 if self.kind == "float" else np.int64)
 
     def bits(self, values: np.ndarray) -> np.ndarray:
-        from neuronemu.numerics import dtypes
+        from neuronemu.numerics import convert
 
         if self.dtype == "float32":
             return values.view(np.uint32).astype(np.int64)
-        return dtypes.to_bits(values, self.dtype).astype(np.int64)
+        return convert.to_bits(values, self.dtype).astype(np.int64)
 
     def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN are results, not errors

@@ -134,9 +134,9 @@ class _Driver:
         if core.run(self.limits) == FINISHED:
             self.finished[r] = True
             if core.status != L.STATUS_OK:
-                from neuronemu.api import _fault
+                from neuronemu.faults import fault as fault_of
 
-                fault = _fault(self.program, core.status, core.pc, core.regs, self.limits,
+                fault = fault_of(self.program, core.status, core.pc, core.regs, self.limits,
                                core.steps)
                 if self.world > 1:
                     fault.message = f"rank {r}: {fault.message}"

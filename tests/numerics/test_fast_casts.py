@@ -1,4 +1,4 @@
-"""The numpy / ml_dtypes fast path of ``dtypes.to_bits`` (float32 and bfloat16 inputs) gives the
+"""The numpy / ml_dtypes fast path of ``convert.to_bits`` (float32 and bfloat16 inputs) gives the
 bits of the jitted encoder the engines use, and of ml_dtypes' astype, on values that probe every
 rounding regime: normals, ties, subnormals, values near overflow (which take the encoder)."""
 
@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from neuronemu.numerics import dtypes
+from neuronemu.numerics import convert, dtypes
 from neuronemu.numerics.cast import encode_array32, encode_array64
 
 
@@ -23,7 +23,7 @@ def probes() -> np.ndarray:
 @pytest.mark.parametrize("source", [np.float64, np.float32])
 def test_float32_bits(source):
     x = probes().astype(source)
-    fast = dtypes._numpy_cast_bits(x, "float32")
+    fast = convert._numpy_cast_bits(x, "float32")
     assert fast is not None
     oracle = encode_array64(x.astype(np.float64), dtypes.get("float32").code,
                             dtypes.format_table()).astype(np.uint32)
@@ -35,7 +35,7 @@ def test_float32_bits(source):
 def test_bfloat16_bits(source):
     x = probes().astype(source)
     x = x[np.abs(x) < 3.3e38]   # what rounds to inf takes the encoder (tested below)
-    fast = dtypes._numpy_cast_bits(x, "bfloat16")
+    fast = convert._numpy_cast_bits(x, "bfloat16")
     assert fast is not None
     oracle = encode_array32(x.astype(np.float32), dtypes.get("bfloat16").code,
                             dtypes.format_table()).astype(np.uint16)
@@ -46,9 +46,9 @@ def test_bfloat16_bits(source):
 
 @pytest.mark.parametrize("values", [[np.inf], [1e39], [-np.inf, 1.0], [3.4e38]])
 def test_non_finite_results_take_the_encoder(values):
-    assert dtypes._numpy_cast_bits(np.array(values, np.float64), "bfloat16") is None
+    assert convert._numpy_cast_bits(np.array(values, np.float64), "bfloat16") is None
     if values != [3.4e38]:
-        assert dtypes._numpy_cast_bits(np.array(values, np.float64), "float32") is None
+        assert convert._numpy_cast_bits(np.array(values, np.float64), "float32") is None
 
 
 @pytest.mark.parametrize("name", ["float32", "bfloat16"])
@@ -56,7 +56,7 @@ def test_non_finite_results_take_the_encoder(values):
 def test_default_nan_is_the_encoders_quiet_nan(name, source):
     """Outputs start as NaN (np.nan of either sign): the fast path gives the encoder's bits."""
     x = np.array([np.nan, -np.nan, 1.5, np.nan], dtype=source)
-    fast = dtypes._numpy_cast_bits(x, name)
+    fast = convert._numpy_cast_bits(x, name)
     assert fast is not None
     if name == "float32":
         oracle = encode_array64(x.astype(np.float64), dtypes.get(name).code,
@@ -69,5 +69,5 @@ def test_default_nan_is_the_encoders_quiet_nan(name, source):
 
 def test_nan_payloads_take_the_encoder():
     payload = np.array([0x7FF0000000000001], dtype=np.uint64).view(np.float64)   # a signalling NaN
-    assert dtypes._numpy_cast_bits(payload, "float32") is None
-    assert dtypes._numpy_cast_bits(payload, "bfloat16") is None
+    assert convert._numpy_cast_bits(payload, "float32") is None
+    assert convert._numpy_cast_bits(payload, "bfloat16") is None

@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from neuronemu.numerics import convert as C
 from neuronemu.numerics import dtypes as D
 from neuronemu.numerics.cast import decode_array, encode_array32, encode_stochastic
 
@@ -87,7 +88,7 @@ def test_float64_inputs_match_astype(name: str) -> None:
                         [np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 2.0**-127, 1.5, 3.0]])
     with np.errstate(over="ignore", invalid="ignore"):
         want = x.astype(getattr(ml_dtypes, name)).view(np.uint8)
-    np.testing.assert_array_equal(D.to_bits(x, name), want)
+    np.testing.assert_array_equal(C.to_bits(x, name), want)
     back = D.from_bits(want, name)
     assert back.dtype == np.dtype(getattr(ml_dtypes, name)) and d.itemsize == 1
 
@@ -171,7 +172,7 @@ def test_pack_x4_fp4_nibble_order() -> None:
     """Value i of a float4_e2m1fn_x4 element sits in bits 4i..4i+3 (nibble 0 lowest), the layout
     of the NKI MX tutorial's host packing: two fp4 per byte, low nibble first, bytes in little-
     endian order. Hand-packed: [1.0, -0.5, 6.0, 0.0] = codes [2, 9, 7, 0] -> 0x0792."""
-    words = D.pack_x4(np.array([[1.0, -0.5, 6.0, 0.0, 2.0, 3.0, 0.5, 4.0]]), "float4_e2m1fn_x4")
+    words = C.pack_x4(np.array([[1.0, -0.5, 6.0, 0.0, 2.0, 3.0, 0.5, 4.0]]), "float4_e2m1fn_x4")
     assert words.dtype == np.uint16
     np.testing.assert_array_equal(words, [[0x0792, 0x6154]])
     tutorial = np.array([[0x92, 0x07, 0x54, 0x61]], np.uint8).view("<u2")  # low nibble first
@@ -187,7 +188,7 @@ def test_pack_x4_round_trip_against_ml_dtypes(name: str) -> None:
     element = D.get(name).packs
     rng = np.random.default_rng(11)
     x = rng.standard_normal((16, 64)) * 3
-    words = D.pack_x4(x, name)
+    words = C.pack_x4(x, name)
     assert words.shape == (16, 16) and words.dtype == np.dtype(f"u{D.get(name).itemsize}")
     want = x.astype(getattr(ml_dtypes, element))
     np.testing.assert_array_equal(D.unpack_x4(words, name).view(np.uint8), want.view(np.uint8))

@@ -12,7 +12,7 @@ from numba.core.ccallback import CFunc
 
 import neuronemu
 from neuronemu._generated import kernels as generated
-from neuronemu.exec import kernels
+from neuronemu.exec import abi, kernels
 from neuronemu.exec.jit import jit
 from neuronemu.semantics import ctrl
 
@@ -28,7 +28,7 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
                                  filename="bug.s")
     # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises
     monkeypatch.setattr(ctrl, "mov", jit(cache=False, boundscheck=True)(_raises.py_func))
-    broken = CFunc(generated.ctrl__mov, sigutils.normalize_signature(kernels.SIGNATURE),
+    broken = CFunc(generated.ctrl__mov, sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
     addresses = kernels.kernel_addresses(program.instrs, np.zeros(3, dtype=bool))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.numerics import convert as C
 from neuronemu.numerics import dtypes as D
 
 FP4_TABLE = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
@@ -79,7 +80,7 @@ def random_words(rng, shape, dtype):
         return rng.integers(0, 2**16, size=shape, dtype=np.uint64).astype(np.uint16)
     # fp8: avoid NaN bytes (e4m3fn 0x7F/0xFF, e5m2 exponent 31) by drawing finite values
     values = rng.standard_normal((shape[0], 4 * shape[1])) * 4
-    return D.pack_x4(values, dtype)
+    return C.pack_x4(values, dtype)
 
 
 def test_fp4_matmul_is_exact_when_every_sum_is_an_fp32_value() -> None:
@@ -137,8 +138,8 @@ def test_hand_computed_fp4_times_fp8() -> None:
     x = np.zeros((32, 1), np.uint32)
     w[0, 0], w[9, 0] = 0x0792, 0x0003
     x[0, 0], x[9, 0] = 0x48304440, 0x00000048
-    assert D.pack_x4([[1.0, -0.5, 6.0, 0.0]], "float4_e2m1fn_x4")[0, 0] == 0x0792
-    assert D.pack_x4([[2.0, 3.0, 0.5, 4.0]], "float8_e4m3fn_x4")[0, 0] == 0x48304440
+    assert C.pack_x4([[1.0, -0.5, 6.0, 0.0]], "float4_e2m1fn_x4")[0, 0] == 0x0792
+    assert C.pack_x4([[2.0, 3.0, 0.5, 4.0]], "float8_e4m3fn_x4")[0, 0] == 0x48304440
     ws = np.array([[128, 127], [127, 127], [127, 127], [127, 127]], np.uint8)
     xs = np.array([[126], [129], [127], [127]], np.uint8)
     result = run_matmul(w, x, ws, xs, sd="float4_e2m1fn_x4", md="float8_e4m3fn_x4",
