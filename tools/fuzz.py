@@ -198,7 +198,8 @@ def _rebuild(case: dict, parts: list) -> dict:
         new["corruptions"] = parts
         new["data"] = fuzzgen.apply_corruptions(fuzzgen.encoded_programs()[case["base"]], parts)
     elif case["mode"] == "cli":
-        new["argv"] = case["argv"][:1] + parts
+        new["groups"] = parts
+        new["argv"] = case["head"] + [word for group in parts for word in group]
     elif case["mode"] == "api":
         new["inputs"] = dict(parts[0]) if case["inputs"] is not None else None
         new["kwargs"] = dict(parts[1])
@@ -211,7 +212,7 @@ def _parts(case: dict) -> list:
     if case["mode"] == "neo":
         return list(case["corruptions"])
     if case["mode"] == "cli":
-        return list(case["argv"][1:])
+        return list(case["groups"])
     return []
 
 
