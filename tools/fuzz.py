@@ -4,7 +4,7 @@ minimal reproducer per distinct failure signature.
 
 Usage:
     python tools/fuzz.py [--cases N] [--seed S] [--time-budget SECONDS] [--jobs J]
-                         [--modes generated,mutant,neo,api,cli] [--out DIR] [--no-minimize]
+                         [--modes generated,example,mutant,neo,api,cli] [--out DIR] [--no-minimize]
 
 Outcomes: ``ok``; a documented error (``AsmError``, ``RuntimeFault``, ``SyncError``,
 ``CommError``, ``InputError``; for the CLI ``exit N``) -- these pass; and failures: a Python
@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 import fuzzgen
 import fuzzrun
+from known import known_family
 
 # share of each mode in a run: kernels reach most code, the others are cheap
-DEFAULT_MODES = {"generated": 4, "mutant": 3, "neo": 2, "api": 1, "cli": 1}
+DEFAULT_MODES = {"generated": 3, "example": 2, "mutant": 3, "neo": 2, "api": 1, "cli": 1}
 
 
 @dataclass
@@ -335,7 +336,10 @@ def report(tally: Tally, elapsed: float, busy: dict[str, float], minimal: dict[s
         lines.append(f"  {seconds:7.2f} s  {mode:9s} {signature}  ({case.get('origin', '')})")
     lines += ["", f"distinct failure signatures: {len(tally.failures)}"]
     for i, f in enumerate(sorted(tally.failures.values(), key=lambda f: -f.count)):
-        lines.append(f"  [{i:02d}] {f.count:6d}  {f.signature}   modes {dict(f.modes)}")
+        family = known_family(f.signature)
+        label = f"known family {family}" if family else "NEW"
+        lines.append(f"  [{i:02d}] {f.count:6d}  {f.signature}   modes {dict(f.modes)}  "
+                     f"-> {label}")
         case = minimal.get(f.signature, f.case)
         if case and case["mode"] == "asm":
             text = case["source"].decode("utf-8", "backslashreplace")
@@ -405,8 +409,9 @@ def main(argv: list[str] | None = None) -> int:
             "outcomes": dict(tally.outcomes),
             "by_mode": {m: dict(c) for m, c in tally.by_mode.items()},
             "worker_seconds": busy,
-            "failures": [{"signature": f.signature, "count": f.count, "modes": dict(f.modes)}
-                         for f in ordered]}, indent=1))
+            "failures": [{"signature": f.signature, "count": f.count, "modes": dict(f.modes),
+                          "known_family": known_family(f.signature)} for f in ordered]},
+            indent=1))
     return 1 if tally.failures else 0
 
 

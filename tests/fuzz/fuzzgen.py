@@ -3,7 +3,9 @@ that ``fuzzrun.execute`` runs (in a worker process) and classifies.
 
 Modes:
     asm  kernel source bytes, assembled (and usually run with a small instruction limit):
-         generated from the ISA tables (``kernels``) or bundled programs mutated (``mutants``)
+         generated from the ISA tables (``kernels``), the tables' runnable examples with other
+         legal keyword values and dtypes (``examples``), or bundled programs mutated
+         (``mutants``)
     neo  a bundled program's ``.neo`` encoding with byte-level corruptions, through the CLI
     api  ``neuronemu.run`` on a small kernel with odd input arrays and keyword values
     cli  ``neuronemu ...`` argument vectors with odd options and odd ``.npy`` files
@@ -367,6 +369,63 @@ def kernels(draw) -> dict:
             "max_instructions": MAX_INSTRUCTIONS, "origin": "generated"}
 
 
+_DECL = re.compile(r"^\.(hbm|sbuf|psum)\s+(\w+)\s+(\w+)\[([^\]]*)\](.*)$")
+_KEYWORD_VALUE = r"\b{}=(\[[^\]]*\]|[^,\s]+)"
+
+
+def _vary_declaration(draw, k: _Kernel, line: str) -> str:
+    """Record a setup declaration in ``k``, sometimes with another dtype or a halved free dim."""
+    m = _DECL.match(line.strip())
+    if m is None:
+        return line
+    space, name, dtype, dims, rest = m.groups()
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        return line
+    if draw(st.integers(0, 9)) == 0:
+        dtype = _dtype(draw, k.target, common=("float32", "bfloat16", "int32", "uint32"))
+    if len(shape) > 1 and shape[-1] > 1 and draw(st.integers(0, 19)) == 0:
+        shape = (*shape[:-1], shape[-1] // 2)
+    k.decls.append((name, space, dtype, shape, "compressed" in rest))
+    return f".{space} {name} {dtype}[{', '.join(map(str, shape))}]{rest}"
+
+
+@st.composite
+def example_text(draw) -> str:
+    """An instruction's runnable table example (``setup``, example, ``teardown``) with other legal
+    keyword values and dtypes, and perhaps a few generated instructions on its buffers."""
+    table = isa().instructions
+    definition = table[draw(st.sampled_from(sorted(table)))]
+    target = draw(st.sampled_from(definition.targets or TARGETS))
+    k = _Kernel(target, 128, 512)
+    setup = [_vary_declaration(draw, k, line) for line in definition.setup.splitlines()]
+    example = definition.example
+    for arg in definition.args:
+        if not arg.keyword or arg.kind not in ("enum", "int", "bool", "number", "reg_or_int"):
+            continue
+        if draw(st.integers(0, 9)) < 7:
+            continue
+        value = _value(draw, k, arg, definition)
+        pattern = _KEYWORD_VALUE.format(arg.name)
+        if re.search(pattern, example):
+            replacement = f"{arg.name}={value}"
+            example = re.sub(pattern, lambda _, r=replacement: r, example, count=1)
+        else:
+            example += f", {arg.name}={value}"
+    extra = [_instruction(draw, k) for _ in range(draw(st.integers(0, 2)))] if k.decls else []
+    head = [] if ".target" in definition.setup else [f".target {target}"]
+    parts = head + setup + [example, definition.teardown, *extra, "end:"]
+    return "\n".join(p for p in parts if p) + "\n"
+
+
+@st.composite
+def examples(draw) -> dict:
+    """Mode asm with a varied table example: reaches the semantics of every instruction."""
+    return {"mode": "asm", "source": draw(example_text()).encode(), "run": True,
+            "max_instructions": MAX_INSTRUCTIONS, "origin": "isa example"}
+
+
 # ---------------------------------------------------------------------------------------------
 # mutated bundled programs
 # ---------------------------------------------------------------------------------------------
@@ -683,8 +742,8 @@ def cli_calls(draw) -> dict:
 
 
 def any_case() -> st.SearchStrategy[dict]:
-    return st.one_of(kernels(), mutants(), neo_files(), api_calls(), cli_calls())
+    return st.one_of(kernels(), examples(), mutants(), neo_files(), api_calls(), cli_calls())
 
 
-MODES = {"generated": kernels, "mutant": mutants, "neo": neo_files, "api": api_calls,
-         "cli": cli_calls}
+MODES = {"generated": kernels, "example": examples, "mutant": mutants, "neo": neo_files,
+         "api": api_calls, "cli": cli_calls}

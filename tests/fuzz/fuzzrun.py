@@ -36,6 +36,7 @@ WORKER_MEMORY = 6 << 30         # address-space limit of a worker: MemoryError, 
 @dataclass(frozen=True)
 class Outcome:
     kind: str                   # ok | error | exit | traceback | unlocated | signal | hang | json
+                                # | abort
     signature: str              # e.g. "AsmError", "exit 3", "traceback: KeyError @ file:func"
     detail: str = ""            # message or traceback text, for reports
 
@@ -192,6 +193,11 @@ def _cli(argv: list[str]) -> tuple[Outcome, str]:
     error = result.exception
     if error is not None and not isinstance(error, SystemExit):
         return classify_exception(error), result.stdout
+    if result.stderr.rstrip().endswith("Aborted!"):
+        # click turns an EOFError or KeyboardInterrupt that escaped the command into "Aborted!"
+        # and exit 1, which is neither a runtime fault nor a located error
+        return Outcome("abort", "click 'Aborted!' (an EOFError escaped the command)",
+                       result.stderr[-300:]), ""
     if result.exit_code not in DOCUMENTED_EXIT_CODES:
         return Outcome("exit", f"undocumented exit {result.exit_code}", result.stderr[-300:]), ""
     if "Traceback (most recent call last)" in result.stderr:

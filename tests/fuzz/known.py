@@ -1,9 +1,10 @@
 """Failure signatures of the known robustness families (issue 17, ../shared/research/
-robustness-repro-2026-11/), fixed on other branches. The short-budget property tests tolerate
-them so that this branch's suite stays green until those fixes are merged; **delete each entry
-when its fix lands** (then the property test fails again if the family comes back).
+robustness-repro-2026-11/ and the issue's numbered items), fixed on other branches. The
+short-budget property tests tolerate them so that this branch's suite stays green until those
+fixes are merged; **delete each entry when its fix lands** (then the property test fails again
+if the family comes back). tools/fuzz.py labels its report with the same table.
 
-Each entry: (family, regular expression matched against the outcome signature).
+Each entry: (family, regular expression searched in the outcome signature).
 """
 
 from __future__ import annotations
@@ -11,19 +12,38 @@ from __future__ import annotations
 import re
 
 KNOWN: list[tuple[str, str]] = [
-    # B: NaN / inf in slices, steps and indices (int(nan), int(inf) in the assembler)
-    ("B", r"traceback: (ValueError|OverflowError) @ neuronemu/asm/assembler\.py:_(access|index|slice|affine|int)"),
-    # C: huge literals (int() of 400+ digits, float overflow, > int64 immediates)
-    ("C", r"traceback: (ValueError|OverflowError) @ neuronemu/asm/expr\.py:"),
-    ("C", r"traceback: OverflowError @ neuronemu/asm/assembler\.py:"),
-    # E: corrupt .neo files (bad UTF-8, unknown codes, bad symbol index, truncation)
+    # A: sizes computed in int64 (np.prod) wrap or overflow (main)
+    ("A", r"@ neuronemu/program\.py:free_size: Python int too large"),
+    ("A", r"@ neuronemu/api\.py:_allocation_values: cannot reshape"),
+    ("A", r"array is too big"),
+    # B: NaN / inf in slices, steps and indices (robust-asm)
+    ("B", r"@ neuronemu/asm/assembler\.py:_access: cannot convert float (NaN|infinity) to integer"),
+    # C: huge literals: 4300+ digits, > int64 register values, > float range (robust-asm)
+    ("C", r"@ neuronemu/asm/expr\.py:parse_number: Exceeds the limit"),
+    ("C", r"@ neuronemu/asm/assembler\.py:(lower|_resolve|<listcomp>): (Python )?int too large"),
+    # E: corrupt .neo files (robust-asm)
     ("E", r"traceback: \w+ @ neuronemu/encoding\.py:"),
+    ("E", r"traceback: KeyError @ neuronemu/numerics/dtypes\.py:by_code"),
     ("E", r"traceback: KeyError @ neuronemu/isa/table\.py:name_of"),
+    # F: invalid init= parameters reach numpy at run time (robust-asm)
+    ("F", r"@ neuronemu/exec/core\.py:initial_values: (scale < N|low >= high|high - low|Range exceeds)"),
+    # G: legal but huge tensors (robust-cli)
+    ("G", r"traceback: MemoryError @ neuronemu/(exec|numerics)/"),
+    # issue item 4: seeds and limits out of range or of the wrong type, output paths (robust-cli)
+    ("4", r"@ neuronemu/exec/core\.py:(__init__|run): Python int too large"),
+    ("4", (r"@ neuronemu/exec/core\.py:(__init__|initial_values): (int\(\) argument|seed must be|"
+          r"object of type '_' has no len|expected non-negative)")),
+    ("4", (r"traceback: (IsADirectoryError|FileNotFoundError|NotADirectoryError|PermissionError) "
+          r"@ neuronemu/cli\.py:_save_all")),
+    ("4", r"click 'Aborted!'"),
+    # issue item 5: a .npy header that claims terabytes (robust-cli)
+    ("5", r"traceback: MemoryError @ neuronemu/cli\.py:_load_inputs"),
 ]
 
 
 def known_family(signature: str) -> str | None:
-    """The family letter of a known failure signature, else None."""
+    """The family of a known failure signature (a letter of the reproducers, or the issue's
+    item number), else None."""
     for family, pattern in KNOWN:
         if re.search(pattern, signature):
             return family

@@ -34,31 +34,37 @@ def check(worker: fuzzrun.Worker, case: dict) -> None:
         raise AssertionError(f"{outcome.signature}\n{case.get('origin', '')}\n{outcome.detail}")
 
 
-@budget(150)
+@budget(600)
 @given(case=fuzzgen.kernels())
 def test_generated_kernels(worker, case):
     check(worker, case)
 
 
-@budget(100)
+@budget(500)
+@given(case=fuzzgen.examples())
+def test_varied_table_examples(worker, case):
+    check(worker, case)
+
+
+@budget(400)
 @given(case=fuzzgen.mutants())
 def test_mutated_programs(worker, case):
     check(worker, case)
 
 
-@budget(120)
+@budget(500)
 @given(case=fuzzgen.neo_files())
 def test_corrupt_neo_files(worker, case):
     check(worker, case)
 
 
-@budget(80)
+@budget(400)
 @given(case=fuzzgen.api_calls())
 def test_odd_api_inputs(worker, case):
     check(worker, case)
 
 
-@budget(50)
+@budget(200)
 @given(case=fuzzgen.cli_calls())
 def test_command_lines(worker, case):
     check(worker, case)
