@@ -13,6 +13,10 @@ worker, a hang (> --timeout), an ``AsmError``/``RuntimeFault`` without a locatio
 ``--json`` run whose stdout is not one JSON document. The strategies live in
 tests/fuzz/fuzzgen.py (the short-budget property tests in tests/fuzz/test_fuzz.py use them too).
 Exit status: 0 when no failure was seen, 1 otherwise.
+
+Silent out-of-bounds accesses in the compiled interpreter are invisible to this property; run
+with ``NEURONEMU_BOUNDSCHECK=1`` (inherited by the workers; the first run compiles again, with
+bounds checks) to turn them into IndexError tracebacks.
 """
 
 from __future__ import annotations
@@ -336,7 +340,7 @@ def report(tally: Tally, elapsed: float, busy: dict[str, float], minimal: dict[s
         lines.append(f"  {seconds:7.2f} s  {mode:9s} {signature}  ({case.get('origin', '')})")
     lines += ["", f"distinct failure signatures: {len(tally.failures)}"]
     for i, f in enumerate(sorted(tally.failures.values(), key=lambda f: -f.count)):
-        family = known_family(f.signature)
+        family = known_family(f.signature, f.case)
         label = f"known family {family}" if family else "NEW"
         lines.append(f"  [{i:02d}] {f.count:6d}  {f.signature}   modes {dict(f.modes)}  "
                      f"-> {label}")
@@ -410,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
             "by_mode": {m: dict(c) for m, c in tally.by_mode.items()},
             "worker_seconds": busy,
             "failures": [{"signature": f.signature, "count": f.count, "modes": dict(f.modes),
-                          "known_family": known_family(f.signature)} for f in ordered]},
+                          "known_family": known_family(f.signature, f.case)}
+                         for f in ordered]},
             indent=1))
     return 1 if tally.failures else 0
 

@@ -36,7 +36,7 @@ WORKER_MEMORY = 6 << 30         # address-space limit of a worker: MemoryError, 
 @dataclass(frozen=True)
 class Outcome:
     kind: str                   # ok | error | exit | traceback | unlocated | signal | hang | json
-                                # | abort
+                                # | abort | silent
     signature: str              # e.g. "AsmError", "exit 3", "traceback: KeyError @ file:func"
     detail: str = ""            # message or traceback text, for reports
 
@@ -229,12 +229,25 @@ def _roundtrip(program) -> None:
         raise AssertionError("round trip: re-assembled bytes differ")
 
 
+def _silently_empty(source: bytes, program) -> bool:
+    """A text with statements on some line (by any line ending: CR, LF, CRLF, ...) that
+    assembles to nothing was misread, e.g. as one long comment."""
+    if program.instructions or program.tensors or program.allocations or program.labels:
+        return False
+    text = source.decode("utf-8", "replace")
+    return any(line.split("#", 1)[0].strip() for line in text.splitlines())
+
+
 def _execute_asm(case: dict, scratch: Path) -> Outcome:
     import neuronemu
 
     path = scratch / "kernel.s"
     path.write_bytes(case["source"])
     program = neuronemu.assemble_file(path)
+    if _silently_empty(case["source"], program):
+        return Outcome("silent", "silent: statements in the text but an empty program",
+                       "the text has statements on some line (any line ending) but nothing "
+                       "was assembled")
     _roundtrip(program)
     if case.get("run"):
         neuronemu.run(program, max_instructions=case.get("max_instructions", 1000))

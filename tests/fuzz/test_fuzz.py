@@ -30,7 +30,7 @@ def worker():
 
 def check(worker: fuzzrun.Worker, case: dict) -> None:
     outcome = worker.run(case)
-    if outcome.failed and known_family(outcome.signature) is None:
+    if outcome.failed and known_family(outcome.signature, case) is None:
         raise AssertionError(f"{outcome.signature}\n{case.get('origin', '')}\n{outcome.detail}")
 
 
