@@ -352,8 +352,10 @@ def _read_exact(stream, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _worker_main() -> None:
-    """Answer ``(index, case)`` frames on stdin with ``(index, Outcome)`` frames, forever."""
+def _worker_main(scratch: Path) -> None:
+    """Answer ``(index, case)`` frames on stdin with ``(index, Outcome)`` frames until stdin
+    closes; ``scratch`` is an empty directory owned by the parent (which removes it even when
+    this process dies of a signal)."""
     import resource
     import warnings
 
@@ -368,21 +370,17 @@ def _worker_main() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     requests = sys.stdin.buffer
-    scratch = Path(tempfile.mkdtemp(prefix="neuronemu-fuzz-"))
-    try:
-        import neuronemu  # noqa: F401 - import once, before the first case's clock starts
+    import neuronemu  # noqa: F401 - import once, before the first case's clock starts
 
-        while True:
-            header = _read_exact(requests, 8)
-            if header is None:
-                return
-            index, case = pickle.loads(_read_exact(requests, struct.unpack("<Q", header)[0]))
-            _in_scratch(scratch, {})
-            outcome = execute(case, scratch)
-            # a plain tuple: the parent need not import this module under the same name
-            _send(reply, (index, (outcome.kind, outcome.signature, outcome.detail)))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    while True:
+        header = _read_exact(requests, 8)
+        if header is None:
+            return
+        index, case = pickle.loads(_read_exact(requests, struct.unpack("<Q", header)[0]))
+        _in_scratch(scratch, {})
+        outcome = execute(case, scratch)
+        # a plain tuple: the parent need not import this module under the same name
+        _send(reply, (index, (outcome.kind, outcome.signature, outcome.detail)))
 
 
 class Worker:
@@ -392,14 +390,23 @@ class Worker:
         self.timeout = timeout
         self.stderr = stderr
         self.process: subprocess.Popen | None = None
+        self.scratch: str | None = None
         self.restarts = 0
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-        return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.scratch = tempfile.mkdtemp(prefix="neuronemu-fuzz-")
+        return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
+                                 self.scratch], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=self.stderr, env=env)
+
+    def _forget(self) -> None:
+        """The process has ended: drop it and the files its cases left."""
+        self.process = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def run(self, case: dict, timeout: float | None = None) -> Outcome:
         """Execute ``case`` in the worker; a dead worker or a timeout is the case's outcome."""
@@ -423,7 +430,7 @@ class Worker:
 
     def _died(self, detail: str) -> Outcome:
         code = self.process.wait()
-        self.process = None
+        self._forget()
         self.restarts += 1
         if code < 0:
             name = signal.Signals(-code).name
@@ -434,7 +441,7 @@ class Worker:
         if self.process is not None:
             self.process.kill()     # our own child, by its handle
             self.process.wait()
-            self.process = None
+            self._forget()
             self.restarts += 1
 
     def close(self) -> None:
@@ -445,8 +452,8 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-            self.process = None
+            self._forget()
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
-    _worker_main()
+if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
+    _worker_main(Path(sys.argv[2]))
