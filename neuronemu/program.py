@@ -89,6 +89,20 @@ class Tile:
     spec: tuple = ()
     compressed: bool = False        # a tile of a compressed HBM tensor: whole blocks per row
 
+    def __post_init__(self) -> None:
+        # A register-offset tile is bounds-checked at run time, in int64: a span larger than its
+        # symbol (e.g. a huge slice step) can wrap that check and reach memory outside the
+        # buffer. No register value makes such a tile fit, so it is an assembly error.
+        if self.regs:
+            span = (self.partitions - 1) * self.partition_pitch + self.extent
+            size = self.window[1] - self.window[0]
+            if span > size:
+                from neuronemu.errors import AsmError
+
+                raise AsmError(f"this tile of '{self.symbol}' spans {span} bytes but "
+                               f"'{self.symbol}' holds {size}, so no register value keeps it in "
+                               f"bounds", self.location)
+
     @property
     def free_size(self) -> int:
         return math.prod(c for _, c in self.free_dims)
