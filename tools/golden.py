@@ -65,6 +65,11 @@ def _strip(value):
     return value
 
 
+def _trace_hash(raw: bytes) -> str:
+    """sha256 of the trace with the checkout's path replaced (the trace names the kernel file)."""
+    return hashlib.sha256(raw.replace(str(ROOT).encode(), b"<checkout>")).hexdigest()
+
+
 def record(args: list[str]) -> dict:
     from click.testing import CliRunner
 
@@ -79,7 +84,7 @@ def record(args: list[str]) -> dict:
         if out_dir.exists():
             for path in sorted(out_dir.iterdir()):
                 files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-        trace_hash = hashlib.sha256(trace.read_bytes()).hexdigest() if trace.exists() else None
+        trace_hash = _trace_hash(trace.read_bytes()) if trace.exists() else None
     return {"exit_code": result.exit_code, "report": _strip(report), "files": files,
             "trace": trace_hash}
 
