@@ -62,6 +62,8 @@ def _strip(value):
                 if k not in ("wall_seconds", "compile_seconds", "path", "trace", "kernel")}
     if isinstance(value, list):
         return [_strip(v) for v in value]
+    if isinstance(value, str):   # diagnostics name files by absolute path
+        return value.replace(str(ROOT), "<checkout>")
     return value
 
 
