@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,11 +175,24 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
     inputs = _checked_inputs(program, inputs, 1)
-    cores, _ = spmd.execute(program, None, 1, inputs, seed, max_instructions=max_instructions,
-                            max_trace_events=max_trace_events,
-                            stochastic_rounding=stochastic_rounding,
-                            rounding_seed=rounding_seed, timeout=_timeout(timeout))
-    return _finish(program, cores[0], inputs[0], seed, max_instructions, 1)
+    with _memory_errors(program):
+        cores, _ = spmd.execute(program, None, 1, inputs, seed,
+                                max_instructions=max_instructions,
+                                max_trace_events=max_trace_events,
+                                stochastic_rounding=stochastic_rounding,
+                                rounding_seed=rounding_seed, timeout=_timeout(timeout))
+        return _finish(program, cores[0], inputs[0], seed, max_instructions, 1)
+
+
+@contextlib.contextmanager
+def _memory_errors(program: Program):
+    """A MemoryError the host-memory estimate did not foresee is a ResourceError (exit 6)."""
+    try:
+        yield
+    except MemoryError as error:
+        from neuronemu.resources import out_of_memory
+
+        raise out_of_memory(error, program) from None
 
 
 @dataclass
@@ -249,15 +263,16 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     per_rank = _checked_inputs(program, inputs, world, spmd=True)
     compiled = compiling.seconds()
     start = time.perf_counter()
-    cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
-                                  max_instructions=max_instructions,
-                                  max_trace_events=(max_trace_events
-                                                    if program.sync_mode == "explicit"
-                                                    else max(1024, max_trace_events // world)),
-                                  stochastic_rounding=stochastic_rounding,
-                                  rounding_seed=rounding_seed, timeout=_timeout(timeout))
-    results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
-               for r, core in enumerate(cores)]
+    with _memory_errors(program):
+        cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
+                                      max_instructions=max_instructions,
+                                      max_trace_events=(max_trace_events
+                                                        if program.sync_mode == "explicit"
+                                                        else max(1024, max_trace_events // world)),
+                                      stochastic_rounding=stochastic_rounding,
+                                      rounding_seed=rounding_seed, timeout=_timeout(timeout))
+        results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
+                   for r, core in enumerate(cores)]
     spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
                       time.perf_counter() - start - spent, spent)

@@ -36,7 +36,27 @@ def host_memory() -> tuple[int | None, int | None]:
             available = os.sysconf("SC_AVPHYS_PAGES") * page
     except (AttributeError, OSError, ValueError):
         pass
+    limit = _address_space_left()
+    if limit is not None:
+        available = limit if available is None else min(available, limit)
     return total, available
+
+
+def _address_space_left() -> int | None:
+    """Bytes this process may still map under its RLIMIT_AS (ulimit -v), None if unlimited: a
+    limited process (a grader, a fuzzing worker) fails to allocate long before the host is full."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        mapped = int(fields["VmSize"].split()[0]) * 1024
+        return max(soft - mapped, 0)
+    except (ImportError, OSError, KeyError, ValueError):
+        return None
 
 
 def run_bytes(program, world: int = 1, compact: bool = False) -> int:
@@ -48,6 +68,16 @@ def run_bytes(program, world: int = 1, compact: bool = False) -> int:
     on_chip = program.target.partitions * sum(on_chip_widths(program, compact))
     per_rank = program.hbm_bytes + on_chip
     return world * int(per_rank * (1 + _REGION_BYTES_PER_BYTE)) + _HEADROOM
+
+
+def out_of_memory(error: MemoryError, program) -> ResourceError:
+    """A MemoryError that got past the estimate (the trace buffers, a limit the estimate cannot
+    see) as the documented clean error."""
+    _, available = host_memory()
+    have = f"; {human(available)} available" if available is not None else ""
+    return ResourceError(f"the run ran out of host memory while setting up ({error}){have}; "
+                         f"free memory, raise the process's memory limit, or make the kernel's "
+                         f"tensors smaller", None)
 
 
 def human(nbytes: int) -> str:

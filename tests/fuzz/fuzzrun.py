@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4, 5}
+DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4, 5, 6, 130}   # README's exit-code table
 CASE_TIMEOUT = 60.0             # seconds; a case that takes longer is a "hang" outcome
 WORKER_MEMORY = 6 << 30         # address-space limit of a worker: MemoryError, not a swapped host
 
@@ -66,15 +66,15 @@ def _frame_site(tb) -> str:
 
 
 def classify_exception(error: BaseException) -> Outcome:
-    from neuronemu.errors import AsmError, InputError, NeuronemuError, RuntimeFault
+    from neuronemu.errors import AsmError, InputError, NeuronemuError, ResourceError, RuntimeFault
 
     name = type(error).__name__
     if isinstance(error, NeuronemuError):
         text = error.message[:300]
         if isinstance(error, (AsmError, RuntimeFault)) and error.location is None:
             return Outcome("unlocated", f"unlocated {name}: {_message_shape(error.message)}", text)
-        if isinstance(error, (AsmError, RuntimeFault, InputError)):
-            return Outcome("error", name, text)
+        if isinstance(error, (AsmError, RuntimeFault, InputError, ResourceError)):
+            return Outcome("error", name, text)   # ResourceError: exit 6, host memory
     detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     # the message's shape splits one site's distinct causes (e.g. a negative seed and a
     # negative std both fail in numpy's default_rng)
@@ -199,7 +199,8 @@ def _cli(argv: list[str]) -> tuple[Outcome, str]:
         return Outcome("abort", "click 'Aborted!' (an EOFError escaped the command)",
                        result.stderr[-300:]), ""
     if result.exit_code not in DOCUMENTED_EXIT_CODES:
-        return Outcome("exit", f"undocumented exit {result.exit_code}", result.stderr[-300:]), ""
+        return Outcome("undocumented", f"undocumented exit {result.exit_code}",
+                       result.stderr[-300:]), ""
     if "Traceback (most recent call last)" in result.stderr:
         return Outcome("traceback", "traceback text on stderr", result.stderr[-4000:]), ""
     if "--json" in argv and result.exit_code != 2:
