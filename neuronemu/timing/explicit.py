@@ -71,23 +71,14 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     present[L.ALL_TRACKS] = False   # a barrier sits in every track's stream, it is no track
     tracks = np.flatnonzero(present).astype(np.int64)
     assert len(tracks) < 1 << WRITER_BITS
-    target = program.target
-    hbm_bytes = max(program.hbm_bytes, 4)
-    shapes = [(target.partitions, target.sbuf_partition_bytes),
-              (target.partitions, target.psum_partition_bytes), (1, hbm_bytes)]
-    # [block, row]: a tile's partitions are consecutive rows of one block, so the scans run
-    # along contiguous memory and a tile maps few pages of these calloc'd (lazily zero) tables
-    w_key = tuple(np.zeros((-(-nbytes // BLOCK_BYTES), rows), dtype=np.int64)
-                  for rows, nbytes in shapes)
-    r_stamp = tuple(np.zeros((len(tracks), -(-nbytes // BLOCK_BYTES), rows), dtype=np.int64)
-                    for rows, nbytes in shapes)
     times = event_times.copy()
     busy = np.zeros(L.NUM_TRACKS)
     track_free = np.zeros(L.NUM_TRACKS)
     info = np.zeros(INFO_WIDTH, dtype=np.int64)
     status, heads, queue, qstart, sems, sem_count, stamp_of = _replay(
         np.ascontiguousarray(events), np.ascontiguousarray(event_times), program.instrs,
-        program.ops, _kinds(program), tracks, times, busy, track_free, w_key, r_stamp, info)
+        program.ops, _kinds(program), tracks, np.array([program.target.partitions] * 2 + [1]),
+        times, busy, track_free, info)
     if status == DEADLOCK:
         raise _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count)
     if status != OK:
@@ -111,16 +102,19 @@ def _kinds(program) -> np.ndarray:
 
 
 @jit
-def _replay(events, event_times, instrs, ops, kinds, tracks, times, busy, track_free, w_key,
-            r_stamp, info):
+def _replay(events, event_times, instrs, ops, kinds, tracks, rows, times, busy, track_free,
+            info):
     """The discrete-event replay. Fills times / busy / track_free; returns (status, heads, queue,
     qstart, sems, sem_count, stamp_of): on DEADLOCK the first five describe who waits for what,
-    on a race ``info`` and ``stamp_of`` (each event's own-clock stamp) name the two accesses."""
+    on a race ``info`` and ``stamp_of`` (each event's own-clock stamp) name the two accesses.
+    ``rows``: memory rows of SBUF, PSUM, HBM."""
     n = events.shape[0]
     ntr = tracks.shape[0]
     slot_of = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
     for i in range(ntr):
         slot_of[tracks[i]] = i
+    w_key, r_stamp, lo, readers, reader_of = _tables(events, instrs, ops, kinds, slot_of, ntr,
+                                                     rows)
     tensor = slot_of[L.TENSOR_TRACK]   # -1 when the run has no Tensor events
 
     # each track's stream: its own events and every barrier, in program order
@@ -288,7 +282,7 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, times, busy, track_
                 if u != i:
                     thr[u + 1] = clock[i, u]
             status = _accesses(e, events, instrs, ops, i, clock[i], thr, stamp, w_key, r_stamp,
-                               info)
+                               lo, readers, reader_of, info)
             if status != OK:
                 info[R_EVENT] = e
                 return status, heads, queue, qstart, sems, sem_count, stamp_of
@@ -416,7 +410,57 @@ def _overlap(a, a_off, b, b_off):
 
 
 @jit
-def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, info):
+def _tables(events, instrs, ops, kinds, slot_of, ntr, rows):
+    """The block tables, sized to what the run touches: per space, the blocks [lo, hi) its
+    accesses cover (all rows), and read stamps only for the tracks that read that space
+    (``readers[space, j]`` is the slot of reader j, in slot order; ``reader_of`` the inverse).
+    Whole-memory tables would be ~20 MB to clear per run, most of the replay's time."""
+    lo = np.full(3, _NEVER, dtype=np.int64)
+    hi = np.zeros(3, dtype=np.int64)
+    reads = np.zeros((3, ntr), dtype=np.bool_)
+    for e in range(events.shape[0]):
+        tr = events[e, 1]
+        if kinds[events[e, 0]] & KIND_MASK != K_WORK or tr == L.ALL_TRACKS:
+            continue
+        ins = instrs[events[e, 0]]
+        for k in range(ins[L.I_NARGS]):
+            if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+                continue
+            op = ops[ins[L.I_ARGS + 2 * k + 1]]
+            count = op[L.OP_PCOUNT]
+            if count <= 0:
+                continue
+            space = op[L.OP_SPACE]
+            # the columns are linear in the partition: the first and last bound them
+            for c in (events[e, 2 + k], events[e, 2 + k] + (count - 1) * op[L.OP_PCOLSTEP]):
+                lo[space] = min(lo[space], c // BLOCK_BYTES)
+                hi[space] = max(hi[space], (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1)
+            if (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
+                reads[space, slot_of[tr]] = True
+    readers = np.full((3, ntr), -1, dtype=np.int64)
+    reader_of = np.full((3, ntr), -1, dtype=np.int64)
+    nread = np.zeros(3, dtype=np.int64)
+    for space in range(3):
+        if hi[space] <= lo[space]:
+            lo[space] = 0
+            hi[space] = 0
+        for i in range(ntr):
+            if reads[space, i]:
+                readers[space, nread[space]] = i
+                reader_of[space, i] = nread[space]
+                nread[space] += 1
+    w_key = (np.zeros((hi[0] - lo[0], rows[0]), dtype=np.int64),
+             np.zeros((hi[1] - lo[1], rows[1]), dtype=np.int64),
+             np.zeros((hi[2] - lo[2], rows[2]), dtype=np.int64))
+    r_stamp = (np.zeros((nread[0], hi[0] - lo[0], rows[0]), dtype=np.int64),
+               np.zeros((nread[1], hi[1] - lo[1], rows[1]), dtype=np.int64),
+               np.zeros((nread[2], hi[2] - lo[2], rows[2]), dtype=np.int64))
+    return w_key, r_stamp, lo, readers, reader_of
+
+
+@jit
+def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, lo, readers,
+              reader_of, info):
     """Check and record every operand of event e, in argument order (an in-place operand's
     write is recorded before its next argument is checked, as before)."""
     ins = instrs[events[e, 0]]
@@ -424,8 +468,10 @@ def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, info)
         if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
             continue
         access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-        status = _access(ops[ins[L.I_ARGS + 2 * k + 1]], events[e, 2 + k], access, me, clk, thr,
-                         stamp, w_key, r_stamp, info)
+        op = ops[ins[L.I_ARGS + 2 * k + 1]]
+        space = op[L.OP_SPACE]
+        status = _access(op, events[e, 2 + k], access, me, clk, thr, stamp, w_key[space],
+                         r_stamp[space], lo[space], readers[space], reader_of[space, me], info)
         if status != OK:
             info[R_ARG] = k
             info[R_ACCESS] = access
@@ -434,37 +480,38 @@ def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, info)
 
 
 @jit
-def _access(op, offset, access, me, clk, thr, stamp, w_key, r_stamp, info):
-    space = op[L.OP_SPACE]
-    wk = w_key[space]
-    rs = r_stamp[space]
+def _access(op, offset, access, me, clk, thr, stamp, wk, rs, base, readers, mine, info):
+    """One operand against its space's tables (``wk`` / ``rs`` start at block ``base``)."""
     writing = (access & L.ACCESS_WRITE) != 0
     reading = (access & L.ACCESS_READ) != 0
     count = op[L.OP_PCOUNT]
     extent = op[L.OP_EXTENT]
+    space = op[L.OP_SPACE]
     if op[L.OP_PCOLSTEP] == 0 and (op[L.OP_PROWSTEP] == 1 or count <= 1):
         # on chip: one rectangle of distinct rows; checking it whole before recording it finds
         # the same first race as row by row (a row's record never meets another row's check)
         r0 = op[L.OP_PSTART]
-        b0 = offset // BLOCK_BYTES
-        b1 = (offset + extent - 1) // BLOCK_BYTES + 1
-        if _conflicts(wk, rs, thr, clk, me, r0, r0 + count, b0, b1, writing):
-            return _locate(wk, rs, clk, me, space, r0, r0 + count, b0, b1, writing, info)
-        _record(wk, rs, me, stamp, r0, r0 + count, b0, b1, writing, reading)
+        b0 = offset // BLOCK_BYTES - base
+        b1 = (offset + extent - 1) // BLOCK_BYTES + 1 - base
+        if _conflicts(wk, rs, readers, thr, clk, me, r0, r0 + count, b0, b1, writing):
+            return _locate(wk, rs, readers, clk, me, space, base, r0, r0 + count, b0, b1,
+                           writing, info)
+        _record(wk, rs, mine, stamp, me, r0, r0 + count, b0, b1, writing, reading)
         return OK
     for p in range(count):
         r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
         c = offset + p * op[L.OP_PCOLSTEP]
-        b0 = c // BLOCK_BYTES
-        b1 = (c + extent - 1) // BLOCK_BYTES + 1
-        if _conflicts(wk, rs, thr, clk, me, r, r + 1, b0, b1, writing):
-            return _locate(wk, rs, clk, me, space, r, r + 1, b0, b1, writing, info)
-        _record(wk, rs, me, stamp, r, r + 1, b0, b1, writing, reading)
+        b0 = c // BLOCK_BYTES - base
+        b1 = (c + extent - 1) // BLOCK_BYTES + 1 - base
+        if _conflicts(wk, rs, readers, thr, clk, me, r, r + 1, b0, b1, writing):
+            return _locate(wk, rs, readers, clk, me, space, base, r, r + 1, b0, b1, writing,
+                           info)
+        _record(wk, rs, mine, stamp, me, r, r + 1, b0, b1, writing, reading)
     return OK
 
 
 @jit
-def _conflicts(wk, rs, thr, clk, me, r0, r1, b0, b1, writing):
+def _conflicts(wk, rs, readers, thr, clk, me, r0, r1, b0, b1, writing):
     """Whether blocks [b0, b1) of rows [r0, r1) hold a write, or (when writing) a read, that
     does not happen-before us. No early exit: the common answer is no, and these loops
     vectorise."""
@@ -476,11 +523,12 @@ def _conflicts(wk, rs, thr, clk, me, r0, r1, b0, b1, writing):
             hit |= (key >> WRITER_BITS) > thr[np.uintp(key & ((1 << WRITER_BITS) - 1))]
     if hit or not writing:
         return hit
-    for u in range(rs.shape[0]):
+    for j in range(rs.shape[0]):
+        u = readers[j]
         if u == me:
             continue
         cu = clk[u]
-        table = rs[u]
+        table = rs[j]
         for b in range(b0, b1):
             ub = np.uintp(b)
             for r in range(r0, r1):
@@ -489,7 +537,7 @@ def _conflicts(wk, rs, thr, clk, me, r0, r1, b0, b1, writing):
 
 
 @jit
-def _locate(wk, rs, clk, me, space, r0, r1, b0, b1, writing, info):
+def _locate(wk, rs, readers, clk, me, space, base, r0, r1, b0, b1, writing, info):
     """The race the Python version reported first: rows in order; in a row the first block
     with an unordered write, else the first (block, track) with an unordered read."""
     for r in range(r0, r1):
@@ -497,20 +545,20 @@ def _locate(wk, rs, clk, me, space, r0, r1, b0, b1, writing, info):
             key = wk[b, r]
             w = key & ((1 << WRITER_BITS) - 1)
             if key != 0 and w != me + 1 and (key >> WRITER_BITS) > clk[w - 1]:
-                _fill(info, space, r, b, w - 1, key >> WRITER_BITS)
+                _fill(info, space, r, base + b, w - 1, key >> WRITER_BITS)
                 return RACE_WRITE
         if writing:
             first_b = b1
-            first_u = -1
-            for u in range(rs.shape[0]):
-                if u == me:
+            first_j = -1
+            for j in range(rs.shape[0]):   # readers in slot order: the first track wins ties
+                if readers[j] == me:
                     continue
                 for b in range(b0, first_b):
-                    if rs[u, b, r] > clk[u]:
-                        first_b, first_u = b, u
+                    if rs[j, b, r] > clk[readers[j]]:
+                        first_b, first_j = b, j
                         break
-            if first_u >= 0:
-                _fill(info, space, r, first_b, first_u, rs[first_u, first_b, r])
+            if first_j >= 0:
+                _fill(info, space, r, base + first_b, readers[first_j], rs[first_j, first_b, r])
                 return RACE_READ
     return OK
 
@@ -525,7 +573,7 @@ def _fill(info, space, row, block, other_slot, other_stamp):
 
 
 @jit
-def _record(wk, rs, me, stamp, r0, r1, b0, b1, writing, reading):
+def _record(wk, rs, mine, stamp, me, r0, r1, b0, b1, writing, reading):
     if writing:
         key = (stamp << WRITER_BITS) | (me + 1)
         for b in range(b0, b1):
@@ -533,7 +581,7 @@ def _record(wk, rs, me, stamp, r0, r1, b0, b1, writing, reading):
             for r in range(r0, r1):
                 wk[ub, np.uintp(r)] = key
     if reading:
-        table = rs[me]
+        table = rs[mine]
         for b in range(b0, b1):
             ub = np.uintp(b)
             for r in range(r0, r1):
