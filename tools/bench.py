@@ -25,7 +25,10 @@ Measurements (NAME for --only; the figure each reports; the issue's bound):
                    more warm process. <= 1 s.
   explicit_replay  explicit_replay_us_per_instr: whole run() of programs/timing/explicit_sync.s
                    minus the same kernel with `.sync auto` (the difference is the race/deadlock
-                   replay), per dynamic instruction. <= 10 us.
+                   replay), per dynamic instruction. <= 10 us. Once the replay is well under the
+                   runs' noise this difference is noise too, so the details line also gives the
+                   replay itself (explicit_replay_direct_us_per_instr: neuronemu.timing.explicit
+                   .replay on that run's events, median CPU time of its thread).
   allreduce_144    allreduce_144_s, allreduce_144_rss_mib: whole CLI `neuronemu run
                    programs/collectives/all_reduce.s --topology trn3-ultraserver-gen2 --json`
                    (144 ranks), wall and the child's peak RSS, median of 3. <= 3 s, <= 1 GiB.
@@ -476,7 +479,33 @@ def measure_explicit_replay(repeat: int) -> dict:
     run_s, auto_s = min(times["explicit"]), min(times["auto"])
     return {"explicit_replay_us_per_instr": (run_s - auto_s) / steps * 1e6,
             "explicit_run_ms": run_s * 1e3, "explicit_auto_run_ms": auto_s * 1e3,
-            "explicit_steps": steps}
+            "explicit_steps": steps,
+            "explicit_replay_direct_us_per_instr": _direct_replay_s(explicit) / steps * 1e6}
+
+
+def _direct_replay_s(program: Program) -> float:
+    """Median thread CPU seconds of the replay alone, on the events of one run of ``program``
+    (thread time: other jobs on the machine do not count)."""
+    from neuronemu.timing import explicit
+
+    captured = []
+    replay = explicit.replay
+
+    def spy(*args):
+        captured.append(args)
+        return replay(*args)
+
+    explicit.replay = spy
+    try:
+        neuronemu.run(program)
+    finally:
+        explicit.replay = replay
+    spent = []
+    for _ in range(50):
+        start = time.thread_time()
+        replay(*captured[0])
+        spent.append(time.thread_time() - start)
+    return statistics.median(spent)
 
 
 def measure_allreduce_144(runs: int) -> dict:
@@ -586,7 +615,8 @@ def print_report(doc: dict) -> None:
     if "explicit_replay_us_per_instr" in doc:
         details.append(f"explicit replay: whole run() {doc['explicit_run_ms']:.1f} ms with "
                        f".sync explicit, {doc['explicit_auto_run_ms']:.1f} ms with .sync auto, "
-                       f"{doc['explicit_steps']} instructions")
+                       f"{doc['explicit_steps']} instructions; the replay alone "
+                       f"{doc['explicit_replay_direct_us_per_instr']:.2f} us/instr (thread CPU)")
     if "allreduce_144_s" in doc:
         details.append(f"144-chip all-reduce: runs "
                        f"{', '.join(f'{s:.2f}' for s in doc['allreduce_144_runs_s'])} s; the "

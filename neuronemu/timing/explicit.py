@@ -13,6 +13,11 @@ joins the clocks of the increments it waited for (happens-before, Lamport / Matt
 (write/any or read/write) with one that does not happen-before it is a race, reported with both
 source lines and the overlapping bytes. Functional results come from program order, which is one
 legal interleaving; when no race is reported every legal interleaving computes the same values.
+
+The replay itself is compiled (``_replay``); Python only prepares the per-instruction kinds and
+the block tables, and turns the indices a race or deadlock returns into the located message. It
+was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
+version as the oracle the compiled one must match bit for bit, message for message.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 
 from neuronemu.errors import RuntimeFault
 from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
 from neuronemu.timing.model import BLOCK_BYTES
 
 
@@ -39,216 +45,614 @@ class Replay:
     track_free: np.ndarray    # when each track finished
 
 
+# kinds[pc]: what the replay does with an instruction (low bits), and two Tensor flags
+K_WORK, K_WAIT, K_SIGNAL, K_BARRIER = 0, 1, 2, 3
+KIND_MASK = 3
+F_TENSOR_ENGINE = 4   # issues on the PE array (definition.engine == "tensor")
+F_TENSOR_OP = 8       # a tensor.* instruction: the track may issue the next one at its start
+_KINDS = {"sync.wait": K_WAIT, "sync.signal": K_SIGNAL, "sync.barrier": K_BARRIER}
+
+# what _replay returns
+OK, RACE_WRITE, RACE_READ, DEADLOCK = 0, 1, 2, 3
+# info[] of a race: the conflicting block, the access that found it, the earlier one's author
+R_SPACE, R_ROW, R_BLOCK, R_EVENT, R_ARG, R_ACCESS, R_OTHER_SLOT, R_OTHER_STAMP = range(8)
+INFO_WIDTH = 8
+
+# A block's last write is one int64 key: (writer's stamp << WRITER_BITS) | (writer's slot + 1),
+# 0 = never written (so the tables can come from calloc). Slots are < NUM_TRACKS <= 31.
+WRITER_BITS = 5
+_NEVER = np.iinfo(np.int64).max
+
+
 def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndarray) -> Replay:
-    n = len(events)
-    ops = program.ops
-    instrs = program.instrs
-    definitions = program.instructions
-    tracks = sorted({int(t) for t in events[:, 1]} - {L.ALL_TRACKS})
-    slot = {t: i for i, t in enumerate(tracks)}
-    queues: dict[int, list[int]] = {t: [] for t in tracks}
-    for e in range(n):
-        track = int(events[e, 1])
-        for t in tracks if track == L.ALL_TRACKS else (track,):
-            queues[t].append(e)  # a barrier sits in every track's stream
-    heads = {t: 0 for t in tracks}
-    free = {t: 0.0 for t in tracks}
-    busy = np.zeros(L.NUM_TRACKS)
-    clock = {t: np.zeros(len(tracks), dtype=np.int64) for t in tracks}
-    increments: dict[int, list[tuple[float, np.ndarray]]] = {}
+    track_col = events[:, 1]
+    present = np.zeros(L.NUM_TRACKS, dtype=bool)
+    present[track_col] = True
+    present[L.ALL_TRACKS] = False   # a barrier sits in every track's stream, it is no track
+    tracks = np.flatnonzero(present).astype(np.int64)
+    assert len(tracks) < 1 << WRITER_BITS
     times = event_times.copy()
-    memory = _Accesses(program, len(tracks))
-
-    def wait_target(e: int):
-        """(semaphore, value) of a wait event, as the run resolved them (registers included)."""
-        if definitions[int(events[e, 0])].definition.name != "sync.wait":
-            return None
-        return int(events[e, 2 + 1]), int(events[e, 2 + 2])
-
-    def head(t: int) -> int | None:
-        return queues[t][heads[t]] if heads[t] < len(queues[t]) else None
-
-    pe = _PeArray(program, events)
-
-    def finished(t: int) -> float:
-        """When everything track t started has finished."""
-        return max(free[t], pe.finished()) if t == L.TENSOR_TRACK else free[t]
-
-    remaining = sum(len(q) for q in queues.values())
-    while remaining:
-        best = None
-        for t in tracks:
-            e = head(t)
-            if e is None:
-                continue
-            start = free[t]
-            if t == L.TENSOR_TRACK and int(events[e, 1]) != L.ALL_TRACKS:
-                kind = definitions[int(events[e, 0])].definition
-                if kind.engine == "tensor":
-                    start = pe.earliest(e, start)
-                elif kind.name != "sync.wait":  # a signal reports work that has finished
-                    start = finished(t)
-            if int(events[e, 1]) == L.ALL_TRACKS:
-                if any(head(u) != e for u in tracks):
-                    continue  # not everyone has arrived
-                start = max(finished(u) for u in tracks)
-            target = wait_target(e)
-            if target is not None:
-                sem, value = target
-                done = increments.get(sem, [])
-                if len(done) < value:
-                    continue
-                if value > 0:
-                    start = max(start, done[value - 1][0])
-            if best is None or start < best[0]:
-                best = (start, t, e)
-        if best is None:
-            raise _deadlock(program, events, queues, heads, increments, wait_target)
-        start, t, e = best
-        ins = definitions[int(events[e, 0])]
-        name = ins.definition.name
-        me = slot[t]
-        if name == "sync.barrier":
-            joined = np.max(np.stack([clock[u] for u in tracks]), axis=0)
-            for u in tracks:
-                clock[u] = joined.copy()
-                free[u] = start
-                heads[u] += 1
-            times[e, 0] = times[e, 1] = start
-            remaining -= len(tracks)
-            continue
-        if name == "sync.wait":
-            sem, value = wait_target(e)
-            if value > 0:
-                clock[t] = np.maximum(clock[t], increments[sem][value - 1][1])
-            end = start
-        elif name == "sync.signal":
-            sem = int(events[e, 2 + 1])
-            clock[t][me] += 1
-            previous = increments.get(sem, [])
-            joined = clock[t].copy() if not previous else np.maximum(previous[-1][1], clock[t])
-            increments.setdefault(sem, []).append((start, joined))
-            end = start
-        else:
-            clock[t][me] += 1
-            duration = float(event_times[e, 1] - event_times[e, 0])
-            end = start + duration
-            if t == L.TENSOR_TRACK:
-                busy[t] += max(0.0, end - max(start, finished(t)))  # union of overlapping matmuls
-                pe.place(e, start, end)
-            else:
-                busy[t] += duration
-            row = instrs[int(events[e, 0])]
-            for k in range(row[L.I_NARGS]):
-                if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
-                    continue
-                access = (row[L.I_ACCESS] >> (2 * k)) & 3
-                memory.access(ops[row[L.I_ARGS + 2 * k + 1]], int(events[e, 2 + k]), access,
-                              me, clock[t], e, int(events[e, 0]), k)
-        times[e, 0], times[e, 1] = start, end
-        tensor_compute = t == L.TENSOR_TRACK and name.startswith("tensor.")
-        free[t] = start if tensor_compute else end
-        heads[t] += 1
-        remaining -= 1
+    busy = np.zeros(L.NUM_TRACKS)
     track_free = np.zeros(L.NUM_TRACKS)
-    for t in tracks:
-        track_free[t] = finished(t)
+    info = np.zeros(INFO_WIDTH, dtype=np.int64)
+    status, heads, queue, qstart, sems, sem_count, stamp_of = _replay(
+        np.ascontiguousarray(events), np.ascontiguousarray(event_times), program.instrs,
+        program.ops, _kinds(program), tracks, np.array([program.target.partitions] * 2 + [1]),
+        times, busy, track_free, info)
+    if status == DEADLOCK:
+        raise _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count)
+    if status != OK:
+        raise _race_error(program, events, tracks, stamp_of, status, info)
     return Replay(times, busy, track_free)
 
 
-class _Accesses:
-    """Last write and per-track last reads of every 64-byte block, with their vector-clock
-    stamps and instruction indices, for the race check."""
-
-    def __init__(self, program, ntracks: int) -> None:
-        target = program.target
-        hbm_bytes = max(program.hbm_bytes, 4)
-        shapes = [(target.partitions, target.sbuf_partition_bytes),
-                  (target.partitions, target.psum_partition_bytes), (1, hbm_bytes)]
-        self.program = program
-        self.write_track, self.write_stamp, self.write_pc, self.write_arg = [], [], [], []
-        self.read_stamp, self.read_pc, self.read_arg = [], [], []
-        for rows, nbytes in shapes:
-            blocks = -(-nbytes // BLOCK_BYTES)
-            self.write_track.append(np.full((rows, blocks), -1, dtype=np.int64))
-            self.write_stamp.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.write_pc.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.write_arg.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.read_stamp.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
-            self.read_pc.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
-            self.read_arg.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
-
-    def access(self, op, offset, access, me, clock, event, pc, arg) -> None:
-        for space, r, b0, b1 in _row_blocks(op, offset):
-            self._check(space, r, b0, b1, access, me, clock, pc, arg)
-            if access & L.ACCESS_WRITE:
-                self.write_track[space][r, b0:b1] = me
-                self.write_stamp[space][r, b0:b1] = clock[me]
-                self.write_pc[space][r, b0:b1] = pc
-                self.write_arg[space][r, b0:b1] = arg
-            if access & L.ACCESS_READ:
-                self.read_stamp[space][r, b0:b1, me] = clock[me]
-                self.read_pc[space][r, b0:b1, me] = pc
-                self.read_arg[space][r, b0:b1, me] = arg
-
-    def _check(self, space, r, b0, b1, access, me, clock, pc, arg) -> None:
-        writer = self.write_track[space][r, b0:b1]
-        stamp = self.write_stamp[space][r, b0:b1]
-        other = (writer >= 0) & (writer != me)
-        unordered = other & (stamp > clock[np.maximum(writer, 0)])
-        if unordered.any():
-            b = b0 + int(np.argmax(unordered))
-            raise self._race(space, r, b, pc, arg, int(self.write_pc[space][r, b]),
-                             int(self.write_arg[space][r, b]), "writes" if access &
-                             L.ACCESS_WRITE else "reads", "writes")
-        if access & L.ACCESS_WRITE:
-            reads = self.read_stamp[space][r, b0:b1]  # [blocks, tracks]
-            late = reads > clock[None, :]
-            late[:, me] = False
-            if late.any():
-                bi, t = np.unravel_index(int(np.argmax(late)), late.shape)
-                b = b0 + int(bi)
-                raise self._race(space, r, b, pc, arg, int(self.read_pc[space][r, b, t]),
-                                 int(self.read_arg[space][r, b, t]), "writes", "reads")
-
-    def _race(self, space, row, block, pc, arg, other_pc, other_arg, verb, other_verb):
-        ins = self.program.instructions[pc]
-        other = self.program.instructions[other_pc]
-        a = ins.definition.args[arg].name
-        b = other.definition.args[other_arg].name
-        symbol = ins.args[a].symbol
-        where = ("HBM" if space == L.SPACE_HBM else
-                 f"{('SBUF', 'PSUM')[space]} partition {row}")
-        lo = block * BLOCK_BYTES
-        line = other.location
-        first, second = sorted([(other.location.line, other, b, other_verb),
-                                (ins.location.line, ins, a, verb)], key=lambda x: x[0])
-        return SyncError(
-            f"race on '{symbol}': {first[1].definition.name} (line {first[0]}) {first[3]} it as "
-            f"{first[2]} and {second[1].definition.name} (line {second[0]}) {second[3]} it as "
-            f"{second[2]}, and no semaphore orders the two (add sync.signal / sync.wait)",
-            ins.args[a].location,
-            (f"overlap: {where}, bytes {lo}..{lo + BLOCK_BYTES - 1} (64-byte block)",
-             f"other access: {line}: {line.source.line(line.line).strip()}"))
+def _kinds(program) -> np.ndarray:
+    kinds = np.zeros(max(len(program.instructions), 1), dtype=np.int64)
+    for pc, ins in enumerate(program.instructions):
+        d = ins.definition
+        kinds[pc] = (_KINDS.get(d.name, K_WORK) | (F_TENSOR_ENGINE if d.engine == "tensor" else 0)
+                     | (F_TENSOR_OP if d.name.startswith("tensor.") else 0))
+    return kinds
 
 
-def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncError:
+# ------------------------------------------------------------------------------- compiled part
+#
+# Float times follow the Python version operation for operation: ``max(a, b)`` there keeps a
+# unless b > a, so here every max is written that way, and sums run in the same order.
+
+
+@jit
+def _replay(events, event_times, instrs, ops, kinds, tracks, rows, times, busy, track_free,
+            info):
+    """The discrete-event replay. Fills times / busy / track_free; returns (status, heads, queue,
+    qstart, sems, sem_count, stamp_of): on DEADLOCK the first five describe who waits for what,
+    on a race ``info`` and ``stamp_of`` (each event's own-clock stamp) name the two accesses.
+    ``rows``: memory rows of SBUF, PSUM, HBM."""
+    n = events.shape[0]
+    ntr = tracks.shape[0]
+    slot_of = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
+    for i in range(ntr):
+        slot_of[tracks[i]] = i
+    w_key, r_stamp, lo, readers, reader_of = _tables(events, instrs, ops, kinds, slot_of, ntr,
+                                                     rows)
+    tensor = slot_of[L.TENSOR_TRACK]   # -1 when the run has no Tensor events
+
+    # each track's stream: its own events and every barrier, in program order
+    qstart = np.zeros(ntr + 1, dtype=np.int64)
+    for e in range(n):
+        tr = events[e, 1]
+        if tr == L.ALL_TRACKS:
+            for i in range(ntr):
+                qstart[i + 1] += 1
+        else:
+            qstart[slot_of[tr] + 1] += 1
+    for i in range(ntr):
+        qstart[i + 1] += qstart[i]
+    queue = np.empty(qstart[ntr], dtype=np.int64)
+    fill = qstart[:ntr].copy()
+    for e in range(n):
+        tr = events[e, 1]
+        if tr == L.ALL_TRACKS:
+            for i in range(ntr):
+                queue[fill[i]] = e
+                fill[i] += 1
+        else:
+            i = slot_of[tr]
+            queue[fill[i]] = e
+            fill[i] += 1
+
+    # semaphores, numbered compactly; each signal appends (time, joined clock) to its list
+    nsync = 0
+    for e in range(n):
+        kind = kinds[events[e, 0]] & KIND_MASK
+        if kind == K_WAIT or kind == K_SIGNAL:
+            nsync += 1
+    named = np.empty(nsync, dtype=np.int64)
+    nsync = 0
+    for e in range(n):
+        kind = kinds[events[e, 0]] & KIND_MASK
+        if kind == K_WAIT or kind == K_SIGNAL:
+            named[nsync] = events[e, 3]
+            nsync += 1
+    sems = np.unique(named)
+    sem_of = np.full(n, -1, dtype=np.int64)
+    inc_base = np.zeros(sems.shape[0] + 1, dtype=np.int64)
+    for e in range(n):
+        kind = kinds[events[e, 0]] & KIND_MASK
+        if kind == K_WAIT or kind == K_SIGNAL:
+            s = np.searchsorted(sems, events[e, 3])
+            sem_of[e] = s
+            if kind == K_SIGNAL:
+                inc_base[s + 1] += 1
+    for s in range(sems.shape[0]):
+        inc_base[s + 1] += inc_base[s]
+    inc_time = np.zeros(inc_base[sems.shape[0]])
+    inc_clock = np.zeros((inc_base[sems.shape[0]], ntr), dtype=np.int64)
+    sem_count = np.zeros(sems.shape[0], dtype=np.int64)
+
+    heads = np.zeros(ntr, dtype=np.int64)
+    free = np.zeros(ntr)
+    clock = np.zeros((ntr, ntr), dtype=np.int64)
+    stamp_of = np.zeros(n, dtype=np.int64)
+    thr = np.empty(1 << WRITER_BITS, dtype=np.int64)
+    pe_free = np.zeros(16)
+    pend_end = np.empty(n)
+    pend_ev = np.empty(n, dtype=np.int64)
+    npend = 0
+
+    remaining = qstart[ntr]
+    while remaining > 0:
+        # the ready head with the earliest start (the first track on ties)
+        best = -1
+        best_start = 0.0
+        best_e = -1
+        for i in range(ntr):
+            if heads[i] >= qstart[i + 1] - qstart[i]:
+                continue
+            e = queue[qstart[i] + heads[i]]
+            tr = events[e, 1]
+            kd = kinds[events[e, 0]]
+            start = free[i]
+            if i == tensor and tr != L.ALL_TRACKS:
+                if kd & F_TENSOR_ENGINE:
+                    start, npend = _pe_earliest(e, start, instrs, ops, events, pe_free, pend_end,
+                                                pend_ev, npend)
+                elif kd & KIND_MASK != K_WAIT:  # a signal reports work that has finished
+                    start = _finished(free, i, tensor, pe_free)
+            if tr == L.ALL_TRACKS:
+                arrived = True
+                for u in range(ntr):
+                    if heads[u] >= qstart[u + 1] - qstart[u] or queue[qstart[u] + heads[u]] != e:
+                        arrived = False
+                        break
+                if not arrived:
+                    continue
+                start = _finished(free, 0, tensor, pe_free)
+                for u in range(1, ntr):
+                    f = _finished(free, u, tensor, pe_free)
+                    start = max(start, f)
+            if kd & KIND_MASK == K_WAIT:
+                s = sem_of[e]
+                value = events[e, 4]
+                if sem_count[s] < value:
+                    continue
+                if value > 0:
+                    x = inc_time[inc_base[s] + value - 1]
+                    start = max(start, x)
+            if best < 0 or start < best_start:
+                best, best_start, best_e = i, start, e
+        if best < 0:
+            return DEADLOCK, heads, queue, qstart, sems, sem_count, stamp_of
+        i, start, e = best, best_start, best_e
+        t = tracks[i]
+        kd = kinds[events[e, 0]]
+        kind = kd & KIND_MASK
+        if kind == K_BARRIER:
+            for j in range(ntr):
+                m = clock[0, j]
+                for u in range(1, ntr):
+                    m = max(m, clock[u, j])
+                for u in range(ntr):
+                    clock[u, j] = m
+            for u in range(ntr):
+                free[u] = start
+                heads[u] += 1
+            times[e, 0] = start
+            times[e, 1] = start
+            remaining -= ntr
+            continue
+        if kind == K_WAIT:
+            value = events[e, 4]
+            if value > 0:
+                row = inc_base[sem_of[e]] + value - 1
+                for j in range(ntr):
+                    clock[i, j] = max(clock[i, j], inc_clock[row, j])
+            end = start
+        elif kind == K_SIGNAL:
+            s = sem_of[e]
+            clock[i, i] += 1
+            stamp_of[e] = clock[i, i]
+            row = inc_base[s] + sem_count[s]
+            for j in range(ntr):
+                v = clock[i, j]
+                if sem_count[s] > 0 and inc_clock[row - 1, j] > v:
+                    v = inc_clock[row - 1, j]
+                inc_clock[row, j] = v
+            inc_time[row] = start
+            sem_count[s] += 1
+            end = start
+        else:
+            clock[i, i] += 1
+            stamp = clock[i, i]
+            stamp_of[e] = stamp
+            duration = event_times[e, 1] - event_times[e, 0]
+            end = start + duration
+            if t == L.TENSOR_TRACK:
+                f = _finished(free, i, tensor, pe_free)
+                overlap_end = max(start, f)
+                x = end - overlap_end
+                busy[t] += max(0.0, x)   # union of overlapping matmuls
+                npend = _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend)
+            else:
+                busy[t] += duration
+            # a write by track u stamped s is ordered before us iff s <= our clock[u]
+            for u in range(thr.shape[0]):
+                thr[u] = _NEVER
+            for u in range(ntr):
+                if u != i:
+                    thr[u + 1] = clock[i, u]
+            status = _accesses(e, events, instrs, ops, i, clock[i], thr, stamp, w_key, r_stamp,
+                               lo, readers, reader_of, info)
+            if status != OK:
+                info[R_EVENT] = e
+                return status, heads, queue, qstart, sems, sem_count, stamp_of
+        times[e, 0] = start
+        times[e, 1] = end
+        if t == L.TENSOR_TRACK and (kd & F_TENSOR_OP) != 0:
+            free[i] = start   # tensor compute: the track issues on, the PE blocks hold
+        else:
+            free[i] = end
+        heads[i] += 1
+        remaining -= 1
+    for i in range(ntr):
+        track_free[tracks[i]] = _finished(free, i, tensor, pe_free)
+    return OK, heads, queue, qstart, sems, sem_count, stamp_of
+
+
+@jit
+def _finished(free, i, tensor, pe_free):
+    """When everything track slot i started has finished."""
+    a = free[i]
+    if i == tensor:
+        m = _pe_max(pe_free)
+        if m > a:
+            return m
+    return a
+
+
+@jit
+def _pe_max(pe_free):
+    m = pe_free[0]
+    for b in range(1, 16):
+        m = max(m, pe_free[b])
+    return m
+
+
+@jit
+def _pe_earliest(e, issue, instrs, ops, events, pe_free, pend_end, pend_ev, npend):
+    """The Tensor engine issues in order, and an instruction starts once the 32 x 32 PE blocks
+    it occupies are free (tiled matmuls on disjoint blocks overlap) and once every in-flight
+    instruction that shares bytes with it has finished (the engine's own ordering, which auto
+    mode gets from its block table). Returns (start, pending count after pruning)."""
+    mask = (instrs[events[e, 0], L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
+    m = 0.0
+    first = True
+    for b in range(16):
+        if mask == 0 or (mask >> b) & 1:
+            if first or pe_free[b] > m:
+                m = pe_free[b]
+            first = False
+    start = max(issue, m)
+    # what ended by the issue time can no longer hold anything back
+    k = 0
+    for j in range(npend):
+        if pend_end[j] > issue:
+            pend_end[k] = pend_end[j]
+            pend_ev[k] = pend_ev[j]
+            k += 1
+    for j in range(k):
+        if pend_end[j] > start and _shares_bytes(e, pend_ev[j], instrs, ops, events):
+            start = pend_end[j]
+    return start, k
+
+
+@jit
+def _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend):
+    mask = (instrs[events[e, 0], L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
+    for b in range(16):
+        if mask == 0 or (mask >> b) & 1:
+            pe_free[b] = end
+    pend_end[npend] = end
+    pend_ev[npend] = e
+    return npend + 1
+
+
+@jit
+def _shares_bytes(e, f, instrs, ops, events):
+    """Whether f writes bytes e touches or reads bytes e writes (an operand with the write bit
+    counts as written only, as in the Python version's footprint sets)."""
+    ie = instrs[events[e, 0]]
+    jf = instrs[events[f, 0]]
+    for k in range(ie[L.I_NARGS]):
+        if ie[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            continue
+        wa = (ie[L.I_ACCESS] >> (2 * k)) & L.ACCESS_WRITE
+        for j in range(jf[L.I_NARGS]):
+            if jf[L.I_ARGS + 2 * j] != L.TAG_OPERAND:
+                continue
+            wb = (jf[L.I_ACCESS] >> (2 * j)) & L.ACCESS_WRITE
+            if (wa or wb) and _overlap(ops[ie[L.I_ARGS + 2 * k + 1]], events[e, 2 + k],
+                                       ops[jf[L.I_ARGS + 2 * j + 1]], events[f, 2 + j]):
+                return True
+    return False
+
+
+@jit
+def _meet(a0, a1, b0, b1):
+    return a0 < a1 and b0 < b1 and a0 < b1 and b0 < a1
+
+
+@jit
+def _overlap(a, a_off, b, b_off):
+    """Whether two operands (at their dynamic offsets) share a 64-byte block of a row."""
+    if a[L.OP_SPACE] != b[L.OP_SPACE]:
+        return False
+    na, nb = a[L.OP_PCOUNT], b[L.OP_PCOUNT]
+    ea, eb = a[L.OP_EXTENT], b[L.OP_EXTENT]
+    if a[L.OP_PCOLSTEP] == 0 and b[L.OP_PCOLSTEP] == 0:
+        # every partition of a tile covers the same blocks
+        if not _meet(a_off // BLOCK_BYTES, (a_off + ea - 1) // BLOCK_BYTES + 1,
+                     b_off // BLOCK_BYTES, (b_off + eb - 1) // BLOCK_BYTES + 1):
+            return False
+        if (a[L.OP_PROWSTEP] == 1 or na <= 1) and (b[L.OP_PROWSTEP] == 1 or nb <= 1):
+            return _meet(a[L.OP_PSTART], a[L.OP_PSTART] + na, b[L.OP_PSTART],
+                         b[L.OP_PSTART] + nb)
+    for p in range(na):
+        ra = a[L.OP_PSTART] + p * a[L.OP_PROWSTEP]
+        ca = a_off + p * a[L.OP_PCOLSTEP]
+        for q in range(nb):
+            cb = b_off + q * b[L.OP_PCOLSTEP]
+            if ra == b[L.OP_PSTART] + q * b[L.OP_PROWSTEP] and _meet(
+                    ca // BLOCK_BYTES, (ca + ea - 1) // BLOCK_BYTES + 1,
+                    cb // BLOCK_BYTES, (cb + eb - 1) // BLOCK_BYTES + 1):
+                return True
+    return False
+
+
+@jit
+def _tables(events, instrs, ops, kinds, slot_of, ntr, rows):
+    """The block tables, sized to what the run touches: per space, the blocks [lo, hi) its
+    accesses cover (all rows), and read stamps only for the tracks that read that space
+    (``readers[space, j]`` is the slot of reader j, in slot order; ``reader_of`` the inverse).
+    Whole-memory tables would be ~20 MB to clear per run, most of the replay's time."""
+    lo = np.full(3, _NEVER, dtype=np.int64)
+    hi = np.zeros(3, dtype=np.int64)
+    reads = np.zeros((3, ntr), dtype=np.bool_)
+    for e in range(events.shape[0]):
+        tr = events[e, 1]
+        if kinds[events[e, 0]] & KIND_MASK != K_WORK or tr == L.ALL_TRACKS:
+            continue
+        ins = instrs[events[e, 0]]
+        for k in range(ins[L.I_NARGS]):
+            if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+                continue
+            op = ops[ins[L.I_ARGS + 2 * k + 1]]
+            count = op[L.OP_PCOUNT]
+            if count <= 0:
+                continue
+            space = op[L.OP_SPACE]
+            # the columns are linear in the partition: the first and last bound them
+            for c in (events[e, 2 + k], events[e, 2 + k] + (count - 1) * op[L.OP_PCOLSTEP]):
+                lo[space] = min(lo[space], c // BLOCK_BYTES)
+                hi[space] = max(hi[space], (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1)
+            if (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
+                reads[space, slot_of[tr]] = True
+    readers = np.full((3, ntr), -1, dtype=np.int64)
+    reader_of = np.full((3, ntr), -1, dtype=np.int64)
+    nread = np.zeros(3, dtype=np.int64)
+    for space in range(3):
+        if hi[space] <= lo[space]:
+            lo[space] = 0
+            hi[space] = 0
+        for i in range(ntr):
+            if reads[space, i]:
+                readers[space, nread[space]] = i
+                reader_of[space, i] = nread[space]
+                nread[space] += 1
+    w_key = (np.zeros((hi[0] - lo[0], rows[0]), dtype=np.int64),
+             np.zeros((hi[1] - lo[1], rows[1]), dtype=np.int64),
+             np.zeros((hi[2] - lo[2], rows[2]), dtype=np.int64))
+    r_stamp = (np.zeros((nread[0], hi[0] - lo[0], rows[0]), dtype=np.int64),
+               np.zeros((nread[1], hi[1] - lo[1], rows[1]), dtype=np.int64),
+               np.zeros((nread[2], hi[2] - lo[2], rows[2]), dtype=np.int64))
+    return w_key, r_stamp, lo, readers, reader_of
+
+
+@jit
+def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, lo, readers,
+              reader_of, info):
+    """Check and record every operand of event e, in argument order (an in-place operand's
+    write is recorded before its next argument is checked, as before)."""
+    ins = instrs[events[e, 0]]
+    for k in range(ins[L.I_NARGS]):
+        if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            continue
+        access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+        op = ops[ins[L.I_ARGS + 2 * k + 1]]
+        space = op[L.OP_SPACE]
+        status = _access(op, events[e, 2 + k], access, me, clk, thr, stamp, w_key[space],
+                         r_stamp[space], lo[space], readers[space], reader_of[space, me], info)
+        if status != OK:
+            info[R_ARG] = k
+            info[R_ACCESS] = access
+            return status
+    return OK
+
+
+@jit
+def _access(op, offset, access, me, clk, thr, stamp, wk, rs, base, readers, mine, info):
+    """One operand against its space's tables (``wk`` / ``rs`` start at block ``base``)."""
+    writing = (access & L.ACCESS_WRITE) != 0
+    reading = (access & L.ACCESS_READ) != 0
+    count = op[L.OP_PCOUNT]
+    extent = op[L.OP_EXTENT]
+    space = op[L.OP_SPACE]
+    if op[L.OP_PCOLSTEP] == 0 and (op[L.OP_PROWSTEP] == 1 or count <= 1):
+        # on chip: one rectangle of distinct rows; checking it whole before recording it finds
+        # the same first race as row by row (a row's record never meets another row's check)
+        r0 = op[L.OP_PSTART]
+        b0 = offset // BLOCK_BYTES - base
+        b1 = (offset + extent - 1) // BLOCK_BYTES + 1 - base
+        if _conflicts(wk, rs, readers, thr, clk, me, r0, r0 + count, b0, b1, writing):
+            return _locate(wk, rs, readers, clk, me, space, base, r0, r0 + count, b0, b1,
+                           writing, info)
+        _record(wk, rs, mine, stamp, me, r0, r0 + count, b0, b1, writing, reading)
+        return OK
+    for p in range(count):
+        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        c = offset + p * op[L.OP_PCOLSTEP]
+        b0 = c // BLOCK_BYTES - base
+        b1 = (c + extent - 1) // BLOCK_BYTES + 1 - base
+        if _conflicts(wk, rs, readers, thr, clk, me, r, r + 1, b0, b1, writing):
+            return _locate(wk, rs, readers, clk, me, space, base, r, r + 1, b0, b1, writing,
+                           info)
+        _record(wk, rs, mine, stamp, me, r, r + 1, b0, b1, writing, reading)
+    return OK
+
+
+@jit
+def _conflicts(wk, rs, readers, thr, clk, me, r0, r1, b0, b1, writing):
+    """Whether blocks [b0, b1) of rows [r0, r1) hold a write, or (when writing) a read, that
+    does not happen-before us. No early exit: the common answer is no, and these loops
+    vectorise."""
+    hit = False
+    for b in range(b0, b1):
+        ub = np.uintp(b)
+        for r in range(r0, r1):
+            key = wk[ub, np.uintp(r)]
+            hit |= (key >> WRITER_BITS) > thr[np.uintp(key & ((1 << WRITER_BITS) - 1))]
+    if hit or not writing:
+        return hit
+    for j in range(rs.shape[0]):
+        u = readers[j]
+        if u == me:
+            continue
+        cu = clk[u]
+        table = rs[j]
+        for b in range(b0, b1):
+            ub = np.uintp(b)
+            for r in range(r0, r1):
+                hit |= table[ub, np.uintp(r)] > cu
+    return hit
+
+
+@jit
+def _locate(wk, rs, readers, clk, me, space, base, r0, r1, b0, b1, writing, info):
+    """The race the Python version reported first: rows in order; in a row the first block
+    with an unordered write, else the first (block, track) with an unordered read."""
+    for r in range(r0, r1):
+        for b in range(b0, b1):
+            key = wk[b, r]
+            w = key & ((1 << WRITER_BITS) - 1)
+            if key != 0 and w != me + 1 and (key >> WRITER_BITS) > clk[w - 1]:
+                _fill(info, space, r, base + b, w - 1, key >> WRITER_BITS)
+                return RACE_WRITE
+        if writing:
+            first_b = b1
+            first_j = -1
+            for j in range(rs.shape[0]):   # readers in slot order: the first track wins ties
+                if readers[j] == me:
+                    continue
+                for b in range(b0, first_b):
+                    if rs[j, b, r] > clk[readers[j]]:
+                        first_b, first_j = b, j
+                        break
+            if first_j >= 0:
+                _fill(info, space, r, base + first_b, readers[first_j], rs[first_j, first_b, r])
+                return RACE_READ
+    return OK
+
+
+@jit
+def _fill(info, space, row, block, other_slot, other_stamp):
+    info[R_SPACE] = space
+    info[R_ROW] = row
+    info[R_BLOCK] = block
+    info[R_OTHER_SLOT] = other_slot
+    info[R_OTHER_STAMP] = other_stamp
+
+
+@jit
+def _record(wk, rs, mine, stamp, me, r0, r1, b0, b1, writing, reading):
+    if writing:
+        key = (stamp << WRITER_BITS) | (me + 1)
+        for b in range(b0, b1):
+            ub = np.uintp(b)
+            for r in range(r0, r1):
+                wk[ub, np.uintp(r)] = key
+    if reading:
+        table = rs[mine]
+        for b in range(b0, b1):
+            ub = np.uintp(b)
+            for r in range(r0, r1):
+                table[ub, np.uintp(r)] = stamp
+
+
+# ------------------------------------------------------------------------------------ reports
+
+
+def _race_error(program, events, tracks, stamp_of, status, info) -> SyncError:
+    """The message for the race _replay found. The tables keep only who last touched a block
+    (track and stamp); the event is the one of that track with that stamp, and its argument the
+    last one of the conflicting kind that covers the block (the last the Python version
+    recorded there)."""
+    space, row, block = int(info[R_SPACE]), int(info[R_ROW]), int(info[R_BLOCK])
+    e, arg, access = int(info[R_EVENT]), int(info[R_ARG]), int(info[R_ACCESS])
+    other_track = tracks[int(info[R_OTHER_SLOT])]
+    other = int(np.flatnonzero((events[:, 1] == other_track)
+                               & (stamp_of == info[R_OTHER_STAMP]))[0])
+    need = L.ACCESS_WRITE if status == RACE_WRITE else L.ACCESS_READ
+    row_of = program.instrs[int(events[other, 0])]
+    other_arg = -1
+    for k in range(int(row_of[L.I_NARGS])):
+        if row_of[L.I_ARGS + 2 * k] != L.TAG_OPERAND or not (row_of[L.I_ACCESS] >> (2 * k)) & need:
+            continue
+        op = program.ops[row_of[L.I_ARGS + 2 * k + 1]]
+        if any(s == space and r == row and b0 <= block < b1
+               for s, r, b0, b1 in _row_blocks(op, int(events[other, 2 + k]))):
+            other_arg = k
+    return _race(program, space, row, block, int(events[e, 0]), arg, int(events[other, 0]),
+                 other_arg, "writes" if access & L.ACCESS_WRITE else "reads",
+                 "writes" if status == RACE_WRITE else "reads")
+
+
+def _race(program, space, row, block, pc, arg, other_pc, other_arg, verb, other_verb):
+    ins = program.instructions[pc]
+    other = program.instructions[other_pc]
+    a = ins.definition.args[arg].name
+    b = other.definition.args[other_arg].name
+    symbol = ins.args[a].symbol
+    where = ("HBM" if space == L.SPACE_HBM else
+             f"{('SBUF', 'PSUM')[space]} partition {row}")
+    lo = block * BLOCK_BYTES
+    line = other.location
+    first, second = sorted([(other.location.line, other, b, other_verb),
+                            (ins.location.line, ins, a, verb)], key=lambda x: x[0])
+    return SyncError(
+        f"race on '{symbol}': {first[1].definition.name} (line {first[0]}) {first[3]} it as "
+        f"{first[2]} and {second[1].definition.name} (line {second[0]}) {second[3]} it as "
+        f"{second[2]}, and no semaphore orders the two (add sync.signal / sync.wait)",
+        ins.args[a].location,
+        (f"overlap: {where}, bytes {lo}..{lo + BLOCK_BYTES - 1} (64-byte block)",
+         f"other access: {line}: {line.source.line(line.line).strip()}"))
+
+
+def _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count) -> SyncError:
     from neuronemu.timing.report import track_names
 
     names = track_names()
     blocked = []
     first = None
-    for t, queue in queues.items():
-        if heads[t] >= len(queue):
+    for i, t in enumerate(tracks):
+        if heads[i] >= qstart[i + 1] - qstart[i]:
             continue
-        e = queue[heads[t]]
+        e = int(queue[qstart[i] + heads[i]])
         ins = program.instructions[int(events[e, 0])]
-        target = wait_target(e)
-        if target is None:  # a barrier some other track never reaches
+        if ins.definition.name != "sync.wait":  # a barrier some other track never reaches
             blocked.append(f"{names[t]} waits at the barrier on line {ins.location.line}")
         else:
-            sem, value = target
-            have = len(increments.get(sem, []))
+            sem, value = int(events[e, 2 + 1]), int(events[e, 2 + 2])
+            have = int(sem_count[np.searchsorted(sems, sem)])
             blocked.append(f"{names[t]} waits at line {ins.location.line} for semaphore {sem} "
                            f">= {value} (it reached {have}, and nothing left can signal it)")
         first = first or ins.location
@@ -263,62 +667,3 @@ def _row_blocks(op, offset: int):
         r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
         c = offset + p * int(op[L.OP_PCOLSTEP])
         yield space, r, c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
-
-
-class _PeArray:
-    """The Tensor engine in the replay: it issues in order, and an instruction starts once the
-    32 x 32 PE blocks it occupies are free (tiled matmuls on disjoint blocks overlap) and once
-    every in-flight instruction that shares bytes with it has finished (the engine's own
-    ordering, which auto mode gets from its block table)."""
-
-    def __init__(self, program, events: np.ndarray) -> None:
-        self.instrs = program.instrs
-        self.ops = program.ops
-        self.events = events
-        self.free = np.zeros(16)
-        self.pending: list[tuple[float, int]] = []   # (end, event) still possibly in flight
-        self.footprints: dict[int, tuple[set, set]] = {}
-
-    def blocks(self, e: int) -> np.ndarray:
-        mask = (int(self.instrs[int(self.events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
-        return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
-
-    def footprint(self, e: int) -> tuple[set, set]:
-        """(read, written) 64-byte blocks of event e: (space, row, block); kept while e may
-        still be in flight."""
-        if e in self.footprints:
-            return self.footprints[e]
-        row = self.instrs[int(self.events[e, 0])]
-        reads: set = set()
-        writes: set = set()
-        for k in range(int(row[L.I_NARGS])):
-            if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
-                continue
-            access = (int(row[L.I_ACCESS]) >> (2 * k)) & 3
-            blocks = writes if access & L.ACCESS_WRITE else reads
-            for space, r, b0, b1 in _row_blocks(self.ops[row[L.I_ARGS + 2 * k + 1]],
-                                                int(self.events[e, 2 + k])):
-                blocks.update((space, r, b) for b in range(b0, b1))
-        self.footprints[e] = reads, writes
-        return reads, writes
-
-    def earliest(self, e: int, issue: float) -> float:
-        start = max(issue, float(self.free[self.blocks(e)].max()))
-        self.pending = [(end, other) for end, other in self.pending if end > issue]
-        self.footprints = {other: self.footprints[other] for _, other in self.pending
-                           if other in self.footprints}
-        if self.pending:
-            reads, writes = self.footprint(e)
-            for end, other in self.pending:
-                if end > start:
-                    r, w = self.footprint(other)
-                    if w & (reads | writes) or r & writes:
-                        start = end
-        return start
-
-    def place(self, e: int, start: float, end: float) -> None:
-        self.free[self.blocks(e)] = end
-        self.pending.append((end, e))
-
-    def finished(self) -> float:
-        return float(self.free.max())
