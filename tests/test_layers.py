@@ -54,10 +54,10 @@ def dependency_graph() -> dict[str, set[str]]:
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan, iterative)."""
     index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
-    for root in graph:
+    for root, children_of_root in graph.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(graph[root])))]
+        work = [(root, iter(sorted(children_of_root)))]
         index[root] = low[root] = counter[0]
         counter[0] += 1
         stack.append(root)
