@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.isa.table import InstrDef, Target
 from neuronemu.source import Location, SourceFile
+
+if TYPE_CHECKING:   # annotations only: the ISA tables are a layer above the program's data
+    from neuronemu.isa.table import InstrDef, Target
 
 
 @dataclass(frozen=True)

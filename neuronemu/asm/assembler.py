@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes
+from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.expr import Affine, Evaluator, register_number
 from neuronemu.errors import AsmError
 from neuronemu.exec import compression
@@ -56,6 +56,7 @@ def _token_loc(source, token):
 
 class Assembler:
     def __init__(self, source: SourceFile, target: str | None, isa: ISA):
+        require_known_rules(isa)
         self.source = source
         self.isa = isa
         self.target_override = target

@@ -21,6 +21,23 @@ def rule(fn: Callable) -> Callable:
     return fn
 
 
+_VALIDATED: set[int] = set()
+
+
+def require_known_rules(isa) -> None:
+    """Every check of every instruction names a rule of this module (once per loaded ISA)."""
+    from neuronemu.isa.table import TableError
+
+    if id(isa) in _VALIDATED:
+        return
+    for definition in isa.instructions.values():
+        for i, check in enumerate(definition.checks):
+            if check.rule not in RULES:
+                raise TableError(f"{definition.origin}.checks[{i}]: unknown rule in "
+                                 f"{check.text!r}; known rules: {sorted(RULES)}")
+    _VALIDATED.add(id(isa))
+
+
 def _shape(t: Tile) -> str:
     return "[" + ", ".join(str(d) for d in (t.partitions, t.free_size)) + "]"
 
