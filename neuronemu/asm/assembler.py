@@ -275,6 +275,8 @@ class Assembler:
                                             f"finite float, got uniform({lo}, {hi})")
         elif values[1] < 0:
             raise self.error(params[1], f"{kind}(mean, std): std must be >= 0, got {values[1]}")
+        else:
+            values[1] += 0.0   # -0.0 -> 0.0: numpy refuses a std whose sign bit is set
 
     def _onchip(self, node, space, args):
         usage = f".{space} NAME DTYPE[partitions, free dims...]"
