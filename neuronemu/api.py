@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,6 +77,19 @@ class Result:
     @property
     def target(self) -> str:
         return self.program.target.name
+
+
+def _as_array(name: str, value, tensor: HbmTensor) -> np.ndarray:
+    """numpy's view of an input; what numpy cannot read (a buffer whose format and item size
+    disagree, a ragged sequence) is an InputError, not numpy's exception."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.VisibleDeprecationWarning)
+            return np.asarray(value)
+    except (ValueError, TypeError, RuntimeError, OverflowError, BufferError,
+            np.exceptions.VisibleDeprecationWarning) as error:
+        raise InputError(f"input '{name}' cannot be read as an array ({error})",
+                         tensor.location) from None
 
 
 def _check_input(tensor: HbmTensor, value) -> np.ndarray:
@@ -291,7 +305,7 @@ def _checked_inputs(program: Program, inputs, world: int,
     per_rank: list[dict[str, np.ndarray]] = [{} for _ in range(world)]
     for name, value in inputs.items():
         tensor = program.tensors[name]
-        array = np.asarray(value)
+        array = _as_array(name, value, tensor)
         if spmd and array.ndim == len(tensor.shape) + 1 and array.shape[0] == world:
             for r in range(world):
                 per_rank[r][name] = _check_input(tensor, array[r])

@@ -162,3 +162,18 @@ def test_pieces_equal_one_draw_of_the_whole_shape(monkeypatch, init: str, whole)
     np.testing.assert_array_equal(result.tensors["w"],
                                   whole(np.random.default_rng([5, zlib.crc32(b"w")]),
                                         (96, 96)).astype(np.float32))
+
+
+def test_an_input_numpy_cannot_read_is_an_input_error():
+    """Found by the third 100,000-case fuzz run (seed 13): a memoryview of a structured array
+    (PEP 3118 format 'T{f:a:h:b:}', item size 6) made np.asarray raise RuntimeError; a ragged
+    list made it raise ValueError."""
+    import neuronemu
+
+    program = neuronemu.assemble(".hbm x int32[1, 1] input\n.hbm y int32[1, 1] output\n")
+    structured = memoryview(np.zeros((1, 1), dtype=np.dtype([("a", "<f4"), ("b", "<i2")])))
+    with pytest.raises(RuntimeError):
+        np.asarray(structured)   # what numpy does with it (the reason for the check)
+    for value in (structured, [[1, [2, 3]]]):
+        with pytest.raises(neuronemu.InputError, match="input 'x' cannot be read as an array"):
+            neuronemu.run(program, inputs={"x": value})
