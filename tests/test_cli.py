@@ -51,7 +51,10 @@ def test_json_is_one_document_on_stdout() -> None:
     assert doc["outputs"]["c"]["shape"] == [128, 512]
     assert doc["outputs"]["c"]["dtype"] == "float32"
     assert "path" not in doc["outputs"]["c"]
-    assert result.stderr == ""
+    # nothing on stderr but, on a machine where this code was never compiled, the one-time
+    # compile notice (docs/engine.md)
+    assert all(line.startswith("neuronemu: compiling")
+               for line in result.stderr.splitlines()), result.stderr
 
 
 def test_inputs_and_outputs_round_trip(tmp_path: Path) -> None:

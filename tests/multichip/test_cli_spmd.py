@@ -59,7 +59,10 @@ def test_json_on_trn2_48xlarge(tmp_path: Path) -> None:
     assert net["bytes"] > 0 and net["link_bytes"] >= net["bytes"]
     assert all("->" in name and {"messages", "bytes", "busy_ns"} <= set(stats)
                for name, stats in net["links"].items())
-    assert result.stderr == ""
+    # nothing on stderr but, on a machine where this code was never compiled, the one-time
+    # compile notice (docs/engine.md)
+    assert all(line.startswith("neuronemu: compiling")
+               for line in result.stderr.splitlines()), result.stderr
 
 
 def test_trace_has_one_process_per_rank(tmp_path: Path) -> None:
