@@ -189,7 +189,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
     inputs = _checked_inputs(program, inputs, 1)
-    with _memory_errors(program):
+    with _memory_errors():
         cores, _ = spmd.execute(program, None, 1, inputs, seed,
                                 max_instructions=max_instructions,
                                 max_trace_events=max_trace_events,
@@ -199,14 +199,14 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
 
 
 @contextlib.contextmanager
-def _memory_errors(program: Program):
+def _memory_errors():
     """A MemoryError the host-memory estimate did not foresee is a ResourceError (exit 6)."""
     try:
         yield
     except MemoryError as error:
         from neuronemu.resources import out_of_memory
 
-        raise out_of_memory(error, program) from None
+        raise out_of_memory(error) from None
 
 
 @dataclass
@@ -277,7 +277,7 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     per_rank = _checked_inputs(program, inputs, world, spmd=True)
     compiled = compiling.seconds()
     start = time.perf_counter()
-    with _memory_errors(program):
+    with _memory_errors():
         cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
                                       max_instructions=max_instructions,
                                       max_trace_events=(max_trace_events
@@ -338,7 +338,7 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
         from neuronemu.exec.core import RunLimits
 
         fault = fault_of(program, core.status, core.pc, regs, RunLimits(max_instructions),
-                       core.steps)
+                         core.steps)
         if world > 1:
             fault.message = f"rank {core.rank}: {fault.message}"
         raise fault

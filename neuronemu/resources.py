@@ -70,7 +70,7 @@ def run_bytes(program, world: int = 1, compact: bool = False) -> int:
     return world * int(per_rank * (1 + _REGION_BYTES_PER_BYTE)) + _HEADROOM
 
 
-def out_of_memory(error: MemoryError, program) -> ResourceError:
+def out_of_memory(error: MemoryError) -> ResourceError:
     """A MemoryError that got past the estimate (the trace buffers, a limit the estimate cannot
     see) as the documented clean error."""
     _, available = host_memory()

@@ -10,6 +10,7 @@ announced and timed by ``neuronemu.exec.kernels`` through ``announce`` and ``add
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -63,8 +64,6 @@ event.register("numba:compile", _LISTENER)
 
 def is_cached(dispatcher) -> bool:
     """Whether a jitted function (or kernel) has an on-disk cache index to load from."""
-    import os
-
     if getattr(dispatcher, "overloads", None):
         return True   # already compiled or loaded in this process
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)

@@ -64,7 +64,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                     and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs, mems)):
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
-        if costs[ins[L.I_COST], C_FORMULA] == F_NETWORK:
+        formula = costs[ins[L.I_COST], C_FORMULA]
+        if formula == F_NETWORK:
             return L.STATUS_YIELD, pc, steps
         kernel = kernels[pc]
         if kernel == 0:
@@ -84,7 +85,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         # timing reads register offsets before a branch may change them; a free instruction
         # (ctrl) takes no time and touches no memory: what schedule would return, without the
         # call (which costs more than the instruction)
-        if costs[ins[L.I_COST], C_FORMULA] == F_FREE:
+        if formula == F_FREE:
             start = end = track_free[ins[L.I_TRACK]]
             cycles, unwritten, nbytes, wire = 0.0, -1, 0.0, 0.0
         else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 
 from neuronemu.exec import compiling as _compiling  # noqa: F401  (reports compiles)
-from neuronemu.exec.cache import BOUNDSCHECK, CACHE, cache_dir  # noqa: F401  (re-exported)
+from neuronemu.exec.cache import BOUNDSCHECK, CACHE
 
 
 def options() -> dict:

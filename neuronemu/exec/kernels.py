@@ -32,7 +32,8 @@ def _make(entry: str):
     from numba.core.ccallback import CFunc
 
     from neuronemu._generated import kernels as generated
-    from neuronemu.exec.jit import CACHE, options
+    from neuronemu.exec.cache import CACHE
+    from neuronemu.exec.jit import options
 
     opts = {k: v for k, v in options().items() if k in ("error_model", "fastmath", "boundscheck")}
     cfunc = CFunc(getattr(generated, entry), sigutils.normalize_signature(SIGNATURE), locals={},

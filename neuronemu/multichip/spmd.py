@@ -140,7 +140,7 @@ class _Driver:
                 from neuronemu.faults import fault as fault_of
 
                 fault = fault_of(self.program, core.status, core.pc, core.regs, self.limits,
-                               core.steps)
+                                 core.steps)
                 if self.world > 1:
                     fault.message = f"rank {r}: {fault.message}"
                 raise fault
