@@ -1,0 +1,1 @@
+"""The lab autograder: ``neuronemu grade LAB KERNEL.s`` (docs/labs/README.md)."""
