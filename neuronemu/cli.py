@@ -387,11 +387,17 @@ def main() -> None:
                    "leading world axis one per rank; outputs gain that axis.")
 @click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=1, show_default=True,
               help="With --topology: cores of each chip that run the kernel.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Draw the per-engine/queue timeline with utilisation to FILE.png (needs "
+                   "matplotlib: pip install 'neuronemu[plot]'; with --topology: the slowest "
+                   "rank).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, timeout,
-        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, as_json):
+        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, plot_path,
+        as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
+    _check_plot(plot_path)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     if topology is None and ranks_per_chip != 1:
@@ -402,18 +408,42 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     try:
         if topology is not None:
             _run_spmd(kernel, target, input_files, output_files, output_dir, options,
-                      trace_path, topology, ranks_per_chip, as_json)
+                      trace_path, topology, ranks_per_chip, as_json, plot_path)
         else:
             _run_one(kernel, target, input_files, output_files, output_dir, options,
-                     trace_path, as_json)
+                     trace_path, as_json, plot_path)
     except KeyboardInterrupt:
         # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
         raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
                                    limit="interrupt"), as_json) from None
 
 
+def _check_plot(plot_path: Path | None) -> None:
+    """--plot needs matplotlib (an optional extra): say so before running anything."""
+    if plot_path is None:
+        return
+    from neuronemu.plot import MissingMatplotlib, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except MissingMatplotlib as e:
+        raise click.BadParameter(str(e), param_hint="--plot") from None
+
+
+def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bool) -> None:
+    if plot_path is None:
+        return
+    from neuronemu.plot import plot_timeline
+
+    try:
+        plot_timeline(program, timing, plot_path, title=title)
+    except OSError as e:
+        raise _Failure(InputError(f"--plot: cannot write {plot_path}: {e.strerror}"),
+                       as_json) from None
+
+
 def _run_one(kernel, target, input_files, output_files, output_dir, options, trace_path,
-             as_json) -> None:
+             as_json, plot_path=None) -> None:
     from neuronemu import api
 
     try:
@@ -433,6 +463,7 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
                    if label != "--trace"}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
+    _write_plot(program, result.timing, plot_path, Path(str(path)).name, as_json)
     seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
     for warning in result.warnings:
         click.echo(warning.render(), err=True)
@@ -453,6 +484,8 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
     }
     if trace_path is not None:
         doc["trace"] = str(trace_path)
+    if plot_path is not None:
+        doc["plot"] = str(plot_path)
     for t in program.outputs():
         entry = {"shape": list(t.shape), "dtype": t.dtype, **_summary(result.outputs[t.name])}
         if t.name in written:
@@ -476,10 +509,12 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
     _print_timing(result.timing, program.target.name, program.sync_mode)
     if trace_path is not None:
         click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
+    if plot_path is not None:
+        click.echo(f"plot     {plot_path}")
 
 
 def _run_spmd(kernel, target, input_files, output_files, output_dir, options, trace_path,
-              topology, ranks_per_chip, as_json) -> None:
+              topology, ranks_per_chip, as_json, plot_path=None) -> None:
     from neuronemu import api
     from neuronemu.multichip.topology import load_topologies
 
@@ -506,12 +541,15 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
                  if label != "--trace"}
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
+    times = [r.timing.time_ns for r in result.ranks]
+    slowest = int(max(range(len(times)), key=times.__getitem__))
+    _write_plot(program, result.ranks[slowest].timing, plot_path,
+                f"{Path(str(path)).name}, rank {slowest} of {result.world}", as_json)
     seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
     for rank in result.ranks:
         for warning in rank.warnings:
             click.echo(warning.render(), err=True)
     net = result.network
-    times = [r.timing.time_ns for r in result.ranks]
     total = {}
     for r in result.ranks:
         for engine, count in r.instructions.items():
@@ -542,6 +580,8 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
     }
     if trace_path is not None:
         doc["trace"] = str(trace_path)
+    if plot_path is not None:
+        doc["plot"] = str(plot_path)
     for t in program.outputs():
         entry = {"shape": [result.world, *t.shape], "dtype": t.dtype,
                  **_summary(outputs[t.name])}
@@ -561,7 +601,6 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
         dest = f"  -> {entry['path']}" if "path" in entry else ""
         shape = ", ".join(map(str, entry["shape"]))
         click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{dest}")
-    slowest = int(max(range(len(times)), key=times.__getitem__))
     click.echo(f"time     {result.time_ns / 1000:.3f} us (modelled; ranks finish between "
                f"{min(times) / 1000:.3f} and {max(times) / 1000:.3f} us, last: rank {slowest})")
     if net.messages:
@@ -574,6 +613,8 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
     if trace_path is not None:
         click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev; one process per "
                    f"rank)")
+    if plot_path is not None:
+        click.echo(f"plot     {plot_path}")
 
 
 def _timing_json(timing) -> dict:
@@ -751,6 +792,54 @@ def warm():
 
     seconds = warm_all(lambda line: click.echo(line, err=True))
     click.echo(f"compiled code is ready ({seconds:.1f} s)")
+
+
+@main.command("grade")
+@click.argument("lab", required=False)
+@click.argument("kernel", required=False)
+@click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write Gradescope's results.json to FILE.")
+@click.option("--seeds", type=click.IntRange(1, 100), default=2, show_default=True,
+              help="Random inputs per shape.")
+@click.option("--seed-base", type=click.IntRange(0, INT64_MAX), default=0, show_default=True,
+              help="First seed (instructors: a value students do not know).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Draw the timeline of the first timed shape to FILE.png (needs matplotlib).")
+@click.option("--list", "list_labs", is_flag=True, help="List the labs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results.json document on stdout.")
+def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, list_labs, as_json):
+    """Grade KERNEL.s for LAB (a folder of programs/labs, or its number): correctness on seeded
+    random inputs and unseen shapes, then modelled time against the reference's."""
+    from neuronemu.grade.labs import LABS, find_lab
+
+    if list_labs:
+        for name, spec in LABS.items():
+            click.echo(f"{name:22s} {spec.title}")
+        return
+    if lab is None or kernel is None:
+        raise click.UsageError("give LAB and KERNEL.s (or --list)")
+    _check_plot(plot_path)
+    from neuronemu.grade import gradescope
+    from neuronemu.grade.grader import grade, note
+
+    try:
+        spec = find_lab(lab)
+        path = Path(kernel)
+        if not path.is_file():
+            raise InputError(f"no such kernel file: {kernel}")
+        report = grade(spec, path, seeds=seeds, seed_base=seed_base, plot=plot_path,
+                       progress=note)
+        doc = gradescope.results(report)
+        if gradescope_path is not None:
+            _save_all({"--gradescope": (str(gradescope_path), _json_writer(doc))})
+    except NeuronemuError as e:
+        raise _Failure(e, as_json) from None
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(report.text())
+        if plot_path is not None and report.plots:
+            click.echo(f"plot     {plot_path}")
 
 
 @main.command()

@@ -18,8 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from neuronemu.errors import NeuronemuError
-from neuronemu.grade.spec import (CORRECTNESS_POINTS, PERFORMANCE_POINTS, Budget, Lab, Variant,
-                                  tier_fraction, tiers_text)
+from neuronemu.grade.spec import (
+    CORRECTNESS_POINTS,
+    PERFORMANCE_POINTS,
+    Budget,
+    Lab,
+    Variant,
+    tier_fraction,
+    tiers_text,
+)
 
 DEFAULT_SEEDS = 2
 
@@ -125,8 +132,8 @@ def _run(lab: Lab, program, inputs: dict[str, np.ndarray], seed: int):
     import neuronemu
     from neuronemu.api import run_spmd
 
-    options = dict(seed=seed, max_instructions=lab.max_instructions, timeout=lab.timeout,
-                   stochastic_rounding=lab.stochastic_rounding)
+    options = {"seed": seed, "max_instructions": lab.max_instructions, "timeout": lab.timeout,
+                   "stochastic_rounding": lab.stochastic_rounding}
     if lab.topology:
         result = run_spmd(program, lab.topology, inputs=inputs, **options)
         slowest = max(result.ranks, key=lambda r: r.timing.time_ns)
@@ -155,10 +162,10 @@ def compare(program, outputs: dict[str, np.ndarray],
         rank = ""
         if got.ndim == want.ndim and got.shape != program.tensors[name].shape:
             rank = f" (rank {first[0]})"   # multi-rank outputs carry a leading rank axis
-        lines = [f"output '{name}'{rank}: {len(wrong)} of {want.size} elements are wrong; "
+        lines = [(f"output '{name}'{rank}: {len(wrong)} of {want.size} elements are wrong; "
                  f"the first is {name}{list(first[1:] if rank else first)}: got "
                  f"{float(got[first]):.9g}, expected {float(want[first]):.9g} (allowed error "
-                 f"{float(bound[first]):.3g})"]
+                 f"{float(bound[first]):.3g})")]
         index = first[1:] if rank else first
         timing_of = rank_result.ranks[first[0]].timing if rank else timing
         chain = last_writers(program, timing_of, name, index)

@@ -141,7 +141,7 @@ BF16_SR_PRODUCT = 2 * 2.0 ** -7 + 2.0 ** -14
 LOW_PRECISION = Lab(
     name="05-low-precision", title="Low precision: bf16 matmul under an error bound",
     params=("M", "K", "N"),
-    variants=(Variant("shown", {"M": 512, "K": 512, "N": 512}, shown=True, timed=True),
+    variants=(Variant("shown", {"M": 1024, "K": 512, "N": 1024}, shown=True, timed=True),
               Variant("deep", {"M": 128, "K": 1024, "N": 512}),
               Variant("wide", {"M": 256, "K": 128, "N": 1024})),
     interface=lambda p: {"xT": ("float32", (p["K"], p["M"]), "input"),
@@ -214,7 +214,7 @@ ALL_REDUCE = Lab(
     params=("COLS",),
     variants=(Variant("shown", {"COLS": 4096}, shown=True, timed=True),
               Variant("small", {"COLS": 256}),
-              Variant("large", {"COLS": 8192})),
+              Variant("medium", {"COLS": 1024})),
     interface=lambda p: {"x": ("float32", (128, p["COLS"]), "input"),
                          "y": ("float32", (128, p["COLS"]), "output")},
     inputs=lambda rng, p: {"x": _f32(rng, (RING_RANKS, 128, p["COLS"]))},

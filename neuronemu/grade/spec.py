@@ -91,4 +91,4 @@ def tier_fraction(ratio: float) -> float:
 
 def tiers_text() -> str:
     parts = [f"<= {limit:g}x: {fraction:.0%}" for limit, fraction in TIERS]
-    return ", ".join(parts) + f", slower: 0%"
+    return ", ".join(parts) + ", slower: 0%"

@@ -46,7 +46,12 @@ k_tile:
     ctrl.jmp k_tile
 evacuate:
     vector.tensor_copy out_sb[:, r5, :], acc[:, r5, :]
-    dma.copy result[r0*128 : r0*128 + 128, r2*512 : r2*512 + 512], out_sb[:, r5, :], queue=4
+    ctrl.bne r5, 0, store1             # alternate store queues with the banks
+    dma.copy result[r0*128 : r0*128 + 128, r2*512 : r2*512 + 512], out_sb[:, 0, :], queue=4
+    ctrl.jmp stored
+store1:
+    dma.copy result[r0*128 : r0*128 + 128, r2*512 : r2*512 + 512], out_sb[:, 1, :], queue=5
+stored:
     ctrl.sub r5, 1, r5
     ctrl.add r2, r2, 1
     ctrl.blt r2, NT, n_tile
