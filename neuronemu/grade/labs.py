@@ -53,7 +53,7 @@ VECTOR_ADD = Lab(
     params=("N",),
     variants=(Variant("shown", {"N": 4096}, shown=True),
               Variant("ragged", {"N": 4160}),
-              Variant("past-sbuf", {"N": 65536}, timed=True)),
+              Variant("past-sbuf", {"N": 32768}, timed=True)),
     interface=_vadd_interface,
     inputs=lambda rng, p: {"a": _f32(rng, (128, p["N"])), "b": _f32(rng, (128, p["N"]))},
     oracle=_vadd_oracle)

@@ -146,6 +146,13 @@ def test_wrong_element_is_traced_to_the_instruction_that_wrote_it() -> None:
     assert f"was last written by line {matmul_line}: tensor.matmul" in out
 
 
+def test_fixing_the_lab2_starter_scores_what_the_handout_says() -> None:
+    report = grade(LABS["02-matmul"], KERNELS / "02-fixed-accumulation.s")
+    assert report.score == 83.5, report.text()
+    handout = (HERE.parents[1] / "docs" / "labs" / "02-matmul.md").read_text()
+    assert "scores 83.5 / 100" in handout
+
+
 def test_sbuf_overflow_on_an_unseen_shape_is_reported() -> None:
     report = graded("01-vector-add", "starter")
     out = _test(report, "correct: past-sbuf").output
@@ -162,8 +169,9 @@ def test_race_is_reported_by_the_detector() -> None:
 
 def test_fp8_operands_break_the_error_bound() -> None:
     report = grade(LABS["05-low-precision"], KERNELS / "05-fp8.s", seeds=1)
-    assert "allowed error" in _test(report, "correct: shown").output
-    assert report.score == 0
+    for shape in ("shown", "wide"):
+        assert "allowed error" in _test(report, f"correct: {shape}").output
+    assert report.score < 50
 
 
 def test_slow_kernel_gets_a_tier_and_its_critical_path() -> None:
