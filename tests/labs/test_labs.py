@@ -26,7 +26,6 @@ from neuronemu.grade.labs import LABS, find_lab, lab_dir
 from neuronemu.grade.spec import Budget, tier_fraction
 
 HERE = Path(__file__).parent
-KERNELS = HERE / "kernels"
 
 # What each starter scores out of 100, as its handout (docs/labs/NN-*.md) says.
 STARTER_SCORES = {
@@ -62,6 +61,20 @@ GRADESCOPE_SCHEMA = {
     },
     "additionalProperties": False,
 }
+
+
+def reference_text(name: str) -> str:
+    return (lab_dir(name) / "solution" / "solution.s").read_text()
+
+
+def edited(tmp_path: Path, text: str, edits: list[tuple[str, str]]) -> Path:
+    """A kernel made from ``text`` by replacing each ``old`` (which must be there) by ``new``."""
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "kernel.s"
+    path.write_text(text)
+    return path
 
 
 @functools.cache
@@ -146,8 +159,20 @@ def test_wrong_element_is_traced_to_the_instruction_that_wrote_it() -> None:
     assert f"was last written by line {matmul_line}: tensor.matmul" in out
 
 
-def test_fixing_the_lab2_starter_scores_what_the_handout_says() -> None:
-    report = grade(LABS["02-matmul"], KERNELS / "02-fixed-accumulation.s")
+def test_fixing_the_lab2_starter_scores_what_the_handout_says(tmp_path: Path) -> None:
+    # step 2 of the handout: the first K tile overwrites, the others accumulate
+    fixed = edited(tmp_path, (lab_dir("02-matmul") / "starter.s").read_text(), [
+        ("""    ctrl.mov r1, 0                     # k tile
+k_tile:
+    tensor.matmul acc, lhsT_sb[:, r1, r0*128 : r0*128 + 128], rhs_sb[:, r1, r2*512 : r2*512 + 512], accumulate=false
+""", """    tensor.matmul acc, lhsT_sb[:, 0, r0*128 : r0*128 + 128], rhs_sb[:, 0, r2*512 : r2*512 + 512], accumulate=false
+    ctrl.mov r1, 1
+k_tile:
+    ctrl.bge r1, KT, done_k
+    tensor.matmul acc, lhsT_sb[:, r1, r0*128 : r0*128 + 128], rhs_sb[:, r1, r2*512 : r2*512 + 512], accumulate=true
+"""),
+        ("    ctrl.blt r1, KT, k_tile\n", "    ctrl.jmp k_tile\ndone_k:\n")])
+    report = grade(LABS["02-matmul"], fixed)
     assert report.score == 83.5, report.text()
     handout = (HERE.parents[1] / "docs" / "labs" / "02-matmul.md").read_text()
     assert "scores 83.5 / 100" in handout
@@ -160,15 +185,20 @@ def test_sbuf_overflow_on_an_unseen_shape_is_reported() -> None:
     assert _test(report, "performance: past-sbuf").score == 0
 
 
-def test_race_is_reported_by_the_detector() -> None:
-    report = grade(LABS["04-double-buffer"], KERNELS / "04-racy.s", seeds=1)
+def test_race_is_reported_by_the_detector(tmp_path: Path) -> None:
+    # double buffering without waiting for a buffer's store before loading into it again
+    racy = edited(tmp_path, reference_text("04-double-buffer"), [
+        ("    sync.wait q0, sem=4, value=r0", "    # (no wait)"),
+        ("    sync.wait q0, sem=5, value=r0", "    # (no wait)")])
+    report = grade(LABS["04-double-buffer"], racy, seeds=1)
     out = _test(report, "correct: shown").output
     assert "race on 'buf'" in out
     assert report.score == 0
 
 
-def test_fp8_operands_break_the_error_bound() -> None:
-    report = grade(LABS["05-low-precision"], KERNELS / "05-fp8.s", seeds=1)
+def test_fp8_operands_break_the_error_bound(tmp_path: Path) -> None:
+    fp8 = edited(tmp_path, reference_text("05-low-precision"), [("bfloat16", "float8_e4m3")])
+    report = grade(LABS["05-low-precision"], fp8, seeds=1)
     for shape in ("shown", "wide"):
         assert "allowed error" in _test(report, f"correct: {shape}").output
     assert report.score < 50
