@@ -166,6 +166,9 @@ def compare(program, outputs: dict[str, np.ndarray],
                  f"the first is {name}{list(first[1:] if rank else first)}: got "
                  f"{float(got[first]):.9g}, expected {float(want[first]):.9g} (allowed error "
                  f"{float(bound[first]):.3g})")]
+        nan, inf = int(np.isnan(got).sum()), int(np.isinf(got).sum())
+        if nan or inf:
+            lines.append(f"  the output holds {nan} NaN and {inf} infinite values")
         index = first[1:] if rank else first
         timing_of = rank_result.ranks[first[0]].timing if rank else timing
         chain = last_writers(program, timing_of, name, index)
