@@ -365,3 +365,29 @@ def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path: Path
         assert result.exit_code == 2
         assert "pip install 'neuronemu[plot]'" in result.output
         assert not picture.exists()
+
+
+def test_last_writer_is_the_last_of_two_overlapping_stores() -> None:
+    import neuronemu
+    from neuronemu.grade.provenance import last_writers
+
+    program = neuronemu.assemble(
+        ".hbm a float32[128, 64] input\n"             # line 1
+        ".hbm c float32[128, 64] output\n"
+        ".sbuf t float32[128, 64]\n"
+        ".sbuf u float32[128, 64]\n"
+        "    dma.copy t, a, queue=0\n"                  # line 5
+        "    vector.tensor_scalar u, t, op0=add, operand0=1.0\n"
+        "    dma.copy c, t, queue=1\n"                  # line 7: all of c
+        "    dma.copy c[0:64, 32:64], u[0:64, 32:64], queue=2\n",   # line 8: a corner again
+        "k.s")
+    result = neuronemu.run(program)
+    lines = [program.instructions[w.pc].location.line
+             for w in last_writers(program, result.timing, "c", (10, 40))]
+    assert lines == [8, 6]          # c <- dma.copy (8) <- u <- vector.tensor_scalar (6)
+    lines = [program.instructions[w.pc].location.line
+             for w in last_writers(program, result.timing, "c", (100, 40))]
+    assert lines == [7, 5]          # c <- dma.copy (7) <- t <- dma.copy (5) <- a: an input
+    lines = [program.instructions[w.pc].location.line
+             for w in last_writers(program, result.timing, "c", (10, 31))]
+    assert lines == [7, 5]
