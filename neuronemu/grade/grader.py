@@ -202,7 +202,12 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
     started = time.perf_counter()
     if budget is None:
         budget = Budget.load(lab_dir(lab.name) / "budget.json")
-    text = kernel.read_text()
+    try:
+        text = kernel.read_bytes().decode()
+    except (OSError, UnicodeDecodeError) as error:
+        from neuronemu.errors import InputError
+
+        raise InputError(f"cannot read kernel {kernel} as UTF-8 assembly ({error})") from None
     report = Report(lab.name, str(kernel))
     n_variants = len(lab.variants)
     timed = [v for v in lab.variants if v.timed]
@@ -236,7 +241,7 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
             wrong = compare(program, outputs, expected, run_timing,
                             whole if lab.topology else None)
             if wrong is not None:
-                failure = f"seed {seed}: " + wrong
+                failure = f"seed {seed}: " + wrong + _warnings(whole)
                 break
         if failure is not None:
             report.tests.append(TestResult(f"correct: {label}", 0.0, points, failure))
@@ -257,6 +262,13 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
                 report.plots.append(str(plot))
     report.wall_seconds = time.perf_counter() - started
     return report
+
+
+def _warnings(result) -> str:
+    """The run's located warnings (a read of memory nothing wrote, an activation input outside
+    its range): often the cause of wrong values."""
+    found = [w for r in getattr(result, "ranks", [result]) for w in r.warnings]
+    return "".join("\n" + w.render() for w in found[:2])
 
 
 def _label(variant: Variant) -> str:
