@@ -391,3 +391,17 @@ def test_last_writer_is_the_last_of_two_overlapping_stores() -> None:
     lines = [program.instructions[w.pc].location.line
              for w in last_writers(program, result.timing, "c", (10, 31))]
     assert lines == [7, 5]
+
+
+def test_student_bundle_leaves_out_the_solutions(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "bundle"
+    subprocess.run([sys.executable, str(HERE.parents[1] / "tools" / "labs.py"), "bundle",
+                    str(out)], check=True, capture_output=True)
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert "programs/labs/01-vector-add/starter.s" in files
+    assert "programs/labs/01-vector-add/budget.json" in files      # grading needs no solution
+    assert "docs/labs/01-vector-add.md" in files
+    assert not [f for f in files if "solution" in f]
