@@ -838,8 +838,9 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(report.text())
-        if plot_path is not None and report.plots:
-            click.echo(f"plot     {plot_path}")
+        if plot_path is not None:
+            click.echo(f"plot     {plot_path}" if report.plots else
+                       "plot     none drawn: no timed shape produced correct outputs")
 
 
 @main.command()
