@@ -20,7 +20,7 @@ from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
 from neuronemu.numerics import dtypes
 from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile, pe_tile
-from neuronemu.source import SourceFile, location_of
+from neuronemu.source import Location, SourceFile, location_of
 
 DEFAULT_TARGET = "trn2"
 ROLES = ("input", "output", "scratch")
@@ -89,10 +89,10 @@ class Assembler:
                 self._directive(item)
             elif item.data == "instruction":
                 statements.append(item)
-        instructions = [self._instruction(node, pc) for pc, node in enumerate(statements)]
+        instructions, same_as = self._instructions(statements)
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, sync_mode=self.sync_mode)
-        lower(program)
+        lower(program, same_as)
         return program
 
     def _choose_target(self, items):
@@ -319,6 +319,36 @@ class Assembler:
                                             location_of(self.source, node.meta))
 
     # ----------------------------------------------------------------- pass 2: instructions
+    def _instructions(self, statements) -> tuple[list[Instruction], list[int]]:
+        """Resolve and check every instruction: (instructions, same_as), where same_as[pc] is
+        the pc of the first instruction written on an identical line (pc itself for a first).
+
+        After pass 1 an instruction is a pure function of the text of its line (the tables,
+        target, declarations and labels are fixed; a label resolves to its pc wherever it is
+        used), so each distinct line text is resolved once and an identical line reuses the
+        result, moved to its own line. The first occurrence is the one checked, so an error is
+        still reported at the first line that has it."""
+        resolved: dict[str, tuple[int, list[str]]] = {}
+        instructions: list[Instruction] = []
+        same_as: list[int] = []
+        line_of = self.source.line
+        for pc, node in enumerate(statements):
+            line = node.meta.line
+            text = line_of(line)
+            first = resolved.get(text)
+            if first is None:
+                instruction = self._instruction(node)
+                located = [name for name, v in instruction.args.items()
+                           if isinstance(v, (Tile, Immediate))]
+                resolved[text] = (pc, located)
+                same_as.append(pc)
+            else:
+                origin, located = first
+                instruction = _moved_instruction(instructions[origin], located, line)
+                same_as.append(origin)
+            instructions.append(instruction)
+        return instructions, same_as
+
     def _lookup(self, node) -> InstrDef:
         engine_tok, mnemonic_tok = node.children[0], node.children[1]
         engine, mnemonic = str(engine_tok), str(mnemonic_tok)
@@ -346,7 +376,7 @@ class Assembler:
         raise AsmError(f"unknown instruction '{name}'{_suggest(mnemonic, same_engine)}", loc,
                        (f"{engine} instructions: {', '.join(sorted(same_engine))}",))
 
-    def _instruction(self, node, pc) -> Instruction:
+    def _instruction(self, node) -> Instruction:
         definition = self._lookup(node)
         location = location_of(self.source, node.meta)
         raw_args = node.children[2:]
@@ -739,6 +769,34 @@ class Assembler:
                     ((itemsize, counts[1]),), regs, (symbol.offset, symbol.offset + symbol.nbytes),
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
 
+def _moved(location: Location, line: int) -> Location:
+    moved = object.__new__(Location)
+    fields = moved.__dict__
+    fields.update(location.__dict__)
+    fields["line"] = line
+    return moved
+
+
+def _moved_value(value, line: int):
+    """A Tile or Immediate (whose location names a line) as written on another line; the
+    constructor's checks are not repeated (they depend on nothing the move changes)."""
+    moved = object.__new__(type(value))
+    fields = moved.__dict__
+    fields.update(value.__dict__)
+    fields["location"] = _moved(value.location, line)
+    return moved
+
+
+def _moved_instruction(instruction: Instruction, located: list[str], line: int) -> Instruction:
+    """``instruction`` as resolved from an identical line ``line``; ``located`` names its
+    arguments that carry a location (tiles and immediates)."""
+    args = dict(instruction.args)
+    for name in located:
+        args[name] = _moved_value(args[name], line)
+    return Instruction(instruction.definition, args, _moved(instruction.location, line),
+                       instruction.text)
+
+
 def _is_integer(value: float) -> bool:
     return isinstance(value, int) or value.is_integer()
 
@@ -760,8 +818,12 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-def lower(program: Program) -> None:
-    """Fill ``program.instrs/ops/imms`` from the checked instructions."""
+def lower(program: Program, same_as: list[int] | None = None) -> None:
+    """Fill ``program.instrs/ops/imms`` from the checked instructions.
+
+    ``same_as[pc]`` (optional) names an earlier instruction with the same arguments (from an
+    identical line): its rows are copied, with this line and its own operand and immediate
+    indices, instead of being lowered again."""
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
@@ -802,7 +864,23 @@ def lower(program: Program) -> None:
         ops.append(row)
         return len(ops) - 1
 
-    for ins in program.instructions:
+    copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
+    for pc, ins in enumerate(program.instructions):
+        origin = same_as[pc] if same_as is not None else pc
+        if origin != pc:
+            ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
+            row = list(rows[origin])
+            row[L.I_LINE] = ins.location.line
+            moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
+            for slot in operand_slots:
+                row[slot] += moved_ops
+            for slot in float_slots:
+                row[slot] += moved_imms
+            ops.extend(ops[ops_from:ops_to])
+            imms.extend(imms[imms_from:imms_to])
+            rows.append(row)
+            continue
+        ops_from, imms_from = len(ops), len(imms)
         d = ins.definition
         row = [0] * L.INSTR_WIDTH
         row[L.I_OPCODE] = d.opcode
@@ -851,6 +929,11 @@ def lower(program: Program) -> None:
             track = ins.args.get("track")
             row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
         rows.append(row)
+        if same_as is not None:
+            slots = range(L.I_ARGS, L.I_ARGS + 2 * len(d.args), 2)
+            copies[pc] = (ops_from, len(ops), imms_from, len(imms),
+                          [k + 1 for k in slots if row[k] == L.TAG_OPERAND],
+                          [k + 1 for k in slots if row[k] == L.TAG_FLOAT])
     program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
     program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)
     program.imms = np.array(imms + [0.0], dtype=np.float64)

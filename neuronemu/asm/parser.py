@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from neuronemu.asm.fastparse import parse_text
 from neuronemu.errors import AsmError
 from neuronemu.isa.resources import isa_dir
 from neuronemu.source import Location, SourceFile
@@ -38,7 +39,18 @@ def _describe(terminal: str) -> str:
 
 
 def parse(source: SourceFile):
-    """Parse a whole file; raise ``AsmError`` pointing at the first syntax error."""
+    """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
+
+    The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
+    not accept goes to lark, which defines the language and words its syntax errors."""
+    tree = parse_text(source.text)
+    if tree is not None:
+        return tree
+    return parse_with_lark(source)
+
+
+def parse_with_lark(source: SourceFile):
+    """Parse a whole file with lark (the grammar's own parser)."""
     import lark
 
     try:
