@@ -54,7 +54,11 @@ class Token(str):
 
 class Node:
     """A rule match, as lark's ``Tree`` with ``propagate_positions``: ``data``, ``children`` and
-    the span; ``meta`` is the node itself (line, column, end_line, end_column, empty)."""
+    the span; ``meta`` is the node itself (line, column, end_line, end_column, empty).
+
+    As in lark, an expression in parentheses or after a unary ``+`` keeps its own span, but the
+    node containing it spans the parentheses and the ``+`` (lark's "container" positions):
+    every span here is therefore taken from the first and last tokens a rule consumed."""
 
     __slots__ = ("data", "children", "line", "column", "end_line", "end_column")
     empty = False
@@ -185,29 +189,31 @@ def _arg(t: _Line) -> Node:
         key = t.token()
         t.pos += 1
         value = _sum(t)
-        return Node("kwarg", [key, value], t.line, t.starts[first], value.end_column)
+        return Node("kwarg", [key, value], t.line, t.starts[first], t.ends[t.pos - 1])
     return _sum(t)
 
 
 def _sum(t: _Line) -> Node:
+    first = t.pos
     left = _product(t)
     kinds = t.kinds
     while kinds[t.pos] in ("+", "-"):
         op = _BINARY[kinds[t.pos]]
         t.pos += 1
         right = _product(t)
-        left = Node(op, [left, right], t.line, left.column, right.end_column)
+        left = Node(op, [left, right], t.line, t.starts[first], t.ends[t.pos - 1])
     return left
 
 
 def _product(t: _Line) -> Node:
+    first = t.pos
     left = _unary(t)
     kinds = t.kinds
     while kinds[t.pos] in ("*", "/", "%"):
         op = _BINARY[kinds[t.pos]]
         t.pos += 1
         right = _unary(t)
-        left = Node(op, [left, right], t.line, left.column, right.end_column)
+        left = Node(op, [left, right], t.line, t.starts[first], t.ends[t.pos - 1])
     return left
 
 
@@ -223,7 +229,7 @@ def _unary(t: _Line) -> Node:
         t.depth -= 1
         if kind == "+":
             return operand   # ?unary: "+" unary is inlined: the operand's own span
-        return Node("neg", [operand], t.line, t.starts[first], operand.end_column)
+        return Node("neg", [operand], t.line, t.starts[first], t.ends[t.pos - 1])
     return _atom(t)
 
 
@@ -287,7 +293,7 @@ def _slice_item(t: _Line) -> Node:
     if kinds[first] != ":":
         lo = _sum(t)
         if kinds[t.pos] != ":":
-            return Node("index", [lo], t.line, lo.column, lo.end_column)
+            return Node("index", [lo], t.line, t.starts[first], t.ends[t.pos - 1])
     t.pos += 1
     hi = step = None
     if kinds[t.pos] in _SUM_START or kinds[t.pos] in ("NUMBER", "NAME"):
