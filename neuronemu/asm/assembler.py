@@ -8,6 +8,7 @@ table's checks. Nothing is lowered unless every line is valid.
 from __future__ import annotations
 
 import difflib
+import gc
 import math
 
 import numpy as np
@@ -42,6 +43,9 @@ _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; K
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # registers, int arguments, byte offsets
 # the smallest magnitude an fp32 cast rounds to infinity (float32 max + half an ulp)
 FP32_OVERFLOW = 2 ** 128 - 2 ** 103
+# Reuse the resolution of an identical instruction line or operand text (False: resolve every
+# line and operand afresh; tests compare the two)
+REUSE = True
 MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
@@ -67,6 +71,7 @@ class Assembler:
         self.labels: dict[str, int] = {}
         self.eval = Evaluator(source, self.constants)
         self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self._tiles: dict[tuple[int, str], Tile] = {}   # (id of ArgDef, operand text) -> tile
 
     def error(self, node, message, notes=()):
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -335,7 +340,7 @@ class Assembler:
         for pc, node in enumerate(statements):
             line = node.meta.line
             text = line_of(line)
-            first = resolved.get(text)
+            first = resolved.get(text) if REUSE else None
             if first is None:
                 instruction = self._instruction(node)
                 located = [name for name, v in instruction.args.items()
@@ -556,6 +561,23 @@ class Assembler:
         return {**self.tensors, **self.allocations}
 
     def _tile(self, definition, arg, node) -> Tile:
+        """The tile ``node`` names, for argument ``arg``. A tile is a pure function of the
+        operand's text and the argument's table entry (after pass 1), so each distinct
+        (argument, text) is resolved once and then reused at its new place."""
+        if not REUSE:
+            return self._new_tile(definition, arg, node)
+        location = location_of(self.source, node.meta)
+        text = self.source.line(location.line)[location.column - 1:location.end_column - 1] \
+            if location.end_column is not None else None
+        known = self._tiles.get((id(arg), text)) if text is not None else None
+        if known is not None:
+            return _moved_value(known, location)
+        tile = self._new_tile(definition, arg, node)
+        if text is not None:
+            self._tiles[(id(arg), text)] = tile
+        return tile
+
+    def _new_tile(self, definition, arg, node) -> Tile:
         if node.data not in ("name", "indexed"):
             raise self.error(node, f"{definition.name} argument '{arg.name}' must be a tile, e.g. "
                                    f"x or x[0:128, 0:512]")
@@ -777,13 +799,14 @@ def _moved(location: Location, line: int) -> Location:
     return moved
 
 
-def _moved_value(value, line: int):
-    """A Tile or Immediate (whose location names a line) as written on another line; the
-    constructor's checks are not repeated (they depend on nothing the move changes)."""
+def _moved_value(value, where: int | Location):
+    """A Tile or Immediate written identically elsewhere: on another line (``where`` a line
+    number, same columns) or at another location. The constructor's checks are not repeated
+    (they depend on nothing the move changes)."""
     moved = object.__new__(type(value))
     fields = moved.__dict__
     fields.update(value.__dict__)
-    fields["location"] = _moved(value.location, line)
+    fields["location"] = _moved(value.location, where) if isinstance(where, int) else where
     return moved
 
 
@@ -944,8 +967,17 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
     from neuronemu.asm.parser import parse
 
     source = SourceFile(filename, text)
-    tree = parse(source)
-    return Assembler(source, target, load_isa()).assemble(tree)
+    # Assembly makes millions of small acyclic objects (tree nodes, tokens, rows) that stay
+    # alive until it ends; the cyclic garbage collector would traverse all of them again and
+    # again (it tripled the time of a 16,000-line kernel) and could free none of them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        tree = parse(source, share=REUSE)
+        return Assembler(source, target, load_isa()).assemble(tree)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _tensor_flags(args, target, isa) -> int:

@@ -99,6 +99,7 @@ class Evaluator:
     def __init__(self, source: SourceFile, constants: dict[str, float | int]):
         self.source = source
         self.constants = constants
+        self._numbers: dict[str, int | float] = {}   # literal text -> value (valid ones only)
 
     def error(self, node, message: str, notes=()) -> AsmError:
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -106,6 +107,9 @@ class Evaluator:
     def affine(self, node) -> Affine:
         """The value of an expression: a post-order walk with an explicit stack (no recursion,
         so a chain of thousands of operators cannot exhaust Python's stack)."""
+        kind = getattr(node, "data", None)
+        if kind == "number" or kind == "name":   # most operands: no walk needed
+            return self._leaf(node, kind)
         stack: list[tuple[object, bool]] = [(node, False)]
         values: list[Affine] = []
         while stack:
@@ -125,10 +129,14 @@ class Evaluator:
 
     def _leaf(self, node, kind) -> Affine:
         if kind == "number":
-            try:
-                return Affine(parse_number(str(node.children[0])))
-            except ValueError as e:
-                raise self.error(node, str(e)) from None
+            text = str(node.children[0])
+            value = self._numbers.get(text)
+            if value is None:
+                try:
+                    value = self._numbers[text] = parse_number(text)
+                except ValueError as e:
+                    raise self.error(node, str(e)) from None
+            return Affine(value)
         if kind == "name":
             name = str(node.children[0])
             reg = register_number(name)

@@ -24,13 +24,13 @@ import re
 # One token, after optional blanks: NUMBER, NAME, a punctuation mark, or a STRING (which sends
 # the line to lark). The NUMBER and NAME patterns are grammar.lark's.
 _TOKEN = re.compile(
-    r"[ \t\f]*(?:"
-    r"(0x[0-9A-Fa-f]+|0b[01]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)"   # 1 NUMBER
-    r"|([A-Za-z_][A-Za-z0-9_]*)"                                            # 2 NAME
-    r"|([-+*/%:,.=\[\]()])"                                                 # 3 punctuation
+    r"([ \t\f]*)(?:"
+    r"(0x[0-9A-Fa-f]+|0b[01]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)"   # 2 NUMBER
+    r"|([A-Za-z_][A-Za-z0-9_]*)"                                            # 3 NAME
+    r"|([-+*/%:,.=\[\]()])"                                                 # 4 punctuation
     r")")
-_NUM, _NAME = 1, 2
-_GLUED = re.compile(r"[A-Za-z0-9_.]")   # what may not follow a NUMBER (lark would lex it apart)
+# what may not follow a NUMBER (lark would lex it apart)
+_GLUED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 _SUM_START = frozenset(("-", "+", "[", "("))
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _MAX_DEPTH = 100   # deeper nesting goes to lark (this parser recurses)
@@ -60,7 +60,7 @@ class Node:
     node containing it spans the parentheses and the ``+`` (lark's "container" positions):
     every span here is therefore taken from the first and last tokens a rule consumed."""
 
-    __slots__ = ("data", "children", "line", "column", "end_line", "end_column")
+    __slots__ = ("children", "column", "data", "end_column", "end_line", "line")
     empty = False
 
     def __init__(self, data: str, children: list, line: int, column: int, end_column: int):
@@ -82,30 +82,27 @@ class _Line:
     """The tokens of one line and a cursor: kinds ("NUMBER", "NAME" or the mark itself),
     texts, start columns, end columns."""
 
-    __slots__ = ("kinds", "texts", "starts", "ends", "pos", "line", "depth")
+    __slots__ = ("depth", "ends", "kinds", "line", "pos", "starts", "texts")
 
     def __init__(self, text: str, line: int):
         kinds, texts, starts, ends = [], [], [], []
         end = len(text)
         pos = 0
-        match = _TOKEN.match
-        while True:
-            m = match(text, pos)
-            if m is None:
-                break
-            group = m.lastindex
-            start, pos = m.span(group)
-            token = m.group(group)
-            if group == _NUM:
+        # findall skips what no token matches; the length check below catches any such gap
+        for blanks, number, name, mark in _TOKEN.findall(text):
+            start = pos + len(blanks) + 1   # 1-based column
+            if number:
+                token = number
                 kinds.append("NUMBER")
-                if pos < end and _GLUED.match(text, pos):
+                pos = start - 1 + len(token)
+                if pos < end and text[pos] in _GLUED:
                     raise Reject
-            elif group == _NAME:
-                kinds.append("NAME")
             else:
-                kinds.append(token)
+                token = name or mark
+                kinds.append("NAME" if name else mark)
+                pos = start - 1 + len(token)
             texts.append(token)
-            starts.append(start + 1)
+            starts.append(start)
             ends.append(pos + 1)
         if text[pos:].strip(" \t\f"):
             raise Reject

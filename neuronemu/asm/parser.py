@@ -38,12 +38,13 @@ def _describe(terminal: str) -> str:
     return terminal.lower()
 
 
-def parse(source: SourceFile):
+def parse(source: SourceFile, share: bool = True):
     """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
 
     The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
-    not accept goes to lark, which defines the language and words its syntax errors."""
-    tree = parse_text(source.text)
+    not accept goes to lark, which defines the language and words its syntax errors. ``share``:
+    repeated instruction lines share their children (``fastparse.parse_text``)."""
+    tree = parse_text(source.text, share)
     if tree is not None:
         return tree
     return parse_with_lark(source)

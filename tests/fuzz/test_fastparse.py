@@ -99,8 +99,8 @@ _PIECES = ("a", "b_1", "r1", "r64", "dma", "copy", "vector", "x", "e", "e5", "in
            ".", ",", ":", "=", "[", "]", "(", ")", "+", "-", "*", "/", "%", "#", "#c",
            '"s"', '"', " ", "  ", "\t", "\f", "\v", "\u00e9", "\u00a0", "\x00", ";", "@", "\n")
 _SHAPES = ("dma.copy a[0:64, 1:2], b, queue=1", ".hbm a float32[128, 512] input",
-           "lp: ctrl.jump lp", "vector.tensor_scalar x[:, ::2], x[-1+2*(3), 4:], op0=add, "
-           "operand0=-0.5", ".const N = (1 + 2) * -3 % 4 / 5", "x: .sbuf t bfloat16[128, 8]",
+           "lp: ctrl.jump lp",
+           "vector.tensor_scalar x[:, ::2], x[-1+2*(3), 4:], op0=add, operand0=-0.5", ".const N = (1 + 2) * -3 % 4 / 5", "x: .sbuf t bfloat16[128, 8]",
            "a.b c(1, 2), [1, 2, 3], [], f(), d[::3], e[1:], g[:2:1], +-+1")
 
 
