@@ -32,6 +32,7 @@ _TOKEN = re.compile(
 # what may not follow a NUMBER (lark would lex it apart)
 _GLUED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 _SUM_START = frozenset(("-", "+", "[", "("))
+_OPERAND_END = frozenset((",", "]", ")", ":", ""))   # what may follow a complete operand
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _MAX_DEPTH = 100   # deeper nesting goes to lark (this parser recurses)
 
@@ -192,6 +193,13 @@ def _arg(t: _Line) -> Node:
 
 def _sum(t: _Line) -> Node:
     first = t.pos
+    kind = t.kinds[first]
+    if (kind == "NUMBER" or kind == "NAME") and t.kinds[first + 1] in _OPERAND_END:
+        # a lone number or name (most operands): no descent through product/unary/atom
+        t.pos = first + 1
+        line, start, end = t.line, t.starts[first], t.ends[first]
+        return Node("number" if kind == "NUMBER" else "name",
+                    [Token(kind, t.texts[first], line, start, end)], line, start, end)
     left = _product(t)
     kinds = t.kinds
     while kinds[t.pos] in ("+", "-"):
