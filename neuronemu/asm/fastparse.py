@@ -200,24 +200,22 @@ def _sum(t: _Line) -> Node:
         line, start, end = t.line, t.starts[first], t.ends[first]
         return Node("number" if kind == "NUMBER" else "name",
                     [Token(kind, t.texts[first], line, start, end)], line, start, end)
-    left = _product(t)
-    kinds = t.kinds
-    while kinds[t.pos] in ("+", "-"):
-        op = _BINARY[kinds[t.pos]]
-        t.pos += 1
-        right = _product(t)
-        left = Node(op, [left, right], t.line, t.starts[first], t.ends[t.pos - 1])
-    return left
+    return _chain(t, _product, ("+", "-"))
 
 
 def _product(t: _Line) -> Node:
+    return _chain(t, _unary, ("*", "/", "%"))
+
+
+def _chain(t: _Line, operand, operators: tuple[str, ...]) -> Node:
+    """``operand (op operand)*``, left-associative, for one precedence level."""
     first = t.pos
-    left = _unary(t)
+    left = operand(t)
     kinds = t.kinds
-    while kinds[t.pos] in ("*", "/", "%"):
+    while kinds[t.pos] in operators:
         op = _BINARY[kinds[t.pos]]
         t.pos += 1
-        right = _unary(t)
+        right = operand(t)
         left = Node(op, [left, right], t.line, t.starts[first], t.ends[t.pos - 1])
     return left
 
@@ -250,21 +248,11 @@ def _atom(t: _Line) -> Node:
         follow = t.kinds[i + 1]
         if follow == "[":
             t.pos += 1
-            children = [token, _slice_item(t)]
-            while t.kinds[t.pos] == ",":
-                t.pos += 1
-                children.append(_slice_item(t))
-            t.expect("]")
+            children = _separated(t, _slice_item, "]", [token], optional=False)
             return Node("indexed", children, line, token.column, t.ends[t.pos - 1])
         if follow == "(":
             t.pos += 1
-            children = [token]
-            if t.kinds[t.pos] != ")":
-                children.append(_sum(t))
-                while t.kinds[t.pos] == ",":
-                    t.pos += 1
-                    children.append(_sum(t))
-            t.expect(")")
+            children = _separated(t, _sum, ")", [token])
             return Node("call", children, line, token.column, t.ends[t.pos - 1])
         return Node("name", [token], line, token.column, token.end_column)
     t.depth += 1
@@ -272,13 +260,7 @@ def _atom(t: _Line) -> Node:
         raise Reject
     if kind == "[":
         t.pos += 1
-        children = []
-        if t.kinds[t.pos] != "]":
-            children.append(_sum(t))
-            while t.kinds[t.pos] == ",":
-                t.pos += 1
-                children.append(_sum(t))
-        t.expect("]")
+        children = _separated(t, _sum, "]", [])
         t.depth -= 1
         return Node("list", children, line, t.starts[i], t.ends[t.pos - 1])
     if kind == "(":
@@ -288,6 +270,18 @@ def _atom(t: _Line) -> Node:
         t.depth -= 1
         return inner   # ?atom: "(" sum ")" is inlined: the inner expression's own span
     raise Reject
+
+
+def _separated(t: _Line, item, closer: str, children: list, optional: bool = True) -> list:
+    """``children`` + ``item ("," item)*`` (none when ``optional`` and ``closer`` follows),
+    then ``closer``."""
+    if not optional or t.kinds[t.pos] != closer:
+        children.append(item(t))
+        while t.kinds[t.pos] == ",":
+            t.pos += 1
+            children.append(item(t))
+    t.expect(closer)
+    return children
 
 
 def _slice_item(t: _Line) -> Node:
