@@ -791,7 +791,10 @@ class Assembler:
                     ((itemsize, counts[1]),), regs, (symbol.offset, symbol.offset + symbol.nbytes),
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
 
+
 def _moved(location: Location, line: int) -> Location:
+    """``location`` on another line, same columns (built without the frozen dataclass's
+    per-field ``__setattr__``: one is made per operand of every repeated line)."""
     moved = object.__new__(Location)
     fields = moved.__dict__
     fields.update(location.__dict__)
