@@ -127,11 +127,13 @@ class _Line:
 def parse_line(text: str, line: int) -> list[Node]:
     """The items of one line that is not blank or a comment (a label, a statement, or a label
     and a statement); ``Reject`` when this parser does not accept it."""
-    if not text.isascii() or '"' in text:
+    if '"' in text:   # a string literal (a '#' inside it is not a comment)
         raise Reject
     hash_at = text.find("#")
     if hash_at >= 0:
         text = text[:hash_at]
+    if not text.isascii():   # a comment may hold anything; the code only ASCII (else: lark)
+        raise Reject
     t = _Line(text, line)
     kinds = t.kinds
     items = []

@@ -135,6 +135,7 @@ def test_random_characters(text):
 def test_well_formed_shapes_take_the_fast_path():
     for line in _SHAPES:
         assert check_against_lark(line), line
+        assert check_against_lark(f"{line}   # d\u00e9j\u00e0 vu \u2192 \x00 #"), line
 
 
 def test_repeated_lines_share_children_with_their_own_top_node():
