@@ -8,6 +8,7 @@ table's checks. Nothing is lowered unless every line is valid.
 from __future__ import annotations
 
 import difflib
+import gc
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
 from neuronemu.numerics import dtypes
 from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile, pe_tile
-from neuronemu.source import SourceFile, location_of
+from neuronemu.source import Location, SourceFile, location_of
 
 DEFAULT_TARGET = "trn2"
 ROLES = ("input", "output", "scratch")
@@ -42,6 +43,9 @@ _ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; K
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # registers, int arguments, byte offsets
 # the smallest magnitude an fp32 cast rounds to infinity (float32 max + half an ulp)
 FP32_OVERFLOW = 2 ** 128 - 2 ** 103
+# Reuse the resolution of an identical instruction line or operand text (False: resolve every
+# line and operand afresh; tests compare the two)
+REUSE = True
 MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
@@ -67,6 +71,7 @@ class Assembler:
         self.labels: dict[str, int] = {}
         self.eval = Evaluator(source, self.constants)
         self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self._tiles: dict[tuple[int, str], Tile] = {}   # (id of ArgDef, operand text) -> tile
 
     def error(self, node, message, notes=()):
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -89,10 +94,10 @@ class Assembler:
                 self._directive(item)
             elif item.data == "instruction":
                 statements.append(item)
-        instructions = [self._instruction(node, pc) for pc, node in enumerate(statements)]
+        instructions, same_as = self._instructions(statements)
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, sync_mode=self.sync_mode)
-        lower(program)
+        lower(program, same_as)
         return program
 
     def _choose_target(self, items):
@@ -319,6 +324,36 @@ class Assembler:
                                             location_of(self.source, node.meta))
 
     # ----------------------------------------------------------------- pass 2: instructions
+    def _instructions(self, statements) -> tuple[list[Instruction], list[int]]:
+        """Resolve and check every instruction: (instructions, same_as), where same_as[pc] is
+        the pc of the first instruction written on an identical line (pc itself for a first).
+
+        After pass 1 an instruction is a pure function of the text of its line (the tables,
+        target, declarations and labels are fixed; a label resolves to its pc wherever it is
+        used), so each distinct line text is resolved once and an identical line reuses the
+        result, moved to its own line. The first occurrence is the one checked, so an error is
+        still reported at the first line that has it."""
+        resolved: dict[str, tuple[int, list[str]]] = {}
+        instructions: list[Instruction] = []
+        same_as: list[int] = []
+        line_of = self.source.line
+        for pc, node in enumerate(statements):
+            line = node.meta.line
+            text = line_of(line)
+            first = resolved.get(text) if REUSE else None
+            if first is None:
+                instruction = self._instruction(node)
+                located = [name for name, v in instruction.args.items()
+                           if isinstance(v, (Tile, Immediate))]
+                resolved[text] = (pc, located)
+                same_as.append(pc)
+            else:
+                origin, located = first
+                instruction = _moved_instruction(instructions[origin], located, line)
+                same_as.append(origin)
+            instructions.append(instruction)
+        return instructions, same_as
+
     def _lookup(self, node) -> InstrDef:
         engine_tok, mnemonic_tok = node.children[0], node.children[1]
         engine, mnemonic = str(engine_tok), str(mnemonic_tok)
@@ -346,7 +381,7 @@ class Assembler:
         raise AsmError(f"unknown instruction '{name}'{_suggest(mnemonic, same_engine)}", loc,
                        (f"{engine} instructions: {', '.join(sorted(same_engine))}",))
 
-    def _instruction(self, node, pc) -> Instruction:
+    def _instruction(self, node) -> Instruction:
         definition = self._lookup(node)
         location = location_of(self.source, node.meta)
         raw_args = node.children[2:]
@@ -526,6 +561,23 @@ class Assembler:
         return {**self.tensors, **self.allocations}
 
     def _tile(self, definition, arg, node) -> Tile:
+        """The tile ``node`` names, for argument ``arg``. A tile is a pure function of the
+        operand's text and the argument's table entry (after pass 1), so each distinct
+        (argument, text) is resolved once and then reused at its new place."""
+        if not REUSE:
+            return self._new_tile(definition, arg, node)
+        location = location_of(self.source, node.meta)
+        text = self.source.line(location.line)[location.column - 1:location.end_column - 1] \
+            if location.end_column is not None else None
+        known = self._tiles.get((id(arg), text)) if text is not None else None
+        if known is not None:
+            return _moved_value(known, location)
+        tile = self._new_tile(definition, arg, node)
+        if text is not None:
+            self._tiles[(id(arg), text)] = tile
+        return tile
+
+    def _new_tile(self, definition, arg, node) -> Tile:
         if node.data not in ("name", "indexed"):
             raise self.error(node, f"{definition.name} argument '{arg.name}' must be a tile, e.g. "
                                    f"x or x[0:128, 0:512]")
@@ -739,6 +791,38 @@ class Assembler:
                     ((itemsize, counts[1]),), regs, (symbol.offset, symbol.offset + symbol.nbytes),
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
 
+
+def _moved(location: Location, line: int) -> Location:
+    """``location`` on another line, same columns (built without the frozen dataclass's
+    per-field ``__setattr__``: one is made per operand of every repeated line)."""
+    moved = object.__new__(Location)
+    fields = moved.__dict__
+    fields.update(location.__dict__)
+    fields["line"] = line
+    return moved
+
+
+def _moved_value(value, where: int | Location):
+    """A Tile or Immediate written identically elsewhere: on another line (``where`` a line
+    number, same columns) or at another location. The constructor's checks are not repeated
+    (they depend on nothing the move changes)."""
+    moved = object.__new__(type(value))
+    fields = moved.__dict__
+    fields.update(value.__dict__)
+    fields["location"] = _moved(value.location, where) if isinstance(where, int) else where
+    return moved
+
+
+def _moved_instruction(instruction: Instruction, located: list[str], line: int) -> Instruction:
+    """``instruction`` as resolved from an identical line ``line``; ``located`` names its
+    arguments that carry a location (tiles and immediates)."""
+    args = dict(instruction.args)
+    for name in located:
+        args[name] = _moved_value(args[name], line)
+    return Instruction(instruction.definition, args, _moved(instruction.location, line),
+                       instruction.text)
+
+
 def _is_integer(value: float) -> bool:
     return isinstance(value, int) or value.is_integer()
 
@@ -760,8 +844,12 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-def lower(program: Program) -> None:
-    """Fill ``program.instrs/ops/imms`` from the checked instructions."""
+def lower(program: Program, same_as: list[int] | None = None) -> None:
+    """Fill ``program.instrs/ops/imms`` from the checked instructions.
+
+    ``same_as[pc]`` (optional) names an earlier instruction with the same arguments (from an
+    identical line): its rows are copied, with this line and its own operand and immediate
+    indices, instead of being lowered again."""
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
@@ -802,7 +890,23 @@ def lower(program: Program) -> None:
         ops.append(row)
         return len(ops) - 1
 
-    for ins in program.instructions:
+    copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
+    for pc, ins in enumerate(program.instructions):
+        origin = same_as[pc] if same_as is not None else pc
+        if origin != pc:
+            ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
+            row = list(rows[origin])
+            row[L.I_LINE] = ins.location.line
+            moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
+            for slot in operand_slots:
+                row[slot] += moved_ops
+            for slot in float_slots:
+                row[slot] += moved_imms
+            ops.extend(ops[ops_from:ops_to])
+            imms.extend(imms[imms_from:imms_to])
+            rows.append(row)
+            continue
+        ops_from, imms_from = len(ops), len(imms)
         d = ins.definition
         row = [0] * L.INSTR_WIDTH
         row[L.I_OPCODE] = d.opcode
@@ -851,6 +955,11 @@ def lower(program: Program) -> None:
             track = ins.args.get("track")
             row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
         rows.append(row)
+        if same_as is not None:
+            slots = range(L.I_ARGS, L.I_ARGS + 2 * len(d.args), 2)
+            copies[pc] = (ops_from, len(ops), imms_from, len(imms),
+                          [k + 1 for k in slots if row[k] == L.TAG_OPERAND],
+                          [k + 1 for k in slots if row[k] == L.TAG_FLOAT])
     program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
     program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)
     program.imms = np.array(imms + [0.0], dtype=np.float64)
@@ -861,8 +970,17 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
     from neuronemu.asm.parser import parse
 
     source = SourceFile(filename, text)
-    tree = parse(source)
-    return Assembler(source, target, load_isa()).assemble(tree)
+    # Assembly makes millions of small acyclic objects (tree nodes, tokens, rows) that stay
+    # alive until it ends; the cyclic garbage collector would traverse all of them again and
+    # again (it tripled the time of a 16,000-line kernel) and could free none of them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        tree = parse(source, share=REUSE)
+        return Assembler(source, target, load_isa()).assemble(tree)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _tensor_flags(args, target, isa) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from neuronemu.asm.fastparse import parse_text
 from neuronemu.errors import AsmError
 from neuronemu.isa.resources import isa_dir
 from neuronemu.source import Location, SourceFile
@@ -37,8 +38,20 @@ def _describe(terminal: str) -> str:
     return terminal.lower()
 
 
-def parse(source: SourceFile):
-    """Parse a whole file; raise ``AsmError`` pointing at the first syntax error."""
+def parse(source: SourceFile, share: bool = True):
+    """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
+
+    The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
+    not accept goes to lark, which defines the language and words its syntax errors. ``share``:
+    repeated instruction lines share their children (``fastparse.parse_text``)."""
+    tree = parse_text(source.text, share)
+    if tree is not None:
+        return tree
+    return parse_with_lark(source)
+
+
+def parse_with_lark(source: SourceFile):
+    """Parse a whole file with lark (the grammar's own parser)."""
     import lark
 
     try:

@@ -232,6 +232,48 @@ def store_f32(op, mems, regs, fmt, values):
                 _write_bits(mem, r, c + i * itemsize, itemsize, encode(values[p, i], code, fmt))
 
 
+@jit(inline="always")
+def f32_window(op, regs):
+    """The first float32 column of a dense fp32 on-chip tile whose partition p is memory row
+    PSTART + p * PROWSTEP (PROWSTEP >= 1), so each partition is a slice of mem.view(float32)
+    (``f32_row``) an instruction can read and write in place; -1 for any other tile."""
+    if (op[L.OP_DTYPE] != _F32 or op[L.OP_DENSE] != 1 or op[L.OP_PCOLSTEP] != 0
+            or op[L.OP_PROWSTEP] < 1 or op[L.OP_SPACE] == L.SPACE_HBM):
+        return -1
+    start = dynamic_offset(op, regs)
+    return start // 4 if start % 4 == 0 else -1
+
+
+@jit(inline="always")
+def f32_row(words, op, column, p):
+    """Partition p of a tile with ``f32_window`` ``column``, as a 1-D view of ``words``."""
+    return words[_U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), column: column + op[L.OP_SIZE]]
+
+
+@jit
+def in_place_safe(dst, dst_column, src, src_column):
+    """Whether an elementwise instruction may write ``dst`` element by element while it reads
+    ``src`` at the same (p, i) (two ``f32_window`` tiles): the windows are the same or share
+    no byte, so no element is read after it was overwritten."""
+    if dst[L.OP_SPACE] != src[L.OP_SPACE]:
+        return True
+    if (dst_column + dst[L.OP_SIZE] <= src_column
+            or src_column + src[L.OP_SIZE] <= dst_column):
+        return True
+    dst_last = dst[L.OP_PSTART] + (dst[L.OP_PCOUNT] - 1) * dst[L.OP_PROWSTEP]
+    src_last = src[L.OP_PSTART] + (src[L.OP_PCOUNT] - 1) * src[L.OP_PROWSTEP]
+    if dst_last < src[L.OP_PSTART] or src_last < dst[L.OP_PSTART]:
+        return True
+    return (dst_column == src_column and dst[L.OP_PSTART] == src[L.OP_PSTART]
+            and dst[L.OP_PROWSTEP] == src[L.OP_PROWSTEP]
+            and dst[L.OP_PCOUNT] == src[L.OP_PCOUNT] and dst[L.OP_SIZE] == src[L.OP_SIZE])
+
+
+@jit
+def same_shape(a, b):
+    return a[L.OP_PCOUNT] == b[L.OP_PCOUNT] and a[L.OP_SIZE] == b[L.OP_SIZE]
+
+
 @jit
 def round_to_bits(values, code, fmt, regs):
     """fp32 values [P, N] -> storage bits of dtype ``code``: to nearest even, or stochastically

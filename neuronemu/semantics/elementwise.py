@@ -11,8 +11,12 @@ from neuronemu.exec.memory import (
     arg_tag,
     arg_value,
     copy_tile,
+    f32_row,
+    f32_window,
+    in_place_safe,
     load_bits,
     load_f32,
+    same_shape,
     scalar_column,
     store_bits,
     store_f32,
@@ -20,6 +24,7 @@ from neuronemu.exec.memory import (
 from neuronemu.semantics.alu import (
     binary,
     binary_bits,
+    binary_rows,
     binary_scalar,
     is_bitvec,
     reduce_rows,
@@ -74,6 +79,8 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
         b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
         store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
         return L.STATUS_OK
+    if _tensor_tensor_in_place(ins, ops, mems, regs):
+        return L.STATUS_OK
     a = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, binary(arg_value(ins, 3), a, b))
@@ -81,10 +88,33 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
+def _tensor_tensor_in_place(ins, ops, mems, regs):
+    """tensor_tensor on fp32 tiles of one shape straight from and into memory, partition by
+    partition (the same fp32 operation per element as through load_f32 / store_f32, without
+    the three tile temporaries); False, having done nothing, when the tiles do not allow it."""
+    dst, a, b = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], ops[arg_value(ins, 2)]
+    dst_col, a_col, b_col = f32_window(dst, regs), f32_window(a, regs), f32_window(b, regs)
+    if dst_col < 0 or a_col < 0 or b_col < 0 or not same_shape(dst, a) \
+            or not same_shape(dst, b) or not in_place_safe(dst, dst_col, a, a_col) \
+            or not in_place_safe(dst, dst_col, b, b_col):
+        return False
+    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
+    a_words = mems[a[L.OP_SPACE]].view(np.float32)
+    b_words = mems[b[L.OP_SPACE]].view(np.float32)
+    binary_rows(arg_value(ins, 3), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
+                b_words, b[L.OP_PSTART], b[L.OP_PROWSTEP], b_col,
+                dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col,
+                dst[L.OP_PCOUNT], dst[L.OP_SIZE])
+    return True
+
+
+@jit
 def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
     """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
     if is_bitvec(arg_value(ins, 2)):
         _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
+        return L.STATUS_OK
+    if _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     partitions = data.shape[0]
@@ -108,6 +138,45 @@ def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
+def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
+    """tensor_scalar on fp32 tiles straight from and into memory (see _tensor_tensor_in_place):
+    each stage writes its fp32 result into dst's partition, the next reads it from there."""
+    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
+    if dst_col < 0 or data_col < 0 or not same_shape(dst, data) \
+            or not in_place_safe(dst, dst_col, data, data_col):
+        return False
+    partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
+    s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions)
+    s1 = scalar_column(ins, 6, ops, imms, mems, regs, fmt, table, partitions)
+    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
+    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    row, step, data_row, data_step = (dst[L.OP_PSTART], dst[L.OP_PROWSTEP], data[L.OP_PSTART],
+                                      data[L.OP_PROWSTEP])
+    # the scalars broadcast by * 1.0, as the tile path does (keeps -0.0, quiets NaN)
+    operand = np.empty((partitions, n), dtype=np.float32)
+    for p in range(partitions):
+        operand[p, :] = s0[p] * np.float32(1.0)
+    op0, op1 = arg_value(ins, 2), arg_value(ins, 5)
+    if arg_value(ins, 4) != 0:
+        binary_rows(op0, operand, 0, 1, 0, data_words, data_row, data_step, data_col,
+                    dst_words, row, step, dst_col, partitions, n)
+    else:
+        binary_rows(op0, data_words, data_row, data_step, data_col, operand, 0, 1, 0,
+                    dst_words, row, step, dst_col, partitions, n)
+    if op1 != C.ALU_BYPASS:
+        for p in range(partitions):
+            operand[p, :] = s1[p] * np.float32(1.0)
+        if arg_value(ins, 7) != 0:
+            binary_rows(op1, operand, 0, 1, 0, dst_words, row, step, dst_col,
+                        dst_words, row, step, dst_col, partitions, n)
+        else:
+            binary_rows(op1, dst_words, row, step, dst_col, operand, 0, 1, 0,
+                        dst_words, row, step, dst_col, partitions, n)
+    return True
+
+
+@jit
 def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
@@ -127,8 +196,14 @@ def tensor_copy(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def memset(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, 0)]
-    values = np.full((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), np.float32(imms[arg_value(ins, 1)]))
-    store_f32(dst, mems, regs, fmt, values)
+    value = np.float32(imms[arg_value(ins, 1)])
+    column = f32_window(dst, regs)
+    if column >= 0:  # fp32: fill the partitions in place
+        words = mems[dst[L.OP_SPACE]].view(np.float32)
+        for p in range(dst[L.OP_PCOUNT]):
+            f32_row(words, dst, column, p)[:] = value
+        return L.STATUS_OK
+    store_f32(dst, mems, regs, fmt, np.full((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), value))
     return L.STATUS_OK
 
 

@@ -9,7 +9,15 @@ import numpy as np
 from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+from neuronemu.exec.memory import (
+    arg_tag,
+    arg_value,
+    f32_window,
+    load_f32,
+    same_shape,
+    scalar_column,
+    store_f32,
+)
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary
 
@@ -52,76 +60,98 @@ def first_out_of_range(func, x):
 
 @jit
 def apply_function(func, x, alpha):
-    """func(x) for an fp32 array: evaluated in float64 and rounded once to fp32.
+    """func(x) for an fp32 array [P, N]: evaluated in float64 and rounded once to fp32.
 
     The hardware uses piecewise-polynomial tables whose exact error is not public; a correctly
     rounded result is the documented, reproducible stand-in (see docs/numerics.md)."""
-    v = x.astype(np.float64)
-    if func == C.ACT_COPY:
-        return x.copy()
+    rows, n = x.shape
+    out = np.empty((rows, n), dtype=np.float32)
+    function_rows(func, alpha, x, 0, 1, 0, out, 0, 1, 0, rows, n)
+    return out
+
+
+@jit
+def function_rows(func, alpha, x, x_row, x_step, x_col, out, out_row, out_step, out_col, rows,
+                  n):
+    """out = func(x) over ``rows`` x ``n`` elements of 2-D fp32 arrays, element (p, i) of x at
+    x[x_row + p * x_step, x_col + i] (``binary_rows``' convention; out may be x at the same
+    elements). copy moves the fp32 value unchanged; every other function is evaluated in
+    float64 and rounded once to fp32. The cheap functions get a loop each (a per-element switch
+    would cost more than they do)."""
+    for p in range(rows):
+        rx, ro = np.uintp(x_row + p * x_step), np.uintp(out_row + p * out_step)
+        if func == C.ACT_COPY:
+            for i in range(n):
+                out[ro, np.uintp(out_col + i)] = x[rx, np.uintp(x_col + i)]
+        elif func == C.ACT_RELU:
+            for i in range(n):
+                v = np.float64(x[rx, np.uintp(x_col + i)])
+                out[ro, np.uintp(out_col + i)] = np.float32(np.maximum(v, 0.0))
+        else:
+            for i in range(n):
+                v = np.float64(x[rx, np.uintp(x_col + i)])
+                out[ro, np.uintp(out_col + i)] = np.float32(_function(func, v, alpha))
+
+
+@jit(inline="always")
+def _function(func, v, alpha):
+    """func(v) in float64 (every function but copy)."""
     if func == C.ACT_EXP:
-        y = np.exp(v)
-    elif func == C.ACT_LOG:
-        y = np.log(v)
-    elif func == C.ACT_TANH:
-        y = np.tanh(v)
-    elif func == C.ACT_SIGMOID:
-        y = 1.0 / (1.0 + np.exp(-v))
-    elif func == C.ACT_RELU:
-        y = np.maximum(v, 0.0)
-    elif func == C.ACT_SILU:
-        y = v / (1.0 + np.exp(-v))
-    elif func == C.ACT_SQRT:
-        y = np.sqrt(v)
-    elif func == C.ACT_RSQRT:
-        y = 1.0 / np.sqrt(v)
-    elif func == C.ACT_RECIPROCAL:
-        y = 1.0 / v
-    elif func == C.ACT_SQUARE:
-        y = v * v
-    elif func == C.ACT_ABS:
-        y = np.abs(v)
-    elif func == C.ACT_SIGN:
-        y = np.sign(v)
-    elif func == C.ACT_SOFTPLUS:
-        y = np.logaddexp(0.0, v)
-    elif func == C.ACT_SIN:
-        y = np.sin(v)
-    elif func == C.ACT_ARCTAN:
-        y = np.arctan(v)
-    elif func == C.ACT_GELU_APPRX_TANH:
+        return np.exp(v)
+    if func == C.ACT_LOG:
+        return np.log(v)
+    if func == C.ACT_TANH:
+        return np.tanh(v)
+    if func == C.ACT_SIGMOID:
+        return 1.0 / (1.0 + np.exp(-v))
+    if func == C.ACT_RELU:
+        return np.maximum(v, 0.0)
+    if func == C.ACT_SILU:
+        return v / (1.0 + np.exp(-v))
+    if func == C.ACT_SQRT:
+        return np.sqrt(v)
+    if func == C.ACT_RSQRT:
+        return 1.0 / np.sqrt(v)
+    if func == C.ACT_RECIPROCAL:
+        return 1.0 / v
+    if func == C.ACT_SQUARE:
+        return v * v
+    if func == C.ACT_ABS:
+        return np.abs(v)
+    if func == C.ACT_SIGN:
+        return np.sign(v)
+    if func == C.ACT_SOFTPLUS:
+        return np.logaddexp(0.0, v)
+    if func == C.ACT_SIN:
+        return np.sin(v)
+    if func == C.ACT_ARCTAN:
+        return np.arctan(v)
+    if func == C.ACT_GELU_APPRX_TANH:
         # 0.5 v (1 + tanh(z)) written as v / (1 + exp(-2z)): the same function without the
         # cancellation of 1 + tanh(z) for negative v (which cost ~20 fp32 ulps near v = -6)
         z = 0.7978845608028654 * (v + 0.044715 * v * v * v)
-        y = v / (1.0 + np.exp(-2.0 * z))
-    elif func == C.ACT_MISH:
-        y = v * np.tanh(np.logaddexp(0.0, v))
-    elif func == C.ACT_GELU_APPRX_SIGMOID:
-        y = v / (1.0 + np.exp(-1.702 * v))
-    elif func == C.ACT_GELU_APPRX_SIGMOID_DX:
+        return v / (1.0 + np.exp(-2.0 * z))
+    if func == C.ACT_MISH:
+        return v * np.tanh(np.logaddexp(0.0, v))
+    if func == C.ACT_GELU_APPRX_SIGMOID:
+        return v / (1.0 + np.exp(-1.702 * v))
+    if func == C.ACT_GELU_APPRX_SIGMOID_DX:
         s = 1.0 / (1.0 + np.exp(-1.702 * v))
-        y = s + 1.702 * v * s * (1.0 - s)
-    elif func == C.ACT_SILU_DX:
+        return s + 1.702 * v * s * (1.0 - s)
+    if func == C.ACT_SILU_DX:
         s = 1.0 / (1.0 + np.exp(-v))
-        y = s * (1.0 + v * (1.0 - s))
-    elif func == C.ACT_ERF_DX:
-        y = 1.1283791670955126 * np.exp(-v * v)  # 2 / sqrt(pi)
-    elif func == C.ACT_PRELU:
-        y = np.where(v > 0.0, v, np.float64(alpha) * v)
-    else:  # gelu and erf need math.erf, which numba offers for scalars only
-        y = np.empty_like(v)
-        flat_v = v.ravel()
-        flat_y = y.ravel()
-        for i in range(flat_v.size):
-            if func == C.ACT_ERF:
-                flat_y[i] = math.erf(flat_v[i])
-            elif func == C.ACT_GELU_DX:
-                t = flat_v[i]
-                flat_y[i] = (0.5 * math.erfc(-t / math.sqrt(2.0))
-                             + t * math.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi))
-            else:  # 1 + erf(t) = erfc(-t), without cancellation for negative inputs
-                flat_y[i] = 0.5 * flat_v[i] * math.erfc(-flat_v[i] / math.sqrt(2.0))
-    return y.astype(np.float32)
+        return s * (1.0 + v * (1.0 - s))
+    if func == C.ACT_ERF_DX:
+        return 1.1283791670955126 * np.exp(-v * v)  # 2 / sqrt(pi)
+    if func == C.ACT_PRELU:
+        return v if v > 0.0 else np.float64(alpha) * v
+    if func == C.ACT_ERF:
+        return math.erf(v)
+    if func == C.ACT_GELU_DX:
+        return (0.5 * math.erfc(-v / math.sqrt(2.0))
+                + v * math.exp(-0.5 * v * v) / math.sqrt(2.0 * math.pi))
+    # gelu: 1 + erf(t) = erfc(-t), without cancellation for negative inputs
+    return 0.5 * v * math.erfc(-v / math.sqrt(2.0))
 
 
 @jit
@@ -130,13 +160,20 @@ def checked_function(func, x, alpha, regs):
     input outside its documented range, and how many do."""
     bad = first_out_of_range(func, x)
     if bad >= 0:
-        if regs[L.REG_RANGE_COUNT] == 0:
-            regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
-            word = np.empty(1, dtype=np.float32)
-            word[0] = x.ravel()[bad]
-            regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
-        regs[L.REG_RANGE_COUNT] += 1
+        _note_out_of_range(regs, x.ravel()[bad])
     return apply_function(func, x, alpha)
+
+
+@jit
+def _note_out_of_range(regs, value):
+    """Count an instruction that gave its function an input outside the documented range; the
+    first such instruction and input are remembered."""
+    if regs[L.REG_RANGE_COUNT] == 0:
+        regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
+        word = np.empty(1, dtype=np.float32)
+        word[0] = value
+        regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
+    regs[L.REG_RANGE_COUNT] += 1
 
 
 @jit
@@ -156,7 +193,42 @@ def _activated(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
+def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
+    """activation without reduce_res on fp32 tiles straight from and into memory, partition by
+    partition (the same fp32 and float64 operations per element as ``_activated``, without its
+    tile temporaries); False, having done nothing, when the tiles do not allow it."""
+    if arg_tag(ins, 5) == L.TAG_OPERAND:
+        return False
+    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
+    # (dst may overlap data anyhow: every input is read into ``pre`` before dst is written)
+    if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
+        return False
+    partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
+    scale = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions)
+    bias = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions)
+    func, alpha = arg_value(ins, 2), imms[arg_value(ins, 6)]
+    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
+    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    pre = np.empty((partitions, n), dtype=np.float32)
+    for p in range(partitions):
+        row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
+        # two fp32 roundings (multiply, then add), no fused multiply-add
+        for i in range(n):
+            product = data_words[row, np.uintp(data_col + i)] * scale[p]
+            pre[p, i] = product + bias[p]
+    bad = first_out_of_range(func, pre)
+    if bad >= 0:
+        _note_out_of_range(regs, pre.ravel()[bad])
+    function_rows(func, alpha, pre, 0, 1, 0, dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP],
+                  dst_col, partitions, n)
+    return True
+
+
+@jit
 def activation(ins, ops, imms, mems, regs, fmt, table):
+    if _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
+        return L.STATUS_OK
     out = _activated(ins, ops, imms, mems, regs, fmt, table)
     if arg_tag(ins, 5) == L.TAG_OPERAND:  # an fp32 sum in element order; registers untouched
         sums = _fold(out, C.REDUCE_ADD, A.IDLE, regs)

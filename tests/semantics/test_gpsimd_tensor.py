@@ -110,6 +110,27 @@ dma.copy o, os""", w=w, v=v)
     assert np.all(error <= (k + 1) * U32 * (np.abs(w64).T @ np.abs(v64)))
 
 
+@pytest.mark.parametrize("k", [1, 3, 4, 7, 127])
+def test_matmul_sums_in_k_order_bit_exact(k: int, rng) -> None:
+    """The documented order, bit for bit: for k = 0 .. K-1 the fp32 partial sum plus the fp32
+    product (numpy float32 steps; K = 1, 3, 4, 7 and 127 cover the blocked passes and the
+    rows left over)."""
+    m, n = 5, 33
+    w = rng.standard_normal((k, m)).astype(np.float32)
+    v = (rng.standard_normal((k, n)) * 1e3).astype(np.float32)  # spread magnitudes
+    result = _run(MATMUL_DECLS.format(dt="float32", k=k, m=m, n=n) + """
+dma.copy ws, w
+dma.copy vs, v
+tensor.matmul acc, ws, vs, accumulate=false
+vector.tensor_copy os, acc
+dma.copy o, os""", w=w, v=v)
+    expected = np.zeros((m, n), dtype=np.float32)
+    for row in range(k):
+        expected = expected + np.outer(w[row], v[row]).astype(np.float32)
+    np.testing.assert_array_equal(result.outputs["o"].view(np.uint32),
+                                  expected.view(np.uint32))
+
+
 def test_matmul_accumulates_over_k_tiles_and_overwrites(rng) -> None:
     """K = 256 as two accumulating matmuls; then accumulate=false replaces the PSUM contents."""
     k, m, n = 256, 32, 64
