@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.numerics import dtypes
+from neuronemu.testing.report import index_text, table, worst_first
 
 
 def unit_roundoff(dtype: str = "float32") -> float:
@@ -86,18 +87,15 @@ def assert_within_bound(actual, expected, bound, *, show: int = 10, label: str =
     if not bad.any():
         return
     flat = ratio.reshape(-1)
-    candidates = np.flatnonzero(bad.reshape(-1))
-    worst = candidates[np.lexsort((candidates, -flat[candidates]))][:show]
+    worst = worst_first(flat, bad.reshape(-1), show)
     n_bad = int(bad.sum())
     what = f"{label}: " if label else ""
     lines = [(f"{what}{n_bad} of {a.size} elements ({n_bad / a.size:.2%}) exceed their error "
-             f"bound (worst: {float(flat[worst[0]]):.4g} x the bound)"),
-             f"  worst {len(worst)}:",
-             "  index         actual                  expected                |error|     bound"]
-    for i in worst:
-        idx = "[" + ", ".join(str(int(j)) for j in np.unravel_index(i, a.shape)) + "]"
-        lines.append(f"  {idx:<13} {a.reshape(-1)[i]!r:<23} {e.reshape(-1)[i]!r:<23} "
-                     f"{error.reshape(-1)[i]:<11.4g} {limit.reshape(-1)[i]:.4g}")
+              f"bound (worst: {float(flat[worst[0]]):.4g} x the bound)"),
+             f"  worst {len(worst)} (largest error / bound first):"]
+    rows = [(index_text(i, a.shape), repr(float(a.flat[i])), repr(float(e.flat[i])),
+             f"{float(error.flat[i]):.4g}", f"{float(limit.flat[i]):.4g}") for i in worst]
+    lines += table(rows, ("index", "actual", "expected", "|error|", "bound"))
     if n_bad > len(worst):
         lines.append(f"  ... and {n_bad - len(worst)} more")
     raise AssertionError("\n".join(lines))

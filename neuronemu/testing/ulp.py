@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.numerics import dtypes
+from neuronemu.testing.report import index_text, table, worst_first
 
 RULES = ("distance = steps between values of {dtype} (-0.0 == +0.0); NaN matches any NaN; "
          "inf matches the same inf; expected values beyond the finite range are rounded to "
@@ -198,11 +199,6 @@ def ulp_distance(actual, expected, dtype=None) -> np.ndarray:
     return c.distance.reshape(c.shape)
 
 
-def _index_text(flat: int, shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]" if shape \
-        else "[]"
-
-
 def _value_text(value, name: str) -> str:
     d = dtypes.get(name)
     number = float(value)
@@ -220,19 +216,6 @@ def _distance_text(distance: float, reason: str) -> str:
 
 def _ulps_text(distance: float) -> str:
     return f"{distance:.0f}" if distance >= 100 else f"{distance:.3g}"
-
-
-def _worst(c: Comparison, bad: np.ndarray, show: int) -> list[int]:
-    """Flat indices of the ``show`` worst failing elements (largest distance, then first)."""
-    candidates = np.flatnonzero(bad)
-    order = np.lexsort((candidates, -c.distance[candidates]))
-    return [int(i) for i in candidates[order[:show]]]
-
-
-def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in [header, *rows]]
 
 
 def _histogram(distance: np.ndarray, ulps: float) -> str:
@@ -270,8 +253,8 @@ def assert_ulp_close(actual, expected, ulps: float = 1.0, dtype=None, *, show: i
     finite = c.distance[np.isfinite(c.distance)]
     worst_finite = float(finite.max()) if finite.size else 0.0
     rows = []
-    for i in _worst(c, bad, show):
-        rows.append((_index_text(i, c.shape), _value_text(c.actual[i], c.dtype),
+    for i in worst_first(c.distance, bad, show):
+        rows.append((index_text(i, c.shape), _value_text(c.actual[i], c.dtype),
                      f"{float(c.expected[i])!r}", _distance_text(float(c.distance[i]),
                                                                    c.reason[i])))
     what = f"{label}: " if label else ""
@@ -279,7 +262,7 @@ def assert_ulp_close(actual, expected, ulps: float = 1.0, dtype=None, *, show: i
              f"ulp of {c.dtype} from expected (largest finite distance {_ulps_text(worst_finite)} ulp)"),
              f"  distances: {_histogram(c.distance, ulps)}",
              f"  worst {len(rows)} (largest distance first):"]
-    lines += _table(rows, ("index", f"actual ({c.dtype}, bits)", "expected", "ulp"))
+    lines += table(rows, ("index", f"actual ({c.dtype}, bits)", "expected", "ulp"))
     if n_bad > len(rows):
         lines.append(f"  ... and {n_bad - len(rows)} more")
     lines.append("  rules: " + RULES.format(dtype=c.dtype))
@@ -308,13 +291,13 @@ def assert_bits_equal(actual, expected, dtype=None, *, show: int = 10, label: st
     if not bad.any():
         return
     n_bad, total = int(bad.sum()), bad.size
-    rows = [(_index_text(int(i), actual_array.shape), _value_text(a[i], name),
+    rows = [(index_text(int(i), actual_array.shape), _value_text(a[i], name),
              _value_text(e[i], name))
             for i in np.flatnonzero(bad)[:show]]
     what = f"{label}: " if label else ""
     lines = [(f"{what}{n_bad} of {total} elements ({n_bad / total:.2%}) differ in their "
              f"{name} bits"), f"  first {len(rows)}:"]
-    lines += _table(rows, ("index", "actual (bits)", "expected (bits)"))
+    lines += table(rows, ("index", "actual (bits)", "expected (bits)"))
     if n_bad > len(rows):
         lines.append(f"  ... and {n_bad - len(rows)} more")
     raise AssertionError("\n".join(lines))
