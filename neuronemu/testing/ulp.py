@@ -269,11 +269,13 @@ def assert_ulp_close(actual, expected, ulps: float = 1.0, dtype=None, *, show: i
     raise AssertionError("\n".join(lines))
 
 
-def assert_bits_equal(actual, expected, dtype=None, *, show: int = 10, label: str = "") -> None:
+def assert_bits_equal(actual, expected, dtype=None, *, any_nan: bool = False, show: int = 10,
+                      label: str = "") -> None:
     """Fail unless ``actual`` and ``expected`` hold the same bit patterns in ``dtype`` (default:
     the dtype of ``actual``). An ``expected`` of another dtype (a float64 oracle) is first cast
     to ``dtype`` with ``astype`` (round to nearest even; ml_dtypes' rules). -0.0 differs from
-    +0.0, and NaNs must match to the payload."""
+    +0.0, and NaNs must match to the payload, unless ``any_nan`` (for operations whose NaN
+    payload is not specified): then a NaN matches any NaN, and only a NaN."""
     __tracebackhide__ = True   # pytest shows the message, not this frame
     actual_array = np.asarray(actual)
     name = dtype_name(dtype if dtype is not None else actual_array.dtype)
@@ -288,6 +290,10 @@ def assert_bits_equal(actual, expected, dtype=None, *, show: int = 10, label: st
     uint = np.dtype(f"<u{storage.itemsize}")
     a_bits, e_bits = a.view(uint), e.view(uint)
     bad = a_bits != e_bits
+    if any_nan and dtypes.get(name).is_float:
+        with np.errstate(invalid="ignore"):
+            a_nan, e_nan = np.isnan(a.astype(np.float64)), np.isnan(e.astype(np.float64))
+        bad = np.where(a_nan | e_nan, a_nan != e_nan, bad)
     if not bad.any():
         return
     n_bad, total = int(bad.sum()), bad.size

@@ -17,7 +17,7 @@ import pytest
 pytest_plugins = ("pytester",)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
-BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
@@ -36,8 +36,8 @@ def _check_pytest_block(pytester, text: str) -> None:
         assert line in output[position:], f"docs/testing.md shows a line pytest did not print:\n" \
                                           f"{line}\n--- pytest printed:\n" + "\n".join(output)
         position = output.index(line, position) + 1
-    counts = dict((kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|skipped)",
-                                                           shown[-1]))
+    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped)",
+                                                           shown[-1])}
     result.assert_outcomes(**counts)
 
 

@@ -154,3 +154,11 @@ def test_bits_equal_tells_zero_signs_and_nan_payloads_apart():
 def test_bits_equal_rounds_a_float64_oracle_to_nearest_even():
     # 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: even is 1.0
     assert_bits_equal(np.array([1.0], BF16), np.array([1.0 + 2.0 ** -8]))
+
+
+def test_bits_equal_any_nan_matches_payloads_but_not_numbers():
+    nans = np.array([0x7FC0, 0xFFC1], np.uint16).view(BF16)
+    other = np.array([0x7FC1, 0x7FC0], np.uint16).view(BF16)
+    assert_bits_equal(nans, other, any_nan=True)
+    with pytest.raises(AssertionError, match="1 of 2 elements"):
+        assert_bits_equal(nans, np.array([np.nan, 1.0], BF16), any_nan=True)
