@@ -166,3 +166,18 @@ def test_rounding_ties_are_exact_midpoints(tie):
 def test_tiles_have_the_dtype_and_shape(x):
     assert x.dtype == ml_dtypes.bfloat16
     assert 1 <= x.shape[0] <= 8 and 1 <= x.shape[1] <= 16
+
+
+def test_run_kernel_on_every_rank_of_a_topology():
+    run = run_kernel("collectives/all_reduce", target="trn1", topology="trn1.2xlarge",
+                     ranks_per_chip=2)
+    ranks = run.result.ranks
+    assert len(ranks) == 2 and run.outputs["y"].shape == (2, 256, 1024)
+    inputs = [r.tensors["x"].astype(np.float64) for r in ranks]
+    np.testing.assert_array_equal(run.inputs["x"], ranks[0].tensors["x"])
+    bound = sum_error_bound(np.stack(inputs), axis=0)
+    for r in range(2):
+        assert_within_bound(run.outputs["y"][r], inputs[0] + inputs[1], bound)
+    assert run.time_ns == run.result.time_ns
+    with pytest.raises(AttributeError, match="per rank"):
+        run.tiles  # noqa: B018
