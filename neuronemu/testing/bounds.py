@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.numerics import dtypes
-from neuronemu.testing.report import index_text, table, worst_first
+from neuronemu.testing.messages import index_text, table, worst_first
 
 
 def unit_roundoff(dtype: str = "float32") -> float:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.numerics import dtypes
-from neuronemu.testing.report import index_text, table, worst_first
+from neuronemu.testing.messages import index_text, table, worst_first
 
 RULES = ("distance = steps between values of {dtype} (-0.0 == +0.0); NaN matches any NaN; "
          "inf matches the same inf; expected values beyond the finite range are rounded to "
@@ -167,6 +167,9 @@ def compare(actual, expected, dtype=None, *, signed_zeros: bool = False) -> Comp
     if not d.is_float:
         with np.errstate(invalid="ignore"):
             distance = np.abs(a - e)
+        nan = np.isnan(distance)
+        reason[nan] = "NaN"
+        distance[nan] = np.inf
         return Comparison(name, actual_array.shape, actual_array.reshape(-1), e, distance,
                           reason)
     line = _Line(name)

@@ -162,3 +162,8 @@ def test_bits_equal_any_nan_matches_payloads_but_not_numbers():
     assert_bits_equal(nans, other, any_nan=True)
     with pytest.raises(AssertionError, match="1 of 2 elements"):
         assert_bits_equal(nans, np.array([np.nan, 1.0], BF16), any_nan=True)
+
+
+def test_an_integer_output_never_matches_nan():
+    with pytest.raises(AssertionError, match="NaN"):
+        assert_ulp_close(np.int32([1, 2]), np.array([1.0, np.nan]), ulps=0)
