@@ -92,10 +92,9 @@ def special_values(dtype: str) -> st.SearchStrategy:
         lambda b: np.array(b, dtype=uint).view(storage))
 
 
-def rounding_ties(dtype: str, low: float = -8.0, high: float = 8.0) -> st.SearchStrategy[float]:
-    """fp32 values exactly halfway between two neighbouring finite values of ``dtype`` in
-    [low, high] (fp32 must hold the midpoint exactly, as it does for every dtype narrower than
-    fp32)."""
+def tie_values(dtype: str, low: float = -8.0, high: float = 8.0) -> list[float]:
+    """Every fp32 value exactly halfway between two neighbouring finite values of ``dtype`` in
+    [low, high] (fp32 holds each such midpoint exactly: every dtype here is narrower)."""
     storage = dtypes.numpy_dtype(dtype)
     d = dtypes.get(dtype)
     if d.mantissa_bits >= 23:
@@ -107,18 +106,25 @@ def rounding_ties(dtype: str, low: float = -8.0, high: float = 8.0) -> st.Search
     midpoints = ((values[:-1] + values[1:]) / 2).astype(np.float32)
     if not len(midpoints):
         raise ValueError(f"no two {dtype} values lie in [{low}, {high}]")
-    return st.sampled_from([float(m) for m in midpoints])
+    return [float(m) for m in midpoints]
+
+
+def rounding_ties(dtype: str, low: float = -8.0, high: float = 8.0) -> st.SearchStrategy[float]:
+    """One of ``tie_values(dtype, low, high)``: where round to nearest even decides."""
+    return st.sampled_from(tie_values(dtype, low, high))
 
 
 @st.composite
 def tiles(draw, dtype: str = "float32", shape=None, *, target: str = "trn2", scale: float = 1.0,
-          max_specials: int = 16) -> np.ndarray:
+          max_specials: int = 16, ties_of: str | None = None) -> np.ndarray:
     """Arrays of ``dtype`` (the numpy / ml_dtypes dtype) of ``shape`` (a tuple or a strategy;
     default ``tile_shapes(dtype, target)``): normal(0, ``scale``) values rounded to the dtype
     (clipped to its finite range) from a drawn seed, with up to ``max_specials`` elements at
     drawn positions replaced by special values (``special_bits``). Specials are placed as bit
     patterns, so NaN payloads and -0.0 survive; shrinking removes them and the seed goes to 0.
-    Drawing the bulk from a seed keeps big tiles cheap for hypothesis."""
+    ``ties_of="bfloat16"`` (for an fp32 tile) adds the rounding ties of that narrower dtype in
+    [-8 scale, 8 scale] to the specials. Drawing the bulk from a seed keeps big tiles cheap for
+    hypothesis."""
     storage = dtypes.numpy_dtype(dtype)
     uint = np.dtype(f"<u{storage.itemsize}")
     d = dtypes.get(dtype)
@@ -133,7 +139,11 @@ def tiles(draw, dtype: str = "float32", shape=None, *, target: str = "trn2", sca
     size = bits.size
     if size and max_specials:
         count = draw(st.integers(0, min(size, max_specials)))
-        specials = st.sampled_from(special_bits(dtype))
+        patterns = special_bits(dtype)
+        if ties_of is not None:
+            ties = np.array(tie_values(ties_of, -8 * scale, 8 * scale), dtype=np.float32)
+            patterns = patterns + _bits_of(ties.astype(np.float64), dtype)
+        specials = st.sampled_from(patterns)
         for _ in range(count):
             bits.flat[draw(st.integers(0, size - 1))] = draw(specials)
     return bits.view(storage)

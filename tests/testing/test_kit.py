@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from neuronemu.errors import InputError
@@ -181,3 +181,17 @@ def test_run_kernel_on_every_rank_of_a_topology():
     assert run.time_ns == run.result.time_ns
     with pytest.raises(AttributeError, match="per rank"):
         run.tiles  # noqa: B018
+
+
+def test_fp32_tiles_can_hold_the_ties_of_a_narrower_dtype():
+    ties = set(nst.tie_values("float8_e4m3"))
+    found = find(nst.tiles("float32", shape=(4, 64), ties_of="float8_e4m3"),
+                 lambda x: any(float(v) in ties for v in x.flat if abs(v) > 0.01),
+                 settings=settings(max_examples=200, deadline=None))
+    assert found.dtype == np.float32
+
+
+def test_tie_values_by_hand():
+    # float8_e4m3 around 1.0: 1, 1.125, 1.25 (3 mantissa bits) -> ties 1.0625 and 1.1875
+    ties = nst.tie_values("float8_e4m3", 1.0, 1.25)
+    assert ties == [1.0625, 1.1875]
