@@ -167,3 +167,10 @@ def test_bits_equal_any_nan_matches_payloads_but_not_numbers():
 def test_an_integer_output_never_matches_nan():
     with pytest.raises(AssertionError, match="NaN"):
         assert_ulp_close(np.int32([1, 2]), np.array([1.0, np.nan]), ulps=0)
+
+
+def test_tfloat32_counts_steps_of_its_10_bit_mantissa():
+    # tf32 values live in float32 arrays with the low 13 bits zero
+    got = ulp_distance(np.float32([1.0, 1.0, 2.0 ** -126, -1.0]),
+                       np.array([1.0 + 2.0 ** -10, 1.0 + 2.0 ** -11, 0.0, 1.0]), "tfloat32")
+    np.testing.assert_array_equal(got, [1, 0.5, 2 ** 10, 2 * (127 * 2 ** 10)])
