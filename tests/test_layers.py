@@ -1,7 +1,8 @@
 """The package's layers import downward only (issue 13 item 7): no import cycle between
 neuronemu's modules, counting imports inside functions too (they are still dependencies), but
 not those only for type annotations (under ``if TYPE_CHECKING:``). And ``import neuronemu``
-does not load numba or lark, so ``--help`` and the API's set-up stay fast (item 8)."""
+does not load numba, lark or numpy, so ``--help``, the API's set-up and the pytest plugin in
+unrelated suites stay fast (item 8; issue 15)."""
 
 from __future__ import annotations
 
@@ -100,8 +101,18 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-def test_import_neuronemu_loads_neither_numba_nor_lark():
-    code = "import sys, neuronemu; print('numba' in sys.modules, 'lark' in sys.modules)"
+def test_import_neuronemu_and_its_pytest_plugin_load_neither_numpy_nor_numba_nor_lark():
+    """The pytest plugin loads in every test suite of an environment with neuronemu installed:
+    it must cost them nothing (the API, numpy and the engine load on first use)."""
+    code = ("import sys, neuronemu, neuronemu.pytest_plugin; "
+            "print([m for m in ('numpy', 'numba', 'lark', 'neuronemu.api') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_the_api_names_load_on_first_use():
+    code = "import neuronemu; print(neuronemu.run.__module__, neuronemu.Result.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["False", "False"]
+    assert out == ["neuronemu.api", "Result"]

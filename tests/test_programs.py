@@ -19,6 +19,7 @@ import pytest
 
 import neuronemu
 from neuronemu.programs import bundled_programs
+from neuronemu.testing import assert_within_bound
 
 U32 = 2.0**-24
 U_BF16 = 2.0**-8
@@ -82,19 +83,6 @@ def raw_bytes(array: np.ndarray) -> np.ndarray:
 def within(actual: np.ndarray, reference: np.ndarray, bound: np.ndarray | float) -> bool:
     """|actual - reference| <= bound everywhere; NaN (an element nothing wrote) never passes."""
     return bool(np.all(np.abs(np.asarray(actual).astype(np.float64) - reference) <= bound))
-
-
-def assert_within(actual: np.ndarray, reference: np.ndarray, bound: np.ndarray | float,
-                  what: str) -> None:
-    error = np.abs(np.asarray(actual).astype(np.float64) - reference)
-    bound = np.broadcast_to(bound, error.shape)
-    bad = ~(error <= bound)
-    if bad.any():
-        ratio = np.where(bad, np.nan_to_num(error / bound, nan=np.inf), -1.0)
-        worst = np.unravel_index(np.argmax(ratio), error.shape)
-        pytest.fail(f"{what}: {int(bad.sum())} of {bad.size} elements exceed the error bound; "
-                    f"worst at {tuple(int(i) for i in worst)}: got {actual[worst]!r}, float64 "
-                    f"reference {reference[worst]!r}, bound {bound[worst]!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,7 +191,7 @@ def test_vector_add_is_the_correctly_rounded_sum(target: str) -> None:
     assert result.outputs["c"].dtype == np.float32
     # One fp32 addition, correctly rounded: zero error against the float64 sum rounded to fp32
     # (double rounding is innocuous for +: float64 has 53 >= 2 * 24 + 2 bits, Figueroa 1995).
-    assert_within(result.outputs["c"], (a + b).astype(np.float32).astype(np.float64), 0.0, "c")
+    assert_within_bound(result.outputs["c"], (a + b).astype(np.float32).astype(np.float64), 0.0, label="c")
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -214,7 +202,7 @@ def test_matmul_matches_float64_within_the_summation_bound(name: str, target: st
     assert result.tensors["lhsT"].dtype == ml_dtypes.bfloat16
     assert result.outputs["result"].dtype == np.float32
     reference, bound = matmul_reference(lhs_t, rhs)
-    assert_within(result.outputs["result"], reference, bound, "result")
+    assert_within_bound(result.outputs["result"], reference, bound, label="result")
 
 
 @pytest.mark.parametrize("name", ["examples/matmul_tile", "examples/matmul_tiled"])
@@ -231,7 +219,7 @@ def test_softmax_matches_float64(target: str) -> None:
     result = cached_run("examples/softmax", target)
     reference, bound = softmax_reference(f64(result, "x"))
     assert result.outputs["y"].dtype == np.float32
-    assert_within(result.outputs["y"], reference, bound, "y")
+    assert_within_bound(result.outputs["y"], reference, bound, label="y")
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -240,15 +228,15 @@ def test_layernorm_matches_float64(target: str) -> None:
     x = f64(result, "x")  # the bf16 inputs, exactly
     assert result.outputs["y"].dtype == ml_dtypes.bfloat16
     reference, bound = layernorm_reference(x)
-    assert_within(result.outputs["y"], reference, bound, "y")
+    assert_within_bound(result.outputs["y"], reference, bound, label="y")
     # The bf16 output hides statistics errors below 2**-8 (a sample instead of a population
     # variance is off by 1/1023), so check the fp32 statistics the kernel left on chip for its
     # last row tile (rows 128..255) against their much tighter bounds too.
     (mean, mean_bound), (var, var_bound), (rstd, rstd_bound) = layernorm_statistics(x[128:])
     mean_var = result.tiles["mean_var"].astype(np.float64)
-    assert_within(mean_var[:, 0:1], mean, mean_bound, "bn_aggr mean")
-    assert_within(mean_var[:, 1:2], var, var_bound, "bn_aggr variance")
-    assert_within(result.tiles["rstd"].astype(np.float64), rstd, rstd_bound, "rstd")
+    assert_within_bound(mean_var[:, 0:1], mean, mean_bound, label="bn_aggr mean")
+    assert_within_bound(mean_var[:, 1:2], var, var_bound, label="bn_aggr variance")
+    assert_within_bound(result.tiles["rstd"].astype(np.float64), rstd, rstd_bound, label="rstd")
 
 
 def test_bounds_reject_plausible_kernel_mistakes() -> None:

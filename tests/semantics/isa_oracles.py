@@ -45,38 +45,6 @@ def from_bits(pattern, dtype) -> np.ndarray:
     return pattern.astype(UINT_OF_SIZE[np.dtype(dtype).itemsize]).view(dtype)
 
 
-def assert_same_floats(actual: np.ndarray, expected: np.ndarray) -> None:
-    """Bit-for-bit equality, except that any NaN matches any NaN (payloads of NaNs an operation
-    creates are not specified). -0.0 and +0.0 are told apart."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    a_nan = np.isnan(actual.astype(np.float64))
-    e_nan = np.isnan(expected.astype(np.float64))
-    np.testing.assert_array_equal(a_nan, e_nan, err_msg="NaN positions differ")
-    bad = (bits(actual) != bits(expected)) & ~e_nan
-    if bad.any():
-        idx = tuple(np.argwhere(bad)[0])
-        raise AssertionError(f"{int(bad.sum())} elements differ; first at {idx}: got "
-                             f"{actual[idx]!r} (0x{int(bits(actual)[idx]):x}), expected "
-                             f"{expected[idx]!r} (0x{int(bits(expected)[idx]):x})")
-
-
-def f32_ulps(actual, expected) -> np.ndarray:
-    """|actual - expected| in units of the fp32 ulp at |expected| (expected in float64). Equal
-    values (including equal infinities) count 0; a NaN on either side alone counts inf."""
-    a = np.asarray(actual, dtype=np.float64)
-    e = np.asarray(expected, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        ulp = np.spacing(np.abs(e).astype(np.float32)).astype(np.float64)
-        distance = np.abs(a - e) / ulp
-    distance = np.where(a == e, 0.0, distance)
-    both_nan = np.isnan(a) & np.isnan(e)
-    distance = np.where(both_nan, 0.0, distance)
-    return np.where(np.isnan(distance), np.inf, distance)
-
-
 def sequential_f32(op, values: np.ndarray, axis: int = -1) -> np.ndarray:
     """op folded left to right in fp32 (numpy's accumulate is strictly sequential, unlike sum,
     which adds pairwise): the documented reduction order."""

@@ -21,9 +21,3 @@ def run_kernel(body: str, *, inputs: dict[str, np.ndarray] | None = None,
     return neuronemu.run(neuronemu.assemble("\n".join(lines) + "\n", filename="t.s"),
                          inputs=inputs)
 
-
-def f32_ulps(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Distance in fp32 ulps of the expected value (float64 oracle)."""
-    expected = np.asarray(np.asarray(expected, dtype=np.longdouble), dtype=np.float64)
-    ulp = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
-    return np.abs(np.asarray(actual, dtype=np.float64) - expected) / ulp

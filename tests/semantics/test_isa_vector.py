@@ -14,10 +14,8 @@ import pytest
 from isa_oracles import (
     ALU,
     U,
-    assert_same_floats,
     bits,
     f32,
-    f32_ulps,
     f64,
     from_bits,
     run,
@@ -25,6 +23,7 @@ from isa_oracles import (
 )
 
 from neuronemu.isa.table import load_isa
+from neuronemu.testing import assert_bits_equal, assert_ulp_close
 
 P, N = 8, 32
 NAN, INF = np.nan, np.inf
@@ -83,13 +82,13 @@ def test_tensor_tensor_every_alu_op(op: str) -> None:
     expected = f32(alu64(op, x, y))
     if op == "power":
         # pow is not an IEEE basic operation: float64 pow is faithful, so fp32 within 1 ulp
-        assert np.max(f32_ulps(got, alu64(op, x, y))) <= 1.0
+        assert_ulp_close(got, alu64(op, x, y), ulps=1, dtype="float32")
         np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     elif op in ("maximum", "minimum", "abs_max", "abs_min"):
         # numbers compare by value (which zero max(+0, -0) returns is not specified)
         np.testing.assert_array_equal(got, expected)
     else:
-        assert_same_floats(got, expected)
+        assert_bits_equal(got, expected, any_nan=True)
     if op in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"):
         assert set(np.unique(bits(got)).tolist()) <= {0x0, 0x3F800000}  # exactly +0.0 / 1.0
 
@@ -110,7 +109,7 @@ dma.copy z, a
     got = run(src, x=x, y=y).outputs["z"][0]
     # hand-computed IEEE 754 quotients
     expected = np.array([INF, -INF, NAN, -INF, INF, NAN, INF, 0.0], np.float32)
-    assert_same_floats(got, expected)
+    assert_bits_equal(got, expected, any_nan=True)
 
 
 @pytest.mark.parametrize("op, pairs", [
@@ -135,7 +134,7 @@ vector.tensor_tensor a, a, b, op={op}
 dma.copy z, a
 """
     got = run(src, x=x, y=y).outputs["z"][0]
-    assert_same_floats(got, np.array([p[2] for p in pairs], np.float32))
+    assert_bits_equal(got, np.array([p[2] for p in pairs], np.float32), any_nan=True)
 
 
 def test_power_special_cases() -> None:
@@ -152,7 +151,7 @@ def test_power_special_cases() -> None:
     got = run(src, x=x, y=y).outputs["z"][0]
     expected = f32([c[2] for c in cases])
     expected[3] = NAN
-    assert_same_floats(got, expected)
+    assert_bits_equal(got, expected, any_nan=True)
 
 
 def test_tensor_tensor_bf16_operands_round_result_once_into_bf16() -> None:
@@ -162,7 +161,7 @@ def test_tensor_tensor_bf16_operands_round_result_once_into_bf16() -> None:
     result = run(TT_KERNEL.format(dt="bfloat16", out="bfloat16", op="multiply"), x=x, y=y)
     # bf16 x bf16 is exact in float64 (and in fp32), so one rounding to bf16
     expected = (f64(x) * f64(y)).astype(np.float32).astype(ml_dtypes.bfloat16)
-    assert_same_floats(result.outputs["z"], expected)
+    assert_bits_equal(result.outputs["z"], expected, any_nan=True)
 
 
 # ---- tensor_scalar -------------------------------------------------------------------------------
@@ -205,7 +204,7 @@ def test_tensor_scalar_each_op_with_column_operand(op: str, reverse: bool) -> No
     expected64 = np.broadcast_to(alu64(op, s, x) if reverse else alu64(op, x, s), x.shape)
     got = result.outputs["z"]
     if op == "power":
-        assert np.max(f32_ulps(got, expected64)) <= 1.0
+        assert_ulp_close(got, expected64, ulps=1, dtype="float32")
     else:
         np.testing.assert_array_equal(got, f32(expected64))
 
@@ -232,7 +231,7 @@ def test_tensor_scalar_two_stages_round_each_stage(reverse0: bool, reverse1: boo
     stage0 = f64(f32(s - x if reverse0 else x - s))  # fp32 after each stage
     with np.errstate(divide="ignore"):  # x == s gives a zero stage: +-inf, as fp32 divides
         expected = f32(t / stage0 if reverse1 else stage0 / t)
-    assert_same_floats(result.outputs["z"], expected)
+    assert_bits_equal(result.outputs["z"], expected, any_nan=True)
 
 
 def test_tensor_scalar_into_bf16_with_immediate_second_operand() -> None:
@@ -243,7 +242,7 @@ def test_tensor_scalar_into_bf16_with_immediate_second_operand() -> None:
     stage0 = f32(f64(data["x"]) * f64(data["s"]))
     # the immediate is an fp32 value: 0.1 rounds to fp32 before the add
     expected = f32(f64(stage0) + f64(np.float32(0.1))).astype(ml_dtypes.bfloat16)
-    assert_same_floats(result.outputs["z"], expected)
+    assert_bits_equal(result.outputs["z"], expected, any_nan=True)
 
 
 @pytest.mark.parametrize("operand", ["-0.0", "col"])
@@ -262,8 +261,8 @@ vector.tensor_scalar m, a, op0=multiply, operand0={operand}
 """
     result = run(src, x=x, s=np.array([[-0.0]], np.float32))
     # IEEE: x / -0 = -sign(x) inf, 0 / -0 = NaN; x * -0 = -0 for x > 0, +0 for x < 0
-    assert_same_floats(result.tiles["q"][0], np.array([-INF, INF, NAN, -INF], np.float32))
-    assert_same_floats(result.tiles["m"][0], np.array([-0.0, 0.0, -0.0, -0.0], np.float32))
+    assert_bits_equal(result.tiles["q"][0], np.array([-INF, INF, NAN, -INF], np.float32), any_nan=True)
+    assert_bits_equal(result.tiles["m"][0], np.array([-0.0, 0.0, -0.0, -0.0], np.float32), any_nan=True)
 
 
 # ---- tensor_reduce -----------------------------------------------------------------------------
@@ -305,7 +304,7 @@ dma.copy z, r
     scale = np.abs(exact) if op == "multiply" else REDUCE_64[op](np.abs(f64(runs)), axis=2)
     assert np.all(np.abs(f64(got) - exact) <= 1.01 * r * U * scale)
     if op in REDUCE_SEQ:  # and bit-for-bit the documented left-to-right order
-        assert_same_floats(got, sign * sequential_f32(REDUCE_SEQ[op], runs, axis=2))
+        assert_bits_equal(got, sign * sequential_f32(REDUCE_SEQ[op], runs, axis=2), any_nan=True)
 
 
 def test_tensor_reduce_over_a_3d_tile_and_nan_propagation() -> None:
@@ -323,7 +322,7 @@ dma.copy z, r
     got = run(src, x=x).outputs["z"]
     expected = np.max(x, axis=2)  # numpy's max propagates NaN
     assert np.isnan(expected[2, 1])
-    assert_same_floats(got, expected)
+    assert_bits_equal(got, expected, any_nan=True)
 
 
 # ---- tensor_copy ---------------------------------------------------------------------------------
@@ -519,8 +518,8 @@ dma.copy z, a
     got = run(src, x=x).outputs["z"]
     with np.errstate(all="ignore"):
         expected = f32(1.0 / f64(x))
-    assert_same_floats(got, expected)
-    assert_same_floats(got[0, :6], np.array([INF, -INF, 0.0, -0.0, NAN, INF], np.float32))
+    assert_bits_equal(got, expected, any_nan=True)
+    assert_bits_equal(got[0, :6], np.array([INF, -INF, 0.0, -0.0, NAN, INF], np.float32), any_nan=True)
 
 
 # ---- bn_stats / bn_aggr --------------------------------------------------------------------------
@@ -638,7 +637,7 @@ def test_scalar_tensor_tensor(reverse0: bool, reverse1: bool) -> None:
                  f"op1=divide, operand1=b, reverse0={r0}, reverse1={r1}\n", **data)
     x, y, s = (f64(data[k]) for k in "xys")
     t = f64(f32(s - x if reverse0 else x - s))
-    assert_same_floats(result.tiles["d"], f32(y / t if reverse1 else t / y))
+    assert_bits_equal(result.tiles["d"], f32(y / t if reverse1 else t / y), any_nan=True)
 
 
 def test_tensor_tensor_scan_linear_recurrence() -> None:
@@ -651,7 +650,7 @@ def test_tensor_tensor_scan_linear_recurrence() -> None:
     for i in range(N):
         h = f64(f32(f64(f32(f64(data["x"][:, i]) * h)) + f64(data["y"][:, i])))
         expected[:, i] = h
-    assert_same_floats(result.tiles["d"], expected)
+    assert_bits_equal(result.tiles["d"], expected, any_nan=True)
 
 
 def test_tensor_tensor_scan_running_max_with_immediate_initial() -> None:
@@ -669,7 +668,7 @@ def test_tensor_scalar_reduce(reduce_op: str) -> None:
     result = run(SEARCH_DECLS + f"vector.tensor_scalar_reduce d, a, op0=multiply, operand0=col, "
                  f"reduce_op={reduce_op}, reduce_res=red\n", **data)
     scaled = f32(f64(data["x"]) * f64(data["s"]))
-    assert_same_floats(result.tiles["d"], scaled)
+    assert_bits_equal(result.tiles["d"], scaled, any_nan=True)
     exact = REDUCE_64[reduce_op](f64(scaled), axis=1)
     got = f64(result.tiles["red"][:, 0])
     if reduce_op in ("maximum", "minimum"):
@@ -738,5 +737,5 @@ dma.copy s, x
 vector.max8 top, s
 """
     got = run(source, x=x).tiles["top"][0]
-    assert_same_floats(got[1:], np.array([INF, 5, 4, 3, 2, 1, 0], np.float32))
+    assert_bits_equal(got[1:], np.array([INF, 5, 4, 3, 2, 1, 0], np.float32), any_nan=True)
     assert np.isnan(got[0])

@@ -25,6 +25,7 @@ import pytest
 
 import neuronemu
 from neuronemu.errors import AsmError, RuntimeFault
+from neuronemu.testing import assert_bits_equal
 
 DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "int32": np.int32,
           "int8": np.int8, "uint16": np.uint16}
@@ -72,12 +73,6 @@ def random_data(rng, dtype: str, shape) -> np.ndarray:
         return rng.standard_normal(shape).astype(DTYPES[dtype])
     info = np.iinfo(DTYPES[dtype])
     return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(DTYPES[dtype])
-
-
-def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
-    assert actual.dtype == expected.dtype
-    np.testing.assert_array_equal(np.ascontiguousarray(actual).view(np.uint8),
-                                  np.ascontiguousarray(expected).view(np.uint8))
 
 
 def test_the_documentation_example() -> None:

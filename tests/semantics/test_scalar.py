@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from kernel_helpers import f32_ulps, run_kernel
+from kernel_helpers import run_kernel
 
 from neuronemu.isa.table import load_isa
+from neuronemu.testing import assert_ulp_close
 
 P, N = 8, 64
 DECLS = f"""
@@ -80,7 +81,7 @@ def test_activation_function(func: str, rng) -> None:
                         inputs={"x": x}, decls=DECLS)
     with np.errstate(all="ignore"):
         expected = formula(x.astype(np.float64))
-    assert np.max(f32_ulps(result.outputs["out"], expected)) <= 1.0
+    assert_ulp_close(result.outputs["out"], expected, ulps=1, dtype="float32")
 
 
 def test_scale_bias_column_and_reduce(rng) -> None:
@@ -96,7 +97,7 @@ dma.copy total, sums"""
     pre = (x.astype(np.float64) * 1.5).astype(np.float32).astype(np.float64)
     pre = (pre + bias.astype(np.float64)).astype(np.float32).astype(np.float64)
     expected = np.exp(pre)
-    assert np.max(f32_ulps(result.outputs["out"], expected)) <= 1.0
+    assert_ulp_close(result.outputs["out"], expected, ulps=1, dtype="float32")
     # the reduction adds the fp32 results left to right: error <= N u sum
     np.testing.assert_allclose(result.outputs["total"][:, 0], expected.sum(axis=1),
                                rtol=(N + 1) * 2**-24)
