@@ -127,6 +127,8 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
     when writing, after their last read (WAR). Also says whether it reads a segment nothing
     ever wrote (write time NEVER_WRITTEN)."""
     space = op[L.OP_SPACE]
+    if space > L.SPACE_HBM or op[L.OP_PCOUNT] <= 0:
+        return 0.0, False   # an immediate scalar: no memory (and no table of that index)
     writes = write_end[space]
     reads = read_end[space]
     cuts = breaks[space]
@@ -167,6 +169,8 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
 @jit
 def operand_done(op, regs, access, end, breaks, write_end, read_end):
     space = op[L.OP_SPACE]
+    if space > L.SPACE_HBM or op[L.OP_PCOUNT] <= 0:
+        return
     writes = write_end[space]
     reads = read_end[space]
     cuts = breaks[space]
