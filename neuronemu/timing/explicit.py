@@ -412,6 +412,20 @@ def _overlap(a, a_off, b, b_off):
 
 
 @jit
+def _memory_operand(events, e, k, instrs, ops, kinds):
+    """The ops row of argument k of event e when it is memory a datapath event touches (not a
+    sync event, a barrier or an operand with no rows), else -1."""
+    ins = instrs[events[e, 0]]
+    if (kinds[events[e, 0]] & KIND_MASK != K_WORK or events[e, 1] == L.ALL_TRACKS
+            or ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND):
+        return -1
+    j = ins[L.I_ARGS + 2 * k + 1]
+    if ops[j, L.OP_PCOUNT] <= 0 or ops[j, L.OP_SPACE] > L.SPACE_HBM:
+        return -1
+    return j
+
+
+@jit
 def _event_breaks(events, instrs, ops, kinds):
     """The cuts of SBUF, PSUM and HBM: every byte where a recorded access's row begins or ends,
     sorted and unique. Segments between consecutive cuts are what the tables track, so two
@@ -425,16 +439,12 @@ def _event_breaks(events, instrs, ops, kinds):
                       np.empty(count[2], dtype=np.int64))
             count[:] = 0
         for e in range(events.shape[0]):
-            if kinds[events[e, 0]] & KIND_MASK != K_WORK or events[e, 1] == L.ALL_TRACKS:
-                continue
-            ins = instrs[events[e, 0]]
-            for k in range(ins[L.I_NARGS]):
-                if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            for k in range(instrs[events[e, 0], L.I_NARGS]):
+                j = _memory_operand(events, e, k, instrs, ops, kinds)
+                if j < 0:
                     continue
-                op = ops[ins[L.I_ARGS + 2 * k + 1]]
+                op = ops[j]
                 space = op[L.OP_SPACE]
-                if op[L.OP_PCOUNT] <= 0 or space > L.SPACE_HBM:
-                    continue
                 rows = 1 if op[L.OP_PCOLSTEP] == 0 else op[L.OP_PCOUNT]
                 if phase == 1:
                     for p in range(rows):
@@ -453,18 +463,11 @@ def _tables(events, instrs, ops, kinds, slot_of, ntr, rows, breaks):
     to clear per run, most of the replay's time."""
     reads = np.zeros((3, ntr), dtype=np.bool_)
     for e in range(events.shape[0]):
-        tr = events[e, 1]
-        if kinds[events[e, 0]] & KIND_MASK != K_WORK or tr == L.ALL_TRACKS:
-            continue
         ins = instrs[events[e, 0]]
         for k in range(ins[L.I_NARGS]):
-            if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
-                continue
-            op = ops[ins[L.I_ARGS + 2 * k + 1]]
-            if op[L.OP_PCOUNT] <= 0 or op[L.OP_SPACE] > L.SPACE_HBM:
-                continue
-            if (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
-                reads[op[L.OP_SPACE], slot_of[tr]] = True
+            j = _memory_operand(events, e, k, instrs, ops, kinds)
+            if j >= 0 and (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
+                reads[ops[j, L.OP_SPACE], slot_of[events[e, 1]]] = True
     readers = np.full((3, ntr), -1, dtype=np.int64)
     reader_of = np.full((3, ntr), -1, dtype=np.int64)
     nread = np.zeros(3, dtype=np.int64)
