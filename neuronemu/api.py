@@ -70,7 +70,7 @@ class Result:
     timing: Timing | None = field(repr=False, default=None)
     """Modelled time: total, per engine and DMA queue, critical path, trace events."""
     warnings: list[Diagnostic] = field(default_factory=list)
-    """Located warnings, e.g. the first read of never-written memory (64-byte granularity)."""
+    """Located warnings, e.g. the first read of never-written memory (exact to the byte)."""
     compile_seconds: float = 0.0
     """Time this run spent compiling code numba had not cached yet (not in ``wall_seconds``)."""
 

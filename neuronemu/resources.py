@@ -12,7 +12,8 @@ import os
 
 from neuronemu.errors import ResourceError
 
-# timing.model keeps a last-write and a last-read time (float64) per 64-byte block of memory
+# timing.model keeps a last-write and a last-read time (float64) per segment of memory
+# (timing/regions.py): one per buffer or slice boundary, at most about one per 64-byte block
 _REGION_BYTES_PER_BYTE = 2 * 8 / 64
 # room for the pieces in flight while tensors are written and for the interpreter itself
 _HEADROOM = 256 << 20

@@ -1,4 +1,4 @@
-"""Reads of memory nothing wrote are reported as located warnings (64-byte block granularity)."""
+"""Reads of memory nothing wrote are reported as located warnings (exact to the byte)."""
 
 from __future__ import annotations
 

@@ -277,18 +277,23 @@ class Core:
         isa = load_isa()
         self.clocks = model.track_clocks(program.target)
         self.busy = np.zeros(L.NUM_TRACKS, dtype=np.float64)
-        self.write_end, self.read_end = model.region_tables(self.mems)
+        from neuronemu.timing.regions import program_breaks
+
+        self.breaks = program_breaks(program, tuple(int(m.shape[1]) for m in self.mems))
+        self.write_end, self.read_end = model.region_tables(self.mems, self.breaks)
         for tensor in program.tensors.values():
             if tensor.name in inputs or tensor.init[0] != "nan":
-                model.mark_written(self.write_end[L.SPACE_HBM], tensor.offset, tensor.nbytes)
+                model.mark_written(self.write_end[L.SPACE_HBM], self.breaks[L.SPACE_HBM],
+                                   tensor.offset, tensor.nbytes)
         self.track_free = np.zeros(L.TIMING_SLOTS, dtype=np.float64)
         engines = program.target.dma_engines
         self.engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
         self.engine_busy = np.zeros(engines, dtype=np.float64)
         self.dma_stats = np.zeros((L.NUM_DMA_QUEUES, STATS_WIDTH), dtype=np.float64)
         self.timing_state = (model.cost_table(isa), model.target_params(program.target),
-                             self.clocks, self.track_free, self.busy, self.write_end,
-                             self.read_end, self.engine_free, self.engine_busy, self.dma_stats)
+                             self.clocks, self.track_free, self.busy, self.breaks,
+                             self.write_end, self.read_end, self.engine_free, self.engine_busy,
+                             self.dma_stats)
         from neuronemu.exec.interpreter import EVENT_TIMES_WIDTH, EVENT_WIDTH
 
         cap = max(max_trace_events, 1)
@@ -399,7 +404,8 @@ class Core:
                 continue
             access = (row[L.I_ACCESS] >> (2 * k)) & 3
             t, unwritten = operand_ready(self.program.ops[row[L.I_ARGS + 2 * k + 1]], self.regs,
-                                         access, self.write_end, self.read_end)
+                                         access, self.breaks, self.write_end,
+                                         self.read_end)
             ready = max(ready, float(t))
             if unwritten:
                 if self.regs[L.REG_UNWRITTEN_COUNT] == 0:
@@ -419,7 +425,7 @@ class Core:
             if row[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
                 access = (row[L.I_ACCESS] >> (2 * k)) & 3
                 operand_done(program.ops[row[L.I_ARGS + 2 * k + 1]], self.regs, access, end,
-                             self.write_end, self.read_end)
+                             self.breaks, self.write_end, self.read_end)
         track = int(row[L.I_TRACK])
         if track >= L.DMA_TRACK0:  # cc.* traffic counts in its queue's DMA statistics
             from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE

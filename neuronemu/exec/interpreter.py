@@ -31,8 +31,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     A cc.* instruction (cost formula network) returns STATUS_YIELD with pc on it, unexecuted and
     uncounted: the multi-chip driver executes and times it, then resumes at the next pc.
 
-    ``timing`` = (costs, params, clocks, track_free, busy, write_end, read_end, engine_free,
-    engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model and .dma),
+    ``timing`` = (costs, params, clocks, track_free, busy, breaks, write_end, read_end,
+    engine_free, engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model and .dma),
     updated in place; ``dma_stats`` [queues, STATS_WIDTH] sums transfers and bytes per queue. While ``events`` [cap, EVENT_WIDTH]
     has room, each non-control instruction appends (pc, track, and per argument: a tile's byte
     offset, a register's value or the integer) there and (start, end, cycles, bytes, wire
@@ -41,8 +41,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
 
     ``kernels`` [n] holds each instruction's kernel address (neuronemu.exec.kernels) and
     ``dims`` the sizes of the arrays the kernels receive as pointers."""
-    (costs, params, clocks, track_free, busy, write_end, read_end, engine_free, engine_busy,
-     dma_stats) = timing
+    (costs, params, clocks, track_free, busy, breaks, write_end, read_end, engine_free,
+     engine_busy, dma_stats) = timing
     pc = start_pc
     steps = start_steps
     n = instrs.shape[0]
@@ -90,8 +90,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
             cycles, unwritten, nbytes, wire = 0.0, -1, 0.0, 0.0
         else:
             start, end, cycles, unwritten, nbytes, wire = schedule(
-                ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
-                (engine_free, engine_busy))
+                ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
+                read_end, (engine_free, engine_busy))
         if is_dma:
             q = ins[L.I_TRACK] - L.DMA_TRACK0
             dma_stats[q, S_TRANSFERS] += 1

@@ -8,16 +8,19 @@ the ready head event with the earliest start time. If heads remain and none is r
 never be satisfied: a deadlock, reported with every blocked track's wait.
 
 Races: every track carries a vector clock, a signal publishes the signaller's clock and a wait
-joins the clocks of the increments it waited for (happens-before, Lamport / Mattern). Every
-64-byte block remembers its last write and, per track, its last read; an access that conflicts
-(write/any or read/write) with one that does not happen-before it is a race, reported with both
-source lines and the overlapping bytes. Functional results come from program order, which is one
+joins the clocks of the increments it waited for (happens-before, Lamport / Mattern). Memory is
+cut into segments at every byte where a recorded access begins or ends (per space; so a segment
+is a byte range every access covers whole or not at all), and every segment of every row
+remembers its last write and, per track, its last read; an access that conflicts (write/any or
+read/write) with one that does not happen-before it is a race, reported with both source lines
+and the bytes the two share. Functional results come from program order, which is one
 legal interleaving; when no race is reported every legal interleaving computes the same values.
 
 The replay itself is compiled (``_replay``); Python only prepares the per-instruction kinds and
-the block tables, and turns the indices a race or deadlock returns into the located message. It
+the segment tables, and turns the indices a race or deadlock returns into the located message. It
 was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
-version as the oracle the compiled one must match bit for bit, message for message.
+version (tracking bytes instead of 64-byte blocks since) as the oracle the compiled one must
+match bit for bit, message for message.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 from neuronemu.errors import RuntimeFault
 from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
-from neuronemu.timing.model import BLOCK_BYTES
+from neuronemu.timing.regions import segments
 
 
 class SyncError(RuntimeFault):
@@ -54,11 +57,11 @@ _KINDS = {"sync.wait": K_WAIT, "sync.signal": K_SIGNAL, "sync.barrier": K_BARRIE
 
 # what _replay returns
 OK, RACE_WRITE, RACE_READ, DEADLOCK = 0, 1, 2, 3
-# info[] of a race: the conflicting block, the access that found it, the earlier one's author
-R_SPACE, R_ROW, R_BLOCK, R_EVENT, R_ARG, R_ACCESS, R_OTHER_SLOT, R_OTHER_STAMP = range(8)
+# info[] of a race: the conflicting segment, the access that found it, the earlier one's author
+R_SPACE, R_ROW, R_SEGMENT, R_EVENT, R_ARG, R_ACCESS, R_OTHER_SLOT, R_OTHER_STAMP = range(8)
 INFO_WIDTH = 8
 
-# A block's last write is one int64 key: (writer's stamp << WRITER_BITS) | (writer's slot + 1),
+# A segment's last write is one int64 key: (writer's stamp << WRITER_BITS) | (writer's slot + 1),
 # 0 = never written (so the tables can come from calloc). Slots are < NUM_TRACKS <= 31.
 WRITER_BITS = 5
 _NEVER = np.iinfo(np.int64).max
@@ -75,14 +78,16 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     busy = np.zeros(L.NUM_TRACKS)
     track_free = np.zeros(L.NUM_TRACKS)
     info = np.zeros(INFO_WIDTH, dtype=np.int64)
+    events = np.ascontiguousarray(events)
+    kinds = _kinds(program)
+    breaks = _event_breaks(events, program.instrs, program.ops, kinds)
     status, heads, queue, qstart, sems, sem_count, stamp_of = _replay(
-        np.ascontiguousarray(events), np.ascontiguousarray(event_times), program.instrs,
-        program.ops, _kinds(program), tracks, np.array([program.target.partitions] * 2 + [1]),
-        times, busy, track_free, info)
+        events, np.ascontiguousarray(event_times), program.instrs, program.ops, kinds, tracks,
+        np.array([program.target.partitions] * 2 + [1]), breaks, times, busy, track_free, info)
     if status == DEADLOCK:
         raise _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count)
     if status != OK:
-        raise _race_error(program, events, tracks, stamp_of, status, info)
+        raise _race_error(program, events, tracks, stamp_of, status, info, breaks)
     return Replay(times, busy, track_free)
 
 
@@ -102,19 +107,19 @@ def _kinds(program) -> np.ndarray:
 
 
 @jit
-def _replay(events, event_times, instrs, ops, kinds, tracks, rows, times, busy, track_free,
-            info):
+def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times, busy,
+            track_free, info):
     """The discrete-event replay. Fills times / busy / track_free; returns (status, heads, queue,
     qstart, sems, sem_count, stamp_of): on DEADLOCK the first five describe who waits for what,
     on a race ``info`` and ``stamp_of`` (each event's own-clock stamp) name the two accesses.
-    ``rows``: memory rows of SBUF, PSUM, HBM."""
+    ``rows``: memory rows of SBUF, PSUM, HBM; ``breaks``: their cuts (_event_breaks)."""
     n = events.shape[0]
     ntr = tracks.shape[0]
     slot_of = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
     for i in range(ntr):
         slot_of[tracks[i]] = i
-    w_key, r_stamp, lo, readers, reader_of = _tables(events, instrs, ops, kinds, slot_of, ntr,
-                                                     rows)
+    w_key, r_stamp, readers, reader_of = _tables(events, instrs, ops, kinds, slot_of, ntr, rows,
+                                                 breaks)
     tensor = slot_of[L.TENSOR_TRACK]   # -1 when the run has no Tensor events
 
     # each track's stream: its own events and every barrier, in program order
@@ -281,8 +286,8 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, times, busy, 
             for u in range(ntr):
                 if u != i:
                     thr[u + 1] = clock[i, u]
-            status = _accesses(e, events, instrs, ops, i, clock[i], thr, stamp, w_key, r_stamp,
-                               lo, readers, reader_of, info)
+            status = _accesses(e, events, instrs, ops, i, clock[i], thr, stamp, breaks, w_key,
+                               r_stamp, readers, reader_of, info)
             if status != OK:
                 info[R_EVENT] = e
                 return status, heads, queue, qstart, sems, sem_count, stamp_of
@@ -384,15 +389,14 @@ def _meet(a0, a1, b0, b1):
 
 @jit
 def _overlap(a, a_off, b, b_off):
-    """Whether two operands (at their dynamic offsets) share a 64-byte block of a row."""
+    """Whether two operands (at their dynamic offsets) share a byte of a row."""
     if a[L.OP_SPACE] != b[L.OP_SPACE]:
         return False
     na, nb = a[L.OP_PCOUNT], b[L.OP_PCOUNT]
     ea, eb = a[L.OP_EXTENT], b[L.OP_EXTENT]
     if a[L.OP_PCOLSTEP] == 0 and b[L.OP_PCOLSTEP] == 0:
-        # every partition of a tile covers the same blocks
-        if not _meet(a_off // BLOCK_BYTES, (a_off + ea - 1) // BLOCK_BYTES + 1,
-                     b_off // BLOCK_BYTES, (b_off + eb - 1) // BLOCK_BYTES + 1):
+        # every partition of a tile covers the same bytes
+        if not _meet(a_off, a_off + ea, b_off, b_off + eb):
             return False
         if (a[L.OP_PROWSTEP] == 1 or na <= 1) and (b[L.OP_PROWSTEP] == 1 or nb <= 1):
             return _meet(a[L.OP_PSTART], a[L.OP_PSTART] + na, b[L.OP_PSTART],
@@ -402,64 +406,90 @@ def _overlap(a, a_off, b, b_off):
         ca = a_off + p * a[L.OP_PCOLSTEP]
         for q in range(nb):
             cb = b_off + q * b[L.OP_PCOLSTEP]
-            if ra == b[L.OP_PSTART] + q * b[L.OP_PROWSTEP] and _meet(
-                    ca // BLOCK_BYTES, (ca + ea - 1) // BLOCK_BYTES + 1,
-                    cb // BLOCK_BYTES, (cb + eb - 1) // BLOCK_BYTES + 1):
+            if ra == b[L.OP_PSTART] + q * b[L.OP_PROWSTEP] and _meet(ca, ca + ea, cb, cb + eb):
                 return True
     return False
 
 
 @jit
-def _tables(events, instrs, ops, kinds, slot_of, ntr, rows):
-    """The block tables, sized to what the run touches: per space, the blocks [lo, hi) its
-    accesses cover (all rows), and read stamps only for the tracks that read that space
-    (``readers[space, j]`` is the slot of reader j, in slot order; ``reader_of`` the inverse).
-    Whole-memory tables would be ~20 MB to clear per run, most of the replay's time."""
-    lo = np.full(3, _NEVER, dtype=np.int64)
-    hi = np.zeros(3, dtype=np.int64)
+def _memory_operand(events, e, k, instrs, ops, kinds):
+    """The ops row of argument k of event e when it is memory a datapath event touches (not a
+    sync event, a barrier or an operand with no rows), else -1."""
+    ins = instrs[events[e, 0]]
+    if (kinds[events[e, 0]] & KIND_MASK != K_WORK or events[e, 1] == L.ALL_TRACKS
+            or ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND):
+        return -1
+    j = ins[L.I_ARGS + 2 * k + 1]
+    if ops[j, L.OP_PCOUNT] <= 0 or ops[j, L.OP_SPACE] > L.SPACE_HBM:
+        return -1
+    return j
+
+
+@jit
+def _event_breaks(events, instrs, ops, kinds):
+    """The cuts of SBUF, PSUM and HBM: every byte where a recorded access's row begins or ends,
+    sorted and unique. Segments between consecutive cuts are what the tables track, so two
+    accesses share a segment only if they share a byte."""
+    count = np.zeros(3, dtype=np.int64)
+    points = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+              np.empty(0, dtype=np.int64))
+    for phase in range(2):   # count, then fill
+        if phase == 1:
+            points = (np.empty(count[0], dtype=np.int64), np.empty(count[1], dtype=np.int64),
+                      np.empty(count[2], dtype=np.int64))
+            count[:] = 0
+        for e in range(events.shape[0]):
+            for k in range(instrs[events[e, 0], L.I_NARGS]):
+                j = _memory_operand(events, e, k, instrs, ops, kinds)
+                if j < 0:
+                    continue
+                op = ops[j]
+                space = op[L.OP_SPACE]
+                rows = 1 if op[L.OP_PCOLSTEP] == 0 else op[L.OP_PCOUNT]
+                if phase == 1:
+                    for p in range(rows):
+                        c = events[e, 2 + k] + p * op[L.OP_PCOLSTEP]
+                        points[space][count[space] + 2 * p] = c
+                        points[space][count[space] + 2 * p + 1] = c + op[L.OP_EXTENT]
+                count[space] += 2 * rows
+    return np.unique(points[0]), np.unique(points[1]), np.unique(points[2])
+
+
+@jit
+def _tables(events, instrs, ops, kinds, slot_of, ntr, rows, breaks):
+    """The segment tables (``breaks``: each space's cuts; only what the run touches), and read
+    stamps only for the tracks that read that space (``readers[space, j]`` is the slot of
+    reader j, in slot order; ``reader_of`` the inverse). Whole-memory tables would be ~20 MB
+    to clear per run, most of the replay's time."""
     reads = np.zeros((3, ntr), dtype=np.bool_)
     for e in range(events.shape[0]):
-        tr = events[e, 1]
-        if kinds[events[e, 0]] & KIND_MASK != K_WORK or tr == L.ALL_TRACKS:
-            continue
         ins = instrs[events[e, 0]]
         for k in range(ins[L.I_NARGS]):
-            if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
-                continue
-            op = ops[ins[L.I_ARGS + 2 * k + 1]]
-            count = op[L.OP_PCOUNT]
-            if count <= 0:
-                continue
-            space = op[L.OP_SPACE]
-            # the columns are linear in the partition: the first and last bound them
-            for c in (events[e, 2 + k], events[e, 2 + k] + (count - 1) * op[L.OP_PCOLSTEP]):
-                lo[space] = min(lo[space], c // BLOCK_BYTES)
-                hi[space] = max(hi[space], (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1)
-            if (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
-                reads[space, slot_of[tr]] = True
+            j = _memory_operand(events, e, k, instrs, ops, kinds)
+            if j >= 0 and (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_READ:
+                reads[ops[j, L.OP_SPACE], slot_of[events[e, 1]]] = True
     readers = np.full((3, ntr), -1, dtype=np.int64)
     reader_of = np.full((3, ntr), -1, dtype=np.int64)
     nread = np.zeros(3, dtype=np.int64)
+    nseg = np.zeros(3, dtype=np.int64)
     for space in range(3):
-        if hi[space] <= lo[space]:
-            lo[space] = 0
-            hi[space] = 0
+        nseg[space] = max(breaks[space].shape[0] - 1, 0)
         for i in range(ntr):
             if reads[space, i]:
                 readers[space, nread[space]] = i
                 reader_of[space, i] = nread[space]
                 nread[space] += 1
-    w_key = (np.zeros((hi[0] - lo[0], rows[0]), dtype=np.int64),
-             np.zeros((hi[1] - lo[1], rows[1]), dtype=np.int64),
-             np.zeros((hi[2] - lo[2], rows[2]), dtype=np.int64))
-    r_stamp = (np.zeros((nread[0], hi[0] - lo[0], rows[0]), dtype=np.int64),
-               np.zeros((nread[1], hi[1] - lo[1], rows[1]), dtype=np.int64),
-               np.zeros((nread[2], hi[2] - lo[2], rows[2]), dtype=np.int64))
-    return w_key, r_stamp, lo, readers, reader_of
+    w_key = (np.zeros((nseg[0], rows[0]), dtype=np.int64),
+             np.zeros((nseg[1], rows[1]), dtype=np.int64),
+             np.zeros((nseg[2], rows[2]), dtype=np.int64))
+    r_stamp = (np.zeros((nread[0], nseg[0], rows[0]), dtype=np.int64),
+               np.zeros((nread[1], nseg[1], rows[1]), dtype=np.int64),
+               np.zeros((nread[2], nseg[2], rows[2]), dtype=np.int64))
+    return w_key, r_stamp, readers, reader_of
 
 
 @jit
-def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, lo, readers,
+def _accesses(e, events, instrs, ops, me, clk, thr, stamp, breaks, w_key, r_stamp, readers,
               reader_of, info):
     """Check and record every operand of event e, in argument order (an in-place operand's
     write is recorded before its next argument is checked, as before)."""
@@ -470,8 +500,9 @@ def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, lo, r
         access = (ins[L.I_ACCESS] >> (2 * k)) & 3
         op = ops[ins[L.I_ARGS + 2 * k + 1]]
         space = op[L.OP_SPACE]
-        status = _access(op, events[e, 2 + k], access, me, clk, thr, stamp, w_key[space],
-                         r_stamp[space], lo[space], readers[space], reader_of[space, me], info)
+        status = _access(op, events[e, 2 + k], access, me, clk, thr, stamp, breaks[space],
+                         w_key[space], r_stamp[space], readers[space], reader_of[space, me],
+                         info)
         if status != OK:
             info[R_ARG] = k
             info[R_ACCESS] = access
@@ -480,8 +511,8 @@ def _accesses(e, events, instrs, ops, me, clk, thr, stamp, w_key, r_stamp, lo, r
 
 
 @jit
-def _access(op, offset, access, me, clk, thr, stamp, wk, rs, base, readers, mine, info):
-    """One operand against its space's tables (``wk`` / ``rs`` start at block ``base``)."""
+def _access(op, offset, access, me, clk, thr, stamp, cuts, wk, rs, readers, mine, info):
+    """One operand against its space's tables (segments between ``cuts``)."""
     writing = (access & L.ACCESS_WRITE) != 0
     reading = (access & L.ACCESS_READ) != 0
     count = op[L.OP_PCOUNT]
@@ -491,28 +522,24 @@ def _access(op, offset, access, me, clk, thr, stamp, wk, rs, base, readers, mine
         # on chip: one rectangle of distinct rows; checking it whole before recording it finds
         # the same first race as row by row (a row's record never meets another row's check)
         r0 = op[L.OP_PSTART]
-        b0 = offset // BLOCK_BYTES - base
-        b1 = (offset + extent - 1) // BLOCK_BYTES + 1 - base
+        b0, b1 = segments(cuts, offset, extent)
         if _conflicts(wk, rs, readers, thr, clk, me, r0, r0 + count, b0, b1, writing):
-            return _locate(wk, rs, readers, clk, me, space, base, r0, r0 + count, b0, b1,
-                           writing, info)
+            return _locate(wk, rs, readers, clk, me, space, r0, r0 + count, b0, b1, writing,
+                           info)
         _record(wk, rs, mine, stamp, me, r0, r0 + count, b0, b1, writing, reading)
         return OK
     for p in range(count):
         r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
-        c = offset + p * op[L.OP_PCOLSTEP]
-        b0 = c // BLOCK_BYTES - base
-        b1 = (c + extent - 1) // BLOCK_BYTES + 1 - base
+        b0, b1 = segments(cuts, offset + p * op[L.OP_PCOLSTEP], extent)
         if _conflicts(wk, rs, readers, thr, clk, me, r, r + 1, b0, b1, writing):
-            return _locate(wk, rs, readers, clk, me, space, base, r, r + 1, b0, b1, writing,
-                           info)
+            return _locate(wk, rs, readers, clk, me, space, r, r + 1, b0, b1, writing, info)
         _record(wk, rs, mine, stamp, me, r, r + 1, b0, b1, writing, reading)
     return OK
 
 
 @jit
 def _conflicts(wk, rs, readers, thr, clk, me, r0, r1, b0, b1, writing):
-    """Whether blocks [b0, b1) of rows [r0, r1) hold a write, or (when writing) a read, that
+    """Whether segments [b0, b1) of rows [r0, r1) hold a write, or (when writing) a read, that
     does not happen-before us. No early exit: the common answer is no, and these loops
     vectorise."""
     hit = False
@@ -537,15 +564,16 @@ def _conflicts(wk, rs, readers, thr, clk, me, r0, r1, b0, b1, writing):
 
 
 @jit
-def _locate(wk, rs, readers, clk, me, space, base, r0, r1, b0, b1, writing, info):
-    """The race the Python version reported first: rows in order; in a row the first block
-    with an unordered write, else the first (block, track) with an unordered read."""
+def _locate(wk, rs, readers, clk, me, space, r0, r1, b0, b1, writing, info):
+    """The race the Python version reported first: rows in order; in a row the first segment
+    (so the first byte) with an unordered write, else the first (segment, track) with an
+    unordered read."""
     for r in range(r0, r1):
         for b in range(b0, b1):
             key = wk[b, r]
             w = key & ((1 << WRITER_BITS) - 1)
             if key != 0 and w != me + 1 and (key >> WRITER_BITS) > clk[w - 1]:
-                _fill(info, space, r, base + b, w - 1, key >> WRITER_BITS)
+                _fill(info, space, r, b, w - 1, key >> WRITER_BITS)
                 return RACE_WRITE
         if writing:
             first_b = b1
@@ -558,16 +586,16 @@ def _locate(wk, rs, readers, clk, me, space, base, r0, r1, b0, b1, writing, info
                         first_b, first_j = b, j
                         break
             if first_j >= 0:
-                _fill(info, space, r, base + first_b, readers[first_j], rs[first_j, first_b, r])
+                _fill(info, space, r, first_b, readers[first_j], rs[first_j, first_b, r])
                 return RACE_READ
     return OK
 
 
 @jit
-def _fill(info, space, row, block, other_slot, other_stamp):
+def _fill(info, space, row, seg, other_slot, other_stamp):
     info[R_SPACE] = space
     info[R_ROW] = row
-    info[R_BLOCK] = block
+    info[R_SEGMENT] = seg
     info[R_OTHER_SLOT] = other_slot
     info[R_OTHER_STAMP] = other_stamp
 
@@ -591,32 +619,36 @@ def _record(wk, rs, mine, stamp, me, r0, r1, b0, b1, writing, reading):
 # ------------------------------------------------------------------------------------ reports
 
 
-def _race_error(program, events, tracks, stamp_of, status, info) -> SyncError:
-    """The message for the race _replay found. The tables keep only who last touched a block
+def _race_error(program, events, tracks, stamp_of, status, info, breaks) -> SyncError:
+    """The message for the race _replay found. The tables keep only who last touched a segment
     (track and stamp); the event is the one of that track with that stamp, and its argument the
-    last one of the conflicting kind that covers the block (the last the Python version
-    recorded there)."""
-    space, row, block = int(info[R_SPACE]), int(info[R_ROW]), int(info[R_BLOCK])
+    last one of the conflicting kind that covers the segment (the last the Python version
+    recorded there). The bytes reported are those the two accesses share in that row."""
+    space, row, seg = int(info[R_SPACE]), int(info[R_ROW]), int(info[R_SEGMENT])
+    byte = int(breaks[space][seg])   # the first byte of the conflict
     e, arg, access = int(info[R_EVENT]), int(info[R_ARG]), int(info[R_ACCESS])
     other_track = tracks[int(info[R_OTHER_SLOT])]
     other = int(np.flatnonzero((events[:, 1] == other_track)
                                & (stamp_of == info[R_OTHER_STAMP]))[0])
     need = L.ACCESS_WRITE if status == RACE_WRITE else L.ACCESS_READ
     row_of = program.instrs[int(events[other, 0])]
-    other_arg = -1
+    other_arg, other_range = -1, None
     for k in range(int(row_of[L.I_NARGS])):
         if row_of[L.I_ARGS + 2 * k] != L.TAG_OPERAND or not (row_of[L.I_ACCESS] >> (2 * k)) & need:
             continue
-        op = program.ops[row_of[L.I_ARGS + 2 * k + 1]]
-        if any(s == space and r == row and b0 <= block < b1
-               for s, r, b0, b1 in _row_blocks(op, int(events[other, 2 + k]))):
-            other_arg = k
-    return _race(program, space, row, block, int(events[e, 0]), arg, int(events[other, 0]),
+        found = _range_at(program.ops[row_of[L.I_ARGS + 2 * k + 1]], int(events[other, 2 + k]),
+                          space, row, byte)
+        if found is not None:
+            other_arg, other_range = k, found
+    mine = _range_at(program.ops[program.instrs[int(events[e, 0])][L.I_ARGS + 2 * arg + 1]],
+                     int(events[e, 2 + arg]), space, row, byte)
+    shared = (max(mine[0], other_range[0]), min(mine[1], other_range[1]))
+    return _race(program, space, row, shared, int(events[e, 0]), arg, int(events[other, 0]),
                  other_arg, "writes" if access & L.ACCESS_WRITE else "reads",
                  "writes" if status == RACE_WRITE else "reads")
 
 
-def _race(program, space, row, block, pc, arg, other_pc, other_arg, verb, other_verb):
+def _race(program, space, row, shared, pc, arg, other_pc, other_arg, verb, other_verb):
     ins = program.instructions[pc]
     other = program.instructions[other_pc]
     a = ins.definition.args[arg].name
@@ -624,8 +656,11 @@ def _race(program, space, row, block, pc, arg, other_pc, other_arg, verb, other_
     symbol = ins.args[a].symbol
     where = ("HBM" if space == L.SPACE_HBM else
              f"{('SBUF', 'PSUM')[space]} partition {row}")
-    lo = block * BLOCK_BYTES
+    lo, hi = shared
+    base = symbol_offset(program, symbol)
     line = other.location
+    overlap = (f"overlap: {where}, bytes {lo}..{hi - 1} (bytes {lo - base}..{hi - 1 - base} "
+               f"of '{symbol}')")
     first, second = sorted([(other.location.line, other, b, other_verb),
                             (ins.location.line, ins, a, verb)], key=lambda x: x[0])
     return SyncError(
@@ -633,8 +668,14 @@ def _race(program, space, row, block, pc, arg, other_pc, other_arg, verb, other_
         f"{first[2]} and {second[1].definition.name} (line {second[0]}) {second[3]} it as "
         f"{second[2]}, and no semaphore orders the two (add sync.signal / sync.wait)",
         ins.args[a].location,
-        (f"overlap: {where}, bytes {lo}..{lo + BLOCK_BYTES - 1} (64-byte block)",
-         f"other access: {line}: {line.source.line(line.line).strip()}"))
+        (overlap, f"other access: {line}: {line.source.line(line.line).strip()}"))
+
+
+def symbol_offset(program, symbol: str) -> int:
+    """Where a buffer's bytes start: in each partition row (on chip) or in HBM."""
+    if symbol in program.allocations:
+        return program.allocations[symbol].offset
+    return program.tensors[symbol].offset
 
 
 def _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count) -> SyncError:
@@ -659,11 +700,14 @@ def _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count) ->
     return SyncError("deadlock: no track can proceed", first, tuple(blocked))
 
 
-def _row_blocks(op, offset: int):
-    """(space, memory row, first block, end block) of each partition an operand touches, its
-    dynamic byte offset resolved (the event's)."""
-    space = int(op[L.OP_SPACE])
+def _range_at(op, offset: int, space: int, row: int, byte: int) -> tuple[int, int] | None:
+    """The bytes [c0, c1) an operand (at its dynamic offset) touches in memory row ``row`` of
+    ``space`` around ``byte``, or None if it does not touch that byte."""
+    if int(op[L.OP_SPACE]) != space:
+        return None
     for p in range(int(op[L.OP_PCOUNT])):
-        r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
         c = offset + p * int(op[L.OP_PCOLSTEP])
-        yield space, r, c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
+        if (int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]) == row
+                and c <= byte < c + int(op[L.OP_EXTENT])):
+            return c, c + int(op[L.OP_EXTENT])
+    return None

@@ -3,8 +3,9 @@
 Each engine and each DMA queue is a track that runs its instructions in order. An instruction
 starts when its track is free and when the memory it touches is ready: it waits for the last
 write of every region it reads (RAW) and, for regions it writes, also for the last read and write
-(WAR, WAW). Regions are 64-byte blocks of each partition row (of each HBM byte range), so a tile
-depends only on instructions that touched overlapping bytes. Functional results are unchanged:
+(WAR, WAW). Regions are the segments of ``neuronemu/timing/regions.py``: byte ranges of each
+partition row (and of HBM) cut wherever an operand can begin or end, so a tile depends only on
+instructions that touched overlapping bytes. Functional results are unchanged:
 instructions still execute in program order; only their times are modelled.
 
 Durations come from the cost classes of ``isa/costs.toml`` (``cost_table`` packs them into an
@@ -19,8 +20,7 @@ from neuronemu.exec import layout as L
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import dynamic_offset
 from neuronemu.timing import dma
-
-BLOCK_BYTES = 64
+from neuronemu.timing.regions import segments
 
 # cost_table columns
 C_FORMULA = 0
@@ -122,22 +122,26 @@ def cost_cycles(ins, ops, costs, params):
 
 
 @jit
-def operand_ready(op, regs, access, write_end, read_end):
+def operand_ready(op, regs, access, breaks, write_end, read_end):
     """Earliest time the operand's bytes may be touched: after their last write (RAW, WAW) and,
-    when writing, after their last read (WAR). Also says whether it reads a block nothing ever
-    wrote (write time NEVER_WRITTEN)."""
+    when writing, after their last read (WAR). Also says whether it reads a segment nothing
+    ever wrote (write time NEVER_WRITTEN)."""
     space = op[L.OP_SPACE]
+    if space > L.SPACE_HBM or op[L.OP_PCOUNT] <= 0:
+        return 0.0, False   # an immediate scalar: no memory (and no table of that index)
     writes = write_end[space]
     reads = read_end[space]
+    cuts = breaks[space]
     start = dynamic_offset(op, regs)
     ready = 0.0
     unwritten = False
     writing = access & L.ACCESS_WRITE
     if op[L.OP_PCOLSTEP] == 0:
-        # on chip: every partition touches the same blocks of consecutive rows; tables are
-        # [block, row], so the inner loop runs along a contiguous table row
+        # on chip: every partition touches the same segments of consecutive rows; tables are
+        # [segment, row], so the inner loop runs along a contiguous table row
         r0, step = op[L.OP_PSTART], op[L.OP_PROWSTEP]
-        for b in range(start // BLOCK_BYTES, (start + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+        s0, s1 = segments(cuts, start, op[L.OP_EXTENT])
+        for b in range(s0, s1):
             u = np.uintp(b)   # unsigned: no negative-index wrap per access (in_bounds checked)
             for p in range(op[L.OP_PCOUNT]):
                 r = np.uintp(r0 + p * step)
@@ -150,8 +154,8 @@ def operand_ready(op, regs, access, write_end, read_end):
         return ready, unwritten
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        c = start + p * op[L.OP_PCOLSTEP]
-        for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+        s0, s1 = segments(cuts, start + p * op[L.OP_PCOLSTEP], op[L.OP_EXTENT])
+        for b in range(s0, s1):
             u = np.uintp(b)
             w = writes[u, r]
             ready = max(ready, w)
@@ -163,16 +167,20 @@ def operand_ready(op, regs, access, write_end, read_end):
 
 
 @jit
-def operand_done(op, regs, access, end, write_end, read_end):
+def operand_done(op, regs, access, end, breaks, write_end, read_end):
     space = op[L.OP_SPACE]
+    if space > L.SPACE_HBM or op[L.OP_PCOUNT] <= 0:
+        return
     writes = write_end[space]
     reads = read_end[space]
+    cuts = breaks[space]
     start = dynamic_offset(op, regs)
     writing = access & L.ACCESS_WRITE
     reading = access & L.ACCESS_READ
     if op[L.OP_PCOLSTEP] == 0:
         r0, step = op[L.OP_PSTART], op[L.OP_PROWSTEP]
-        for b in range(start // BLOCK_BYTES, (start + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+        s0, s1 = segments(cuts, start, op[L.OP_EXTENT])
+        for b in range(s0, s1):
             u = np.uintp(b)
             for p in range(op[L.OP_PCOUNT]):
                 r = np.uintp(r0 + p * step)
@@ -183,8 +191,8 @@ def operand_done(op, regs, access, end, write_end, read_end):
         return
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        c = start + p * op[L.OP_PCOLSTEP]
-        for b in range(c // BLOCK_BYTES, (c + op[L.OP_EXTENT] - 1) // BLOCK_BYTES + 1):
+        s0, s1 = segments(cuts, start + p * op[L.OP_PCOLSTEP], op[L.OP_EXTENT])
+        for b in range(s0, s1):
             u = np.uintp(b)
             if writing:
                 writes[u, r] = end
@@ -193,13 +201,14 @@ def operand_done(op, regs, access, end, write_end, read_end):
 
 
 @jit
-def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end, read_end,
-             dma_state):
+def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
+             read_end, dma_state):
     """Place one instruction on its track; returns (start_ns, end_ns, cycles, k, bytes, wire)
     where k is the first argument that reads never-written memory, or -1, and bytes / wire are
     a DMA's bytes uncompressed and as charged (0 for other instructions).
 
-    ``dma_state`` = (engine_free, engine_busy): the DMA engines every queue shares."""
+    ``dma_state`` = (engine_free, engine_busy): the DMA engines every queue shares; ``breaks``
+    the cuts of each memory space (neuronemu/timing/regions.py)."""
     track = ins[L.I_TRACK]
     row = costs[ins[L.I_COST]]
     is_dma = int(row[C_FORMULA]) == F_DMA
@@ -220,8 +229,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            t, unwritten = operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, write_end,
-                                         read_end)
+            t, unwritten = operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, breaks,
+                                         write_end, read_end)
             ready = max(ready, t)
             if unwritten and unwritten_arg < 0:
                 unwritten_arg = k
@@ -239,7 +248,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, write_end, read_end)
+            operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, breaks, write_end,
+                         read_end)
     if tensor:
         for b in range(16):
             if blocks == 0 or (blocks >> b) & 1:
@@ -256,20 +266,23 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
 NEVER_WRITTEN = -1.0
 
 
-def region_tables(memories) -> tuple[tuple, tuple]:
-    """Last-write and last-read times (ns) per 64-byte block of every memory row, laid out
-    [block, row] (a tile's partitions are consecutive rows of one block); blocks start as
-    NEVER_WRITTEN (the caller marks HBM tensors that hold data before the run)."""
-    def table(mem, fill):
-        shape = (-(-mem.shape[1] // BLOCK_BYTES), mem.shape[0])
+def region_tables(memories, breaks) -> tuple[tuple, tuple]:
+    """Last-write and last-read times (ns) per segment of every memory row (``breaks``: the cuts
+    of each space, neuronemu/timing/regions.py), laid out [segment, row] (a tile's partitions are
+    consecutive rows of one segment); segments start as NEVER_WRITTEN (the caller marks HBM
+    tensors that hold data before the run)."""
+    def table(mem, cuts, fill):
+        shape = (len(cuts) - 1, mem.shape[0])
         # zeros come from calloc: pages the run never touches are never mapped
         return np.zeros(shape) if fill == 0.0 else np.full(shape, fill, dtype=np.float64)
 
-    return (tuple(table(m, NEVER_WRITTEN) for m in memories),
-            tuple(table(m, 0.0) for m in memories))
+    return (tuple(table(m, c, NEVER_WRITTEN) for m, c in zip(memories, breaks)),
+            tuple(table(m, c, 0.0) for m, c in zip(memories, breaks)))
 
 
-def mark_written(write_table: np.ndarray, offset: int, nbytes: int) -> None:
-    """Bytes [offset, offset + nbytes) of HBM hold data when the run starts."""
+def mark_written(write_table: np.ndarray, cuts: np.ndarray, offset: int, nbytes: int) -> None:
+    """Bytes [offset, offset + nbytes) of HBM (cuts at both ends) hold data when the run
+    starts."""
     if nbytes:
-        write_table[offset // BLOCK_BYTES: (offset + nbytes - 1) // BLOCK_BYTES + 1, 0] = 0.0
+        first, end = np.searchsorted(cuts, [offset, offset + nbytes])
+        write_table[first:end, 0] = 0.0

@@ -114,7 +114,7 @@ print((after - before) * 1024 / x.nbytes)
 
 def test_a_big_input_costs_about_its_size_once_more() -> None:
     """Peak memory of a run with a 256 MiB input, beyond the input array itself: the HBM image
-    (1x) and the timing model's per-64-byte tables (0.25x), not 3-4 copies."""
+    (1x) and the timing model's tables (at most 0.25x), not 3-4 copies."""
     result = subprocess.run([sys.executable, "-c", PEAK_SCRIPT], capture_output=True, text=True,
                             cwd=ROOT, timeout=600, check=False)
     assert result.returncode == 0, result.stderr

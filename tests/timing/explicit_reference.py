@@ -1,8 +1,11 @@
 """Reference copy of the pure-Python ``.sync explicit`` replay (neuronemu/timing/explicit.py before
 it was compiled): the oracle of tests/timing/test_explicit_oracle.py, which compares every result
 array bit for bit and every race/deadlock message with the compiled replay. Kept verbatim apart
-from this docstring and ``SyncError``, which is imported so both raise the same class; do not
-"fix" it, it defines the expected behaviour."""
+from this docstring, ``SyncError`` (imported so both raise the same class) and one deliberate
+change of behaviour (issue 14): memory is tracked per byte, brute force (a last writer and per
+track a last reader for every byte of every row), where it used to be per 64-byte block, and a
+race names the bytes the two accesses share. Do not "fix" it otherwise: it defines the expected
+behaviour."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.exec import layout as L
+from neuronemu.exec.core import on_chip_widths
 from neuronemu.timing.explicit import SyncError
-from neuronemu.timing.model import BLOCK_BYTES
 
 
 @dataclass
@@ -127,7 +130,7 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
                     continue
                 access = (row[L.I_ACCESS] >> (2 * k)) & 3
                 memory.access(ops[row[L.I_ARGS + 2 * k + 1]], int(events[e, 2 + k]), access,
-                              me, clock[t], e, int(events[e, 0]), k)
+                              me, clock[t], e, int(events[e, 0]), k, events)
         times[e, 0], times[e, 1] = start, end
         tensor_compute = t == L.TENSOR_TRACK and name.startswith("tensor.")
         free[t] = start if tensor_compute else end
@@ -140,61 +143,82 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
 
 
 class _Accesses:
-    """Last write and per-track last reads of every 64-byte block, with their vector-clock
-    stamps and instruction indices, for the race check."""
+    """Last write and per-track last reads of every byte, with their vector-clock stamps,
+    instruction indices and events, for the race check."""
 
     def __init__(self, program, ntracks: int) -> None:
         target = program.target
         hbm_bytes = max(program.hbm_bytes, 4)
-        shapes = [(target.partitions, target.sbuf_partition_bytes),
-                  (target.partitions, target.psum_partition_bytes), (1, hbm_bytes)]
+        sbuf, psum = on_chip_widths(program, compact=True)   # tiles stay in their buffers
+        shapes = [(target.partitions, sbuf), (target.partitions, psum), (1, hbm_bytes)]
         self.program = program
         self.write_track, self.write_stamp, self.write_pc, self.write_arg = [], [], [], []
         self.read_stamp, self.read_pc, self.read_arg = [], [], []
+        self.write_event, self.read_event = [], []
         for rows, nbytes in shapes:
-            blocks = -(-nbytes // BLOCK_BYTES)
-            self.write_track.append(np.full((rows, blocks), -1, dtype=np.int64))
-            self.write_stamp.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.write_pc.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.write_arg.append(np.zeros((rows, blocks), dtype=np.int64))
-            self.read_stamp.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
-            self.read_pc.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
-            self.read_arg.append(np.zeros((rows, blocks, ntracks), dtype=np.int64))
+            self.write_track.append(np.full((rows, nbytes), -1, dtype=np.int64))
+            self.write_stamp.append(np.zeros((rows, nbytes), dtype=np.int64))
+            self.write_pc.append(np.zeros((rows, nbytes), dtype=np.int64))
+            self.write_arg.append(np.zeros((rows, nbytes), dtype=np.int64))
+            self.write_event.append(np.zeros((rows, nbytes), dtype=np.int64))
+            self.read_stamp.append(np.zeros((rows, nbytes, ntracks), dtype=np.int64))
+            self.read_pc.append(np.zeros((rows, nbytes, ntracks), dtype=np.int64))
+            self.read_arg.append(np.zeros((rows, nbytes, ntracks), dtype=np.int64))
+            self.read_event.append(np.zeros((rows, nbytes, ntracks), dtype=np.int64))
 
-    def access(self, op, offset, access, me, clock, event, pc, arg) -> None:
-        for space, r, b0, b1 in _row_blocks(op, offset):
-            self._check(space, r, b0, b1, access, me, clock, pc, arg)
+    def access(self, op, offset, access, me, clock, event, pc, arg, events) -> None:
+        for space, r, c0, c1 in _row_ranges(op, offset):
+            self._check(space, r, c0, c1, access, me, clock, pc, arg, op, offset, events)
             if access & L.ACCESS_WRITE:
-                self.write_track[space][r, b0:b1] = me
-                self.write_stamp[space][r, b0:b1] = clock[me]
-                self.write_pc[space][r, b0:b1] = pc
-                self.write_arg[space][r, b0:b1] = arg
+                self.write_track[space][r, c0:c1] = me
+                self.write_stamp[space][r, c0:c1] = clock[me]
+                self.write_pc[space][r, c0:c1] = pc
+                self.write_arg[space][r, c0:c1] = arg
+                self.write_event[space][r, c0:c1] = event
             if access & L.ACCESS_READ:
-                self.read_stamp[space][r, b0:b1, me] = clock[me]
-                self.read_pc[space][r, b0:b1, me] = pc
-                self.read_arg[space][r, b0:b1, me] = arg
+                self.read_stamp[space][r, c0:c1, me] = clock[me]
+                self.read_pc[space][r, c0:c1, me] = pc
+                self.read_arg[space][r, c0:c1, me] = arg
+                self.read_event[space][r, c0:c1, me] = event
 
-    def _check(self, space, r, b0, b1, access, me, clock, pc, arg) -> None:
-        writer = self.write_track[space][r, b0:b1]
-        stamp = self.write_stamp[space][r, b0:b1]
+    def _check(self, space, r, c0, c1, access, me, clock, pc, arg, op, offset, events) -> None:
+        writer = self.write_track[space][r, c0:c1]
+        stamp = self.write_stamp[space][r, c0:c1]
         other = (writer >= 0) & (writer != me)
         unordered = other & (stamp > clock[np.maximum(writer, 0)])
         if unordered.any():
-            b = b0 + int(np.argmax(unordered))
-            raise self._race(space, r, b, pc, arg, int(self.write_pc[space][r, b]),
-                             int(self.write_arg[space][r, b]), "writes" if access &
-                             L.ACCESS_WRITE else "reads", "writes")
+            b = c0 + int(np.argmax(unordered))
+            other_pc, other_arg = int(self.write_pc[space][r, b]), int(self.write_arg[space][r, b])
+            theirs = self._range(other_pc, other_arg, int(self.write_event[space][r, b]), events,
+                                 space, r, b)
+            raise self._race(space, r, (max(c0, theirs[0]), min(c1, theirs[1])), pc, arg,
+                             other_pc, other_arg, "writes" if access & L.ACCESS_WRITE else
+                             "reads", "writes")
         if access & L.ACCESS_WRITE:
-            reads = self.read_stamp[space][r, b0:b1]  # [blocks, tracks]
+            reads = self.read_stamp[space][r, c0:c1]  # [bytes, tracks]
             late = reads > clock[None, :]
             late[:, me] = False
             if late.any():
                 bi, t = np.unravel_index(int(np.argmax(late)), late.shape)
-                b = b0 + int(bi)
-                raise self._race(space, r, b, pc, arg, int(self.read_pc[space][r, b, t]),
-                                 int(self.read_arg[space][r, b, t]), "writes", "reads")
+                b = c0 + int(bi)
+                other_pc, other_arg = int(self.read_pc[space][r, b, t]), int(
+                    self.read_arg[space][r, b, t])
+                theirs = self._range(other_pc, other_arg, int(self.read_event[space][r, b, t]),
+                                     events, space, r, b)
+                raise self._race(space, r, (max(c0, theirs[0]), min(c1, theirs[1])), pc, arg,
+                                 other_pc, other_arg, "writes", "reads")
 
-    def _race(self, space, row, block, pc, arg, other_pc, other_arg, verb, other_verb):
+    def _range(self, pc, arg, event, events, space, row, byte) -> tuple[int, int]:
+        """The bytes of row ``row`` an earlier access (pc's argument arg in that event) covers
+        around ``byte``."""
+        row_of = self.program.instrs[pc]
+        op = self.program.ops[row_of[L.I_ARGS + 2 * arg + 1]]
+        for s, r, c0, c1 in _row_ranges(op, int(events[event, 2 + arg])):
+            if s == space and r == row and c0 <= byte < c1:
+                return c0, c1
+        raise AssertionError("the recorded access does not cover the byte")
+
+    def _race(self, space, row, shared, pc, arg, other_pc, other_arg, verb, other_verb):
         ins = self.program.instructions[pc]
         other = self.program.instructions[other_pc]
         a = ins.definition.args[arg].name
@@ -202,8 +226,12 @@ class _Accesses:
         symbol = ins.args[a].symbol
         where = ("HBM" if space == L.SPACE_HBM else
                  f"{('SBUF', 'PSUM')[space]} partition {row}")
-        lo = block * BLOCK_BYTES
+        lo, hi = shared
+        declared = self.program.allocations.get(symbol) or self.program.tensors[symbol]
+        base = declared.offset
         line = other.location
+        overlap = (f"overlap: {where}, bytes {lo}..{hi - 1} (bytes {lo - base}..{hi - 1 - base} "
+                   f"of '{symbol}')")
         first, second = sorted([(other.location.line, other, b, other_verb),
                                 (ins.location.line, ins, a, verb)], key=lambda x: x[0])
         return SyncError(
@@ -211,8 +239,7 @@ class _Accesses:
             f"{first[2]} and {second[1].definition.name} (line {second[0]}) {second[3]} it as "
             f"{second[2]}, and no semaphore orders the two (add sync.signal / sync.wait)",
             ins.args[a].location,
-            (f"overlap: {where}, bytes {lo}..{lo + BLOCK_BYTES - 1} (64-byte block)",
-             f"other access: {line}: {line.source.line(line.line).strip()}"))
+            (overlap, f"other access: {line}: {line.source.line(line.line).strip()}"))
 
 
 def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncError:
@@ -238,14 +265,14 @@ def _deadlock(program, events, queues, heads, increments, wait_target) -> SyncEr
     return SyncError("deadlock: no track can proceed", first, tuple(blocked))
 
 
-def _row_blocks(op, offset: int):
-    """(space, memory row, first block, end block) of each partition an operand touches, its
+def _row_ranges(op, offset: int):
+    """(space, memory row, first byte, end byte) of each partition an operand touches, its
     dynamic byte offset resolved (the event's)."""
     space = int(op[L.OP_SPACE])
     for p in range(int(op[L.OP_PCOUNT])):
         r = int(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
         c = offset + p * int(op[L.OP_PCOLSTEP])
-        yield space, r, c // BLOCK_BYTES, (c + int(op[L.OP_EXTENT]) - 1) // BLOCK_BYTES + 1
+        yield space, r, c, c + int(op[L.OP_EXTENT])
 
 
 class _PeArray:
@@ -266,22 +293,21 @@ class _PeArray:
         mask = (int(self.instrs[int(self.events[e, 0])][L.I_FLAGS]) >> L.PE_BLOCKS_SHIFT) & 0xFFFF
         return np.array([mask == 0 or (mask >> b) & 1 for b in range(16)], dtype=bool)
 
-    def footprint(self, e: int) -> tuple[set, set]:
-        """(read, written) 64-byte blocks of event e: (space, row, block); kept while e may
+    def footprint(self, e: int) -> tuple[list, list]:
+        """(read, written) byte ranges of event e: (space, row, first, end); kept while e may
         still be in flight."""
         if e in self.footprints:
             return self.footprints[e]
         row = self.instrs[int(self.events[e, 0])]
-        reads: set = set()
-        writes: set = set()
+        reads: list = []
+        writes: list = []
         for k in range(int(row[L.I_NARGS])):
             if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
                 continue
             access = (int(row[L.I_ACCESS]) >> (2 * k)) & 3
             blocks = writes if access & L.ACCESS_WRITE else reads
-            for space, r, b0, b1 in _row_blocks(self.ops[row[L.I_ARGS + 2 * k + 1]],
-                                                int(self.events[e, 2 + k])):
-                blocks.update((space, r, b) for b in range(b0, b1))
+            blocks.extend(_row_ranges(self.ops[row[L.I_ARGS + 2 * k + 1]],
+                                      int(self.events[e, 2 + k])))
         self.footprints[e] = reads, writes
         return reads, writes
 
@@ -295,7 +321,7 @@ class _PeArray:
             for end, other in self.pending:
                 if end > start:
                     r, w = self.footprint(other)
-                    if w & (reads | writes) or r & writes:
+                    if _meets(w, reads + writes) or _meets(r, writes):
                         start = end
         return start
 
@@ -305,3 +331,9 @@ class _PeArray:
 
     def finished(self) -> float:
         return float(self.free.max())
+
+
+def _meets(a: list, b: list) -> bool:
+    """Whether two lists of (space, row, first, end) byte ranges share a byte."""
+    return any(s == t and r == q and c0 < d1 and d0 < c1
+               for s, r, c0, c1 in a for t, q, d0, d1 in b)

@@ -78,7 +78,7 @@ def test_racy_kernel_names_both_lines_and_the_bytes() -> None:
     text = info.value.render()
     assert "race on 'a': dma.copy (line 7) writes it as dst and scalar.activation (line 9) " \
            "reads it as data" in text
-    assert "overlap: SBUF partition 0, bytes 0..63" in text
+    assert "overlap: SBUF partition 0, bytes 0..2047 (bytes 0..2047 of 'a')" in text
     assert info.value.exit_code == 5
 
 

@@ -1,0 +1,116 @@
+"""The byte ranges the timing model tracks memory in: per memory space, a sorted array of byte
+columns (``breaks``) that cuts every partition row into segments, so that every byte range an
+operand can touch in a row is a whole number of segments.
+
+Dependencies and races are then exact to the byte: two operands share a segment only if they
+share a byte. Segments come from the operands themselves, not from a fixed granule, so a
+buffer touched whole is one segment per row (one table entry per row, however large it is) and
+a [P, 1] column next to a weight buffer gets segments of its own 4 bytes.
+
+Sync mode ``auto`` times instructions while they run, so its cuts are worked out before the run
+from the lowered program (``program_breaks``): every operand's first and one-past-last byte in
+each row, and for a register-offset operand every place its registers can put it (its start moves
+in steps of the gcd g of its register coefficients, inside its symbol's window). An operand whose
+places are both many (more than ``FINE_PLACES``) and dense (g < ``FINE_STEP`` bytes), or more than
+``LATTICE_LIMIT`` row boundaries in all, cuts its window into 64-byte blocks instead, the granule
+of the earlier model: it can then wait on a neighbour in its block (a false dependency, never a
+missed one), and the tables stay at most as large as that model's. ``.sync explicit`` replays recorded events, so it cuts at the offsets they
+actually took (``neuronemu/timing/explicit.py``) and is exact always.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from neuronemu.exec import layout as L
+from neuronemu.exec.jit import jit
+
+FALLBACK_BYTES = 64
+LATTICE_LIMIT = 1 << 16   # row boundaries of one register-offset operand enumerated exactly
+FINE_PLACES = 256         # ... and more places than this only when they are FINE_STEP apart
+FINE_STEP = 16
+
+
+def program_breaks(program, widths: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    """The cuts of SBUF, PSUM and HBM (memory rows ``widths`` bytes wide), each sorted, unique,
+    from 0 to the width; cached on the program per widths."""
+    cache = program.__dict__.setdefault("_region_breaks", {})
+    if widths not in cache:
+        cache[widths] = _compute(program, widths)
+    return cache[widths]
+
+
+def _compute(program, widths) -> tuple[np.ndarray, ...]:
+    points: list[list[np.ndarray]] = [[np.array([0, w], dtype=np.int64)] for w in widths]
+    for a in program.allocations.values():
+        points[L.SPACE_CODES[a.space]].append(
+            np.array([a.offset, a.offset + a.bytes_per_partition], dtype=np.int64))
+    for t in program.tensors.values():
+        points[L.SPACE_HBM].append(np.array([t.offset, t.offset + t.nbytes], dtype=np.int64))
+    ops = program.ops if program.ops is not None else np.zeros((0, L.OP_WIDTH), np.int64)
+    ops = ops[(ops[:, L.OP_SPACE] != L.SPACE_IMM) & (ops[:, L.OP_PCOUNT] > 0)]
+    fixed = ops[ops[:, L.OP_NREG] == 0]
+    # on chip (and one-row HBM tiles) every row starts at the base
+    flat = fixed[(fixed[:, L.OP_PCOLSTEP] == 0) | (fixed[:, L.OP_PCOUNT] == 1)]
+    for space in range(3):
+        mine = flat[flat[:, L.OP_SPACE] == space]
+        points[space] += [mine[:, L.OP_BASE], mine[:, L.OP_BASE] + mine[:, L.OP_EXTENT]]
+    for op in fixed[(fixed[:, L.OP_PCOLSTEP] != 0) & (fixed[:, L.OP_PCOUNT] > 1)]:
+        starts = op[L.OP_BASE] + op[L.OP_PCOLSTEP] * np.arange(op[L.OP_PCOUNT], dtype=np.int64)
+        points[op[L.OP_SPACE]] += [starts, starts + op[L.OP_EXTENT]]
+    for op in ops[ops[:, L.OP_NREG] > 0]:
+        points[op[L.OP_SPACE]] += _register_points(op)
+    return tuple(np.unique(np.clip(np.concatenate(p), 0, w)) for p, w in zip(points, widths))
+
+
+def _register_points(op: np.ndarray) -> list[np.ndarray]:
+    """Every row boundary a register-offset operand can have: its start is the base plus a
+    multiple of g (the gcd of its coefficients), inside its window [lo, hi)."""
+    g = 0
+    for k in range(int(op[L.OP_NREG])):
+        g = math.gcd(g, abs(int(op[L.OP_COEF + 2 * k])))
+    lo, hi = int(op[L.OP_LO]), int(op[L.OP_HI])
+    pcount, pitch, extent = int(op[L.OP_PCOUNT]), int(op[L.OP_PCOLSTEP]), int(op[L.OP_EXTENT])
+    span = (pcount - 1) * pitch + extent
+    base = int(op[L.OP_BASE])
+    if g == 0:
+        first, count = base, 1
+    else:
+        first = lo + (base - lo) % g
+        count = max(0, (hi - span - first) // g + 1)
+    rows = pcount if pitch else 1
+    if count * rows > LATTICE_LIMIT or (count > FINE_PLACES and g < FINE_STEP):
+        blocks = np.arange(lo - lo % FALLBACK_BYTES, hi + FALLBACK_BYTES, FALLBACK_BYTES,
+                           dtype=np.int64)
+        return [blocks, np.array([lo, hi], dtype=np.int64)]
+    starts = (first + g * np.arange(count, dtype=np.int64))[:, None]
+    starts = (starts + pitch * np.arange(rows, dtype=np.int64)[None, :]).ravel()
+    return [starts, starts + extent]
+
+
+@jit(inline="always")
+def segment(breaks, c):
+    """The segment holding byte c: the last i with breaks[i] <= c (breaks[0] <= c)."""
+    lo = 0
+    hi = breaks.shape[0] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if breaks[np.uintp(mid)] <= c:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@jit(inline="always")
+def segments(breaks, c, extent):
+    """Segments [s0, s1) covering bytes [c, c + extent) (exactly, when c and c + extent are
+    cuts; otherwise the segments that hold them, a superset)."""
+    s0 = segment(breaks, c)
+    s1 = s0 + 1
+    end = c + extent
+    if end > breaks[np.uintp(s1)]:
+        s1 = segment(breaks, end - 1) + 1
+    return s0, s1
