@@ -216,6 +216,7 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
         for b in range(16):
             if blocks == 0 or (blocks >> b) & 1:
                 ready = max(ready, track_free[L.PE_FREE0 + b])
+    queue_free = ready
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
@@ -231,7 +232,7 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, write_end,
         engine_free, engine_busy = dma_state
         end, cycles, nbytes, wire = dma.transfer(
             ins, ops, regs, params, row[C_EFFICIENCY], row[C_SBUF_EFFICIENCY],
-            row[C_INDEXED] > 0.0, ready, engine_free, engine_busy)
+            row[C_INDEXED] > 0.0, ready, ready > queue_free, engine_free, engine_busy)
         duration = end - ready
     else:
         duration = cycles / clocks[track]
