@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import neuronemu  # noqa: E402
-from neuronemu.isa.table import load_isa  # noqa: E402
+import neuronemu
+from neuronemu.isa.table import load_isa
 
 CHUNKS = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 32768]
 TARGETS = ["trn1", "trn2", "trn3"]

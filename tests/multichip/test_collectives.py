@@ -432,7 +432,6 @@ def test_two_ranks_on_one_chip_exchange_through_dma() -> None:
     result = spmd(program_text, "trn1.2xlarge", {"x": x}, ranks_per_chip=2)
     assert result.world == 2
     assert np.array_equal(result.outputs["y"], np.broadcast_to(x.sum(0), (2, 4, 64)))
-    target = result.program.target
     half = 4 * 64 * 4 // 2
     expected = 2 * (1300 + half / 272) + half / (272 * 0.5)
     assert result.time_ns == pytest.approx(expected, rel=1e-9)
