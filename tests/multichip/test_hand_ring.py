@@ -74,12 +74,13 @@ def test_hand_ring_and_builtin_on_a_trn2_torus() -> None:
     rank numbers, and on the 4 x 4 torus rank 15 -> rank 0 is two hops (3,3) -> (0,0): every step
     waits for that slowest message. That, and the load and store the hand ring does itself, is
     the whole difference; the per-step addition costs about the same on either side (a Vector
-    add of 133 ns against a DMA reduce of 178 ns)."""
+    add of 133 ns + 104 ns latency against a DMA reduce of 178 ns)."""
     n, cols = 16, 1024
     hand, builtin = _kernels(n, cols)
     chunk_bytes = 128 * (cols // n) * 4
     transfer = chunk_bytes / 256
-    vector_add = max(64, 2 * (cols // n)) / 0.96
+    # a Vector add, then its ~100-cycle pipeline latency before the next send reads the sum
+    vector_add = (max(64, 2 * (cols // n)) + 100) / 0.96
     dma_reduce = chunk_bytes / (368 * 0.5)
     load = 8 * (cols * 4 + 256) / 23
     store = 1300 + load
@@ -108,7 +109,7 @@ def test_hand_ring_and_builtin_on_two_cores_of_one_chip() -> None:
     hand, builtin = _kernels(n, cols)
     chunk_bytes = 128 * (cols // n) * 4
     step = 1300 + chunk_bytes / 272
-    vector_add = max(64, 2 * (cols // n)) / 1.12
+    vector_add = (max(64, 2 * (cols // n)) + 100) / 1.12  # with Vector's ~100-cycle latency
     dma_reduce = chunk_bytes / (272 * 0.5)
     load = 8 * (cols * 4 + 256) / 17
     store = 1300 + load
@@ -119,5 +120,5 @@ def test_hand_ring_and_builtin_on_two_cores_of_one_chip() -> None:
     assert h.time_ns == pytest.approx(load + 2 * step + vector_add + store, rel=1e-9)
     ratio = (h.time_ns - load - store) / b.time_ns
     assert ratio == pytest.approx((2 * step + vector_add) / (2 * step + dma_reduce), rel=1e-9)
-    # DMA reduce of 128 KiB at 136 B/ns (964 ns) is slower than the Vector add (457 ns): 0.89
+    # DMA reduce of 128 KiB at 136 B/ns (964 ns) is slower than the Vector add (546 ns): 0.9
     assert 0.85 < ratio < 1.0
