@@ -85,8 +85,12 @@ def stationary_load_cycles(ins, ops, row):
     for k in range(ins[L.I_NARGS]):
         if (ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND
                 and (ins[L.I_ACCESS] >> (2 * k)) & 3 == L.ACCESS_READ):
-            # args: dst, stationary, moving: the first read-only tile is the stationary one
-            return row[C_STATIONARY_LOAD] * float(ops[ins[L.I_ARGS + 2 * k + 1]][L.OP_SIZE])
+            # args: dst, stationary, moving: the first read-only tile is the stationary one;
+            # double_row loads its [K, 2, M] in the time of [K, M] (T2: K = 256 as bf16 K = 128)
+            columns = float(ops[ins[L.I_ARGS + 2 * k + 1]][L.OP_SIZE])
+            if ins[L.I_FLAGS] & L.MATMUL_DOUBLE_ROW:
+                columns *= 0.5
+            return row[C_STATIONARY_LOAD] * columns
     return 0.0
 
 
