@@ -104,6 +104,7 @@ def _short(text: str) -> str:
 
 
 MAX_NAME_BYTES = 0xFFFF  # names are stored with a u16 length
+_SYNC_EXPLICIT = 1       # header flags bit 0: the kernel is `.sync explicit` (0: auto)
 
 
 def encode(program: Program) -> bytes:
@@ -119,7 +120,7 @@ def encode(program: Program) -> bytes:
     _check_names(tensors + allocations)
     w = _Writer()
     w.parts.append(MAGIC)
-    w.pack("HH", VERSION, 0)
+    w.pack("HH", VERSION, _SYNC_EXPLICIT if program.sync_mode == "explicit" else 0)
     w.text(program.target.name)
     w.pack("I", len(tensors))
     for t in tensors:
@@ -202,7 +203,7 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
     if data[:4] != MAGIC:
         raise r.fail("not a neuronemu binary (no NEO magic)")
     r.offset = 4
-    version, _ = r.unpack("HH", "the version")
+    version, flags = r.unpack("HH", "the version")
     if version != VERSION:
         raise r.fail(f"encoding version {version}; this neuronemu reads {VERSION}", 4)
     at = r.offset
@@ -210,6 +211,8 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
     if target not in isa.targets:
         raise r.fail(f"unknown target {_short(target)}", at)
     lines = [f"# disassembled by neuronemu (encoding v{VERSION})", f".target {target}"]
+    if flags & _SYNC_EXPLICIT:
+        lines.append(".sync explicit")
     names: list[str] = []
     for _ in range(r.one("I", "the tensor count")):
         lines.append(_decode_tensor(r, names))

@@ -123,3 +123,17 @@ def test_binary_inputs_are_checked_like_source(tmp_path: Path) -> None:
     with pytest.raises(neuronemu.AsmError, match="SBUF overflow on trn1"):
         neuronemu.assemble_file(path, target="trn1")
     assert np.all(neuronemu.run(neuronemu.assemble_file(path)).tiles["big"] == 0)
+
+
+def test_sync_mode_round_trips() -> None:
+    """Header flags bit 0 carries `.sync explicit` (it changes times and race checks, not
+    values: the round trip of timing/explicit_sync caught it once issue 14's latencies made
+    explicit and auto times differ)."""
+    from neuronemu.encoding import disassemble, encode
+
+    source = ".sync explicit\n.sbuf a float32[4, 4]\nvector.memset a, value=1.0\n"
+    explicit = neuronemu.assemble(source, "k.s")
+    assert ".sync explicit" in disassemble(encode(explicit)).splitlines()
+    auto = neuronemu.assemble(source.replace(".sync explicit\n", ""), "k.s")
+    assert ".sync" not in disassemble(encode(auto))
+    assert neuronemu.assemble(disassemble(encode(explicit))).sync_mode == "explicit"

@@ -2,7 +2,8 @@
 (the table in docs/multichip.md).
 
 Each cell runs `cc.all_reduce` on every chip of the topology (one rank per chip, fp32 data) and
-reports the modelled time in us; `analytic` is Topology.ring_allreduce_ns. Also prints the wall
+reports the modelled time in us; `analytic` is Topology.ring_allreduce_ns with the target's DMA
+reduce rate (the textbook ring plus its n - 1 additions of a chunk). Also prints the wall
 time of each run.
 
 Usage: python tools/collective_table.py [--sizes 65536,1048576] [--topologies a,b]
@@ -22,6 +23,12 @@ from neuronemu.api import run_spmd
 from neuronemu.multichip.topology import load_topologies
 
 ALGORITHMS = ("ring", "mesh", "rdh", "auto")
+
+
+def _targets():
+    from neuronemu.isa.table import load_isa
+
+    return load_isa().targets
 
 
 def kernel(nbytes: int, algorithm: str) -> str:
@@ -62,7 +69,9 @@ def main() -> None:
 
                     cell += f" ({choose('auto', nbytes, world) if world > 1 else 'local'})"
                 cells.append(cell)
-            analytic = topo.ring_allreduce_ns(nbytes) / 1000
+            target = _targets()[topo.target]
+            reduce_gb_s = target.dma_bytes_per_ns * target.dma_reduce_efficiency
+            analytic = topo.ring_allreduce_ns(nbytes, reduce_gb_s) / 1000
             print(f"| `{name}` | {nbytes:,} | {' | '.join(cells)} | {analytic:,.1f} | "
                   f"{wall:.2f} |", flush=True)
 

@@ -139,6 +139,7 @@ class Target:
 
 COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma", "network")
 _COST_KEYS = {"formula", "per_element", "fast_per_element", "min_ii", "fixed", "extra_output",
+              "latency", "stationary_load",
               "fp32_factor", "efficiency", "sbuf_efficiency", "indexed", "source"}
 
 
@@ -159,6 +160,9 @@ class CostClass:
     efficiency: float = 1.0         # dma: fraction of engine bandwidth when reading HBM
     sbuf_efficiency: float = 1.0    # dma: the same when reading SBUF
     indexed: float = 0.0            # dma: 1 when an index tile picks the rows of an HBM table
+    latency: float = 0.0            # cycles after the issue interval until a result is readable
+    stationary_load: float = 0.0    # matmul: LoadStationary cycles per stationary column, when
+                                    # the PE array idled before the instruction (not hidden)
 
 
 @dataclass(frozen=True)

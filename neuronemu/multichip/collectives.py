@@ -3,9 +3,10 @@
 An algorithm is a list of steps; a step is a list of messages (src rank, dst rank, the keys of
 the chunks it carries, whether the receiver reduces them into its own or replaces them). All
 messages of a step read the data as it was before the step. A rank's next step starts when
-everything it sent or received in this step has arrived, so the modelled time of a ring
-all-reduce is the textbook 2 (n - 1) x (hop latency + chunk / link bandwidth), plus whatever
-contention the links add (ARCHITECTURE.md 6.3; docs/multichip.md).
+everything it sent or received in this step has arrived and been reduced, so the modelled time
+of a ring all-reduce is the textbook 2 (n - 1) x (hop latency + chunk / link bandwidth), plus
+(n - 1) reductions of a chunk at the DMA-compute rate, plus whatever contention the links add
+(ARCHITECTURE.md 6.3; docs/multichip.md).
 """
 
 from __future__ import annotations
@@ -148,11 +149,18 @@ def barrier_steps(n: int) -> list[list[Message]]:
 def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
               combine) -> list[float]:
     """Move (and reduce) the chunks of ``data`` (per rank: key -> array) step by step, timing
-    each message on ``network``; returns when each rank finished."""
+    each message on ``network``; returns when each rank finished.
+
+    A message the receiver reduces into its own chunk is added after it has arrived, by the
+    receiver's DMA engines at ``network.reduce_ns`` (the runtime's collectives reduce with DMA
+    compute descriptors: ARCHITECTURE.md 6.3), the reductions of one receiver one after the
+    other in arrival order; so a built-in collective pays for its additions as a hand-written
+    ring of cc.send / cc.recv and an add does."""
     ready = list(ready)
     for step in steps:
         payload = [[data[m.src][k] for k in m.keys] for m in step]
         done = list(ready)
+        reductions = []
         for i in sorted(range(len(step)), key=lambda i: (ready[step[i].src], step[i].src,
                                                          step[i].dst)):
             m = step[i]
@@ -160,6 +168,13 @@ def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
             _, arrival = network.transfer(m.src, m.dst, nbytes, ready[m.src])
             done[m.dst] = max(done[m.dst], arrival)
             done[m.src] = max(done[m.src], arrival)
+            if m.reduce and nbytes:
+                reductions.append((arrival, m.dst, m.src, nbytes))
+        adder_free = {}
+        for arrival, dst, _src, nbytes in sorted(reductions):
+            start = max(arrival, adder_free.get(dst, 0.0))
+            adder_free[dst] = start + network.reduce_ns(nbytes)
+            done[dst] = max(done[dst], adder_free[dst])
         for i in sorted(range(len(step)), key=lambda i: (step[i].src, step[i].dst)):
             m = step[i]
             box = data[m.dst]

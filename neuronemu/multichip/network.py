@@ -7,7 +7,8 @@ earliest interval, at or after it is ready, in which every link of its route is 
 ``bytes / bandwidth`` (first-fit into gaps, so the order the driver books messages in does not
 push an early message behind a later one). Ranks on one chip exchange through the chip's DMA
 engines: the target's DMA fixed cost plus bytes at its per-core DMA bandwidth, without
-contention (docs/multichip.md lists these choices).
+contention. Reductions of collectives run on the receiver's DMA engines at ``reduce_ns``
+(docs/multichip.md lists these choices).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Network:
         self.ranks_per_chip = ranks_per_chip
         self.local_gb_s = float(target.dma_bytes_per_ns)
         self.local_ns = float(target.dma_fixed_ns)
+        self.reduce_gb_s = float(target.dma_bytes_per_ns) * float(target.dma_reduce_efficiency)
         self.links: dict[tuple[int, int], _Link] = {}
         self.routes: dict[tuple[int, int], tuple[list[tuple[int, int]], float, float,
                                                  np.ndarray]] = {}
@@ -99,6 +101,11 @@ class Network:
         counts = np.zeros(new_links, dtype=np.int64)
         counts[:links] = self.counts
         self.counts = counts
+
+    def reduce_ns(self, nbytes: int) -> float:
+        """Time for a rank's DMA engines to add ``nbytes`` received into its own chunk: the
+        per-core DMA bandwidth times dma_reduce_efficiency (isa/targets.toml)."""
+        return nbytes / self.reduce_gb_s
 
     def transfer(self, src: int, dst: int, nbytes: int, ready: float) -> tuple[float, float]:
         """Book a message of ``nbytes`` from rank src to rank dst that can leave at ``ready``;

@@ -127,10 +127,12 @@ class Topology:
         path = self.route(src, dst)
         return min(self.link(a, b).gb_s for a, b in itertools.pairwise(path))
 
-    def ring_allreduce_ns(self, nbytes: int) -> float:
+    def ring_allreduce_ns(self, nbytes: int, reduce_gb_s: float = float("inf")) -> float:
         """The textbook ring all-reduce: 2 (n - 1) steps, each sending nbytes / n to the next
         chip of the ring: 2 (n - 1) / n * nbytes / bandwidth + 2 (n - 1) * step latency, with
-        the slowest ring step's bandwidth and hops (an analytic bound, not an emulation)."""
+        the slowest ring step's bandwidth and hops (an analytic bound, not an emulation), plus
+        the n - 1 reduce-scatter steps' additions of nbytes / n at ``reduce_gb_s`` (the DMA
+        reduce rate, Network.reduce_ns; infinite: the network alone)."""
         n = self.chips
         if n == 1:
             return 0.0
@@ -138,7 +140,8 @@ class Topology:
         steps = list(zip(ring, ring[1:] + ring[:1], strict=True))
         bandwidth = min(self.path_gb_s(a, b) for a, b in steps)
         latency = max(self.hops(a, b) for a, b in steps) * self.hop_ns
-        return 2 * (n - 1) / n * nbytes / bandwidth + 2 * (n - 1) * latency
+        return (2 * (n - 1) / n * nbytes / bandwidth + 2 * (n - 1) * latency
+                + (n - 1) / n * nbytes / reduce_gb_s)
 
     @property
     def hop_ns(self) -> float:

@@ -2,6 +2,9 @@
 
 Each step goes to the event whose end set this one's start, preferring the same track (the
 engine was busy) over another one (waiting for data); of several, the latest in program order.
+When no event ends exactly there, the start waited for a result's pipeline latency
+(isa/costs.toml ``latency``): the step goes to the last event to end before it, and the gap
+counts for that event's track.
 The walk was a Python loop (about 2 us per recorded instruction); this is the same walk over
 events sorted by end time, with the same float64 sums in the same order.
 """
@@ -51,6 +54,15 @@ def walk(tracks, starts, ends):
                 latest_same = i
                 break
         if latest < 0:
-            break
+            # no exact match: the start waited for a pipeline latency after the last event to
+            # end before it (events ending before ``start`` sit below ``lo``)
+            for j in range(lo - 1, -1, -1):
+                i = by_end[j]
+                if i < current:
+                    latest = i
+                    break
+            if latest < 0:
+                break
+            shares[tracks[latest]] += start - ends[latest]
         current = latest_same if latest_same >= 0 else latest
     return shares, order, n_order

@@ -1,7 +1,9 @@
 """Time of one DMA transfer on the core's DMA engines (docs/dma.md, "Timing").
 
-A transfer waits for its queue (FIFO: the previous transfer on the queue has completed), pays
-the fixed cost of descriptors and synchronisation, then moves its rows. Row i (a partition of the
+A transfer waits for its queue (FIFO: the previous transfer on the queue has completed); when
+it also had to wait for another track (the engine that writes its source, or reads what it
+overwrites), it pays the cross-engine synchronisation latency (semaphore to start, descriptors),
+then moves its rows. Row i (a partition of the
 on-chip side) is served by the DMA engine owning that partition (128 / 16 = 8 partitions per
 engine), so a transfer over all 128 partitions uses all 16 engines and one over 8 partitions
 uses one. An engine moves a row in (bytes + buffers * overhead) / (bandwidth * efficiency):
@@ -65,10 +67,14 @@ def contiguous_bytes(op):
 
 
 @jit
-def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready, engine_free,
-             engine_busy):
+def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready, waited,
+             engine_free, engine_busy):
     """Place the transfer whose queue and operands are ready at ``ready`` (ns); returns
-    (end_ns, ns it takes alone on idle engines, bytes, wire bytes)."""
+    (end_ns, ns it takes alone on idle engines, bytes, wire bytes).
+
+    ``waited``: the transfer waited for another track (its data, or a reader of what it
+    overwrites), so it pays the cross-engine semaphore-to-start latency before its data phase;
+    a transfer that waits only for its own queue does not (docs/dma.md, "Timing")."""
     nargs = ins[L.I_NARGS]
     # rows follow the on-chip side: the written on-chip operand, else the first on-chip read
     rows_op = -1
@@ -144,10 +150,12 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
         raw_bytes = max(raw_read, raw_written)
     if compressed_wire >= 0.0:
         wire_bytes = compressed_wire  # the compressed side sets the traffic (docs/dma.md)
-    if ins[L.I_FLAGS] & L.DMA_HWDGE:
-        fixed = params[T_DMA_HWDGE_FIXED_NS]
-    else:
-        fixed = params[T_DMA_FIXED_NS]
+    fixed = 0.0
+    if waited:
+        if ins[L.I_FLAGS] & L.DMA_HWDGE:
+            fixed = params[T_DMA_HWDGE_FIXED_NS]
+        else:
+            fixed = params[T_DMA_FIXED_NS]
     engines = int(params[T_DMA_ENGINES])
     engine_bw = params[T_DMA_BYTES_PER_NS] / engines
     eff = sbuf_efficiency if src_on_chip and not hbm_read > 0.0 else efficiency

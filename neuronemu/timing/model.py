@@ -33,7 +33,9 @@ C_FP32_FACTOR = 6
 C_EFFICIENCY = 7
 C_SBUF_EFFICIENCY = 8
 C_INDEXED = 9
-COST_WIDTH = 10
+C_LATENCY = 10
+C_STATIONARY_LOAD = 11
+COST_WIDTH = 12
 FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5,
             "network": 6}
 F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA, F_NETWORK = range(7)
@@ -47,7 +49,8 @@ def cost_table(isa) -> np.ndarray:
     rows = np.zeros((len(isa.costs), COST_WIDTH), dtype=np.float64)
     for c in isa.costs.values():
         rows[c.code] = (FORMULAS[c.formula], c.per_element, c.fast_per_element, c.min_ii, c.fixed,
-                        c.extra_output, c.fp32_factor, c.efficiency, c.sbuf_efficiency, c.indexed)
+                        c.extra_output, c.fp32_factor, c.efficiency, c.sbuf_efficiency, c.indexed,
+                        c.latency, c.stationary_load)
     return rows
 
 
@@ -62,8 +65,33 @@ def track_clocks(target) -> np.ndarray:
     return clocks
 
 
+# target_params entries after the DMA ones (neuronemu.timing.dma)
+T_PSUM_DRAIN_NS = dma.PARAMS_WIDTH   # TensorE pipeline drain: a PSUM result's latency, in ns
+
+
 def target_params(target) -> np.ndarray:
-    return dma.params(target)
+    from neuronemu.isa.table import load_isa
+
+    drain = load_isa().costs["tensor_matmul"].latency / target.clock_ghz["tensor"]
+    return np.concatenate([dma.params(target), np.array([drain])])
+
+
+@jit
+def stationary_load_cycles(ins, ops, row):
+    """LoadStationary cycles of a matmul: the stationary operand's columns (its free size) times
+    the class's cycles per column; 0 for every other formula."""
+    if row[C_STATIONARY_LOAD] == 0.0:
+        return 0.0
+    for k in range(ins[L.I_NARGS]):
+        if (ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND
+                and (ins[L.I_ACCESS] >> (2 * k)) & 3 == L.ACCESS_READ):
+            # args: dst, stationary, moving: the first read-only tile is the stationary one;
+            # double_row loads its [K, 2, M] in the time of [K, M] (T2: K = 256 as bf16 K = 128)
+            columns = float(ops[ins[L.I_ARGS + 2 * k + 1]][L.OP_SIZE])
+            if ins[L.I_FLAGS] & L.MATMUL_DOUBLE_ROW:
+                columns *= 0.5
+            return row[C_STATIONARY_LOAD] * columns
+    return 0.0
 
 
 @jit
@@ -225,12 +253,16 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
         for b in range(16):
             if blocks == 0 or (blocks >> b) & 1:
                 ready = max(ready, track_free[L.PE_FREE0 + b])
+    queue_free = ready
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            t, unwritten = operand_ready(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, breaks,
-                                         write_end, read_end)
+            op = ops[ins[L.I_ARGS + 2 * k + 1]]
+            t, unwritten = operand_ready(op, regs, access, breaks, write_end, read_end)
+            if (not tensor and access & L.ACCESS_READ and op[L.OP_SPACE] == L.SPACE_PSUM
+                    and t > 0.0):
+                t += params[T_PSUM_DRAIN_NS]  # a PSUM result is readable once TensorE drained
             ready = max(ready, t)
             if unwritten and unwritten_arg < 0:
                 unwritten_arg = k
@@ -240,16 +272,28 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
         engine_free, engine_busy = dma_state
         end, cycles, nbytes, wire = dma.transfer(
             ins, ops, regs, params, row[C_EFFICIENCY], row[C_SBUF_EFFICIENCY],
-            row[C_INDEXED] > 0.0, ready, engine_free, engine_busy)
+            row[C_INDEXED] > 0.0, ready, ready > queue_free, engine_free, engine_busy)
         duration = end - ready
     else:
+        if tensor and (ready > queue_free or ready == 0.0):
+            # the PE blocks idled before this instruction: its LoadStationary had nothing to
+            # hide behind (back to back, the array loads it during the previous matmul)
+            cycles += stationary_load_cycles(ins, ops, row)
         duration = cycles / clocks[track]
         end = ready + duration
+    # results are readable after the engine's pipeline latency; TensorE's (PSUM) is charged to
+    # the reader above, so that accumulating matmuls stream back to back
+    result = end if is_dma or tensor else end + row[C_LATENCY] / clocks[track]
     for k in range(ins[L.I_NARGS]):
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, breaks, write_end,
-                         read_end)
+            op = ops[ins[L.I_ARGS + 2 * k + 1]]
+            if result == end:
+                operand_done(op, regs, access, end, breaks, write_end, read_end)
+            else:
+                operand_done(op, regs, access & L.ACCESS_READ, end, breaks, write_end, read_end)
+                operand_done(op, regs, access & L.ACCESS_WRITE, result, breaks, write_end,
+                             read_end)
     if tensor:
         for b in range(16):
             if blocks == 0 or (blocks >> b) & 1:

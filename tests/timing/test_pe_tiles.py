@@ -1,6 +1,6 @@
 """programs/timing/pe_row_tiles.s: four K = 32 heads on four 32-row PE tiles run concurrently.
 Oracles: numpy float64 matmuls of the bf16 inputs the run used (bf16 products are exact in fp32
-and K = 32 sums round at most 31 times), and the matmul cost max(64, N) = 512 TensorE cycles."""
+and K = 32 sums round at most 31 times), and the matmul cost max(64, N) = 512 TensorE cycles (+ 32 for an exposed LoadStationary)."""
 
 from __future__ import annotations
 
@@ -36,5 +36,8 @@ def test_four_tiles_take_the_time_of_one_matmul() -> None:
                and not line.startswith("#")]
     assert len(matmuls) == 4 and not any("tile_" in line for line in matmuls)
     untiled = run(untiled_text).timing.tracks["tensor"].busy_ns
-    assert tiled == pytest.approx(512 / TENSOR_GHZ)
-    assert untiled == pytest.approx(4 * 512 / TENSOR_GHZ)
+    # each matmul waits for the loads, so the first on each PE tile pays its LoadStationary
+    # (128 stationary columns / 4 = 32 cycles); untiled, the other three load theirs while the
+    # one before streams
+    assert tiled == pytest.approx((32 + 512) / TENSOR_GHZ)
+    assert untiled == pytest.approx((32 + 4 * 512) / TENSOR_GHZ)
