@@ -13,6 +13,7 @@ elements too; docs/timing.md)."""
 from __future__ import annotations
 
 import re
+import tomllib
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu.cli import main
+from neuronemu.isa.resources import isa_dir
 from neuronemu.timing import explicit
 from neuronemu.timing.explicit import SyncError
 
@@ -228,12 +230,27 @@ def _tables(program):
     return {0: np.zeros((128, sbuf)), 2: np.zeros((1, program.hbm_bytes))}
 
 
+_COSTS = tomllib.loads((isa_dir() / "costs.toml").read_text())
+_TARGETS = tomllib.loads((isa_dir() / "targets.toml").read_text())
+
+
+def _latency_ns(program, instruction) -> float:
+    """When an engine instruction's result is readable after it ends: its cost class's latency
+    (engine cycles) at the target's clock of that engine; DMA transfers have none."""
+    engine = instruction.definition.engine
+    if engine == "dma":
+        return 0.0
+    cycles = _COSTS[instruction.definition.cost_class].get("latency", 0)
+    return cycles / _TARGETS[program.target.name]["clock_ghz"][engine]
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kernels())
 def test_auto_mode_waits_exactly_for_shared_bytes(kernel) -> None:
     """Every instruction starts when its track is free and the last write (and, for what it
-    writes, the last read) of each byte it touches has ended: the per-byte model, fed the run's
-    own end times, predicts every start time exactly."""
+    writes, the last read) of each byte it touches has ended, a write being readable only after
+    its engine's pipeline latency: the per-byte model, fed the run's own end times and the
+    latencies of isa/costs.toml, predicts every start time exactly."""
     decls, instrs, buffers = kernel
     source = decls + "".join(f"    {text}\n" for _, text, _ in instrs)
     result = _run(source)
@@ -251,10 +268,11 @@ def test_auto_mode_waits_exactly_for_shared_bytes(kernel) -> None:
                     ready = max(ready, reads[space][row, lo:hi].max())
         assert times[i, 0] == ready, f"instruction {i}: {instrs[i][1]}\n{source}"
         end = times[i, 1]
+        readable = end + _latency_ns(program, program.instructions[i])
         for operand in operands:
             for space, row, lo, hi in _footprint(program, buffers, operand):
                 if operand[1] == "w":
-                    writes[space][row, lo:hi] = end
+                    writes[space][row, lo:hi] = readable
                 else:
                     reads[space][row, lo:hi] = np.maximum(reads[space][row, lo:hi], end)
         track_free[track] = end
