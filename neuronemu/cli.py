@@ -704,20 +704,25 @@ def check(kernel, target, as_json):
 @click.argument("mnemonic", required=False)
 @click.option("--json", "as_json", is_flag=True)
 def isa(mnemonic, as_json):
-    """List the instructions, or describe one (ENGINE.MNEMONIC or MNEMONIC)."""
+    """List the instructions (all, or one ENGINE's), or describe one (ENGINE.MNEMONIC or
+    MNEMONIC)."""
     import difflib
 
     from neuronemu.isa.table import load_isa
 
     table = load_isa().instructions
     entries = list(table.values())
+    engines = {d.engine for d in entries}
+    listing = not mnemonic or mnemonic in engines   # `isa vector`: that engine's instructions
     if mnemonic:
-        entries = [d for d in entries if mnemonic in (d.name, d.mnemonic)]
+        entries = [d for d in entries if mnemonic in (d.name, d.mnemonic, d.engine)]
         if not entries:
-            close = difflib.get_close_matches(mnemonic, list(table) + [d.mnemonic for d in
-                                                                      table.values()], n=3)
+            close = difflib.get_close_matches(mnemonic, list(table) + sorted(engines) +
+                                              [d.mnemonic for d in table.values()], n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise _Failure(InputError(f"unknown instruction '{mnemonic}'{hint}"), as_json)
+            # a name on the command line, not a file: a usage error (exit 2), as click's own
+            raise click.BadParameter(f"unknown instruction or engine '{mnemonic}'{hint}",
+                                     param_hint="MNEMONIC")
     if as_json:
         docs = [{"mnemonic": d.name, "engine": d.engine, "opcode": d.opcode,
                  "targets": list(d.targets or TARGETS), "nki": d.nki, "summary": d.summary,
@@ -727,7 +732,7 @@ def isa(mnemonic, as_json):
                 for d in entries]
         click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "instructions": docs}, indent=2))
         return
-    if not mnemonic:
+    if listing:
         width = max(len(d.name) for d in entries)
         for d in sorted(entries, key=lambda d: (d.engine, d.opcode)):
             click.echo(f"{d.name:<{width}}  {d.summary}")

@@ -206,8 +206,25 @@ def test_isa_listing_and_entry() -> None:
 
 
 def test_isa_unknown_suggests() -> None:
+    """An unknown name is a usage error (exit 2; 4 is for bad files)."""
     result = invoke("isa", "tensor_tensr")
-    assert_clean_error(result, 4, "unknown instruction 'tensor_tensr'", "tensor_tensor")
+    assert_clean_error(result, 2, "unknown instruction or engine 'tensor_tensr'", "tensor_tensor")
+
+
+def test_isa_engine_lists_its_instructions() -> None:
+    result = invoke("isa", "vector")
+    assert result.exit_code == 0, result.stderr
+    names = [line.split()[0] for line in result.stdout.splitlines()]
+    assert "vector.tensor_tensor" in names and all(n.startswith("vector.") for n in names)
+
+
+def test_isa_reference_documents_every_instruction() -> None:
+    """docs/isa.md (tools/gen_isa.py) has a section for every instruction of the tables."""
+    from neuronemu.isa.table import load_isa
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "isa.md").read_text()
+    missing = [name for name in load_isa().instructions if f"### `{name}`" not in text]
+    assert not missing, f"docs/isa.md lacks {missing}: run python tools/gen_isa.py"
 
 
 def test_programs_lists_examples() -> None:

@@ -82,10 +82,13 @@ def reference(isa) -> str:
            "Tiles are named allocations (`.sbuf`, `.psum`) or HBM tensors (`.hbm`), optionally "
            "sliced: `x[0:128, 0:512]`; the first dim of an on-chip tile is the partition dim."),
            ""]
-    for engine in ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl"):
+    # every engine the tables name, in opcode order (tensor 0x01.., ..., cc 0x08..): an engine
+    # added to the tables gets its section without an edit here
+    engines = sorted({d.engine for d in isa.instructions.values()},
+                     key=lambda e: min(d.opcode for d in isa.instructions.values()
+                                       if d.engine == e))
+    for engine in engines:
         entries = [d for d in isa.instructions.values() if d.engine == engine]
-        if not entries:
-            continue
         out += [f"## {engine}", ""]
         for d in sorted(entries, key=lambda d: d.opcode):
             out += [f"### `{d.name}`", "", d.summary, "",
