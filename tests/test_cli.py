@@ -227,6 +227,16 @@ def test_isa_reference_documents_every_instruction() -> None:
     assert not missing, f"docs/isa.md lacks {missing}: run python tools/gen_isa.py"
 
 
+def test_programs_fit_the_terminal_and_keep_whole_sentences() -> None:
+    result = CliRunner().invoke(main, ["programs"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    entries = " ".join(lines)
+    assert "collectives/all_reduce" in entries and "examples/vector_add" in entries
+    assert "e.g." not in [line.split()[-1] for line in lines]   # no sentence cut at e.g.
+
+
 def test_programs_lists_examples() -> None:
     result = invoke("programs")
     assert result.exit_code == 0
