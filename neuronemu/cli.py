@@ -453,7 +453,7 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
             _run_spmd(kernel, target, input_files, output_files, output_dir, options,
                       trace_path, None, ranks_per_chip, as_json, plot_path, program)
             return
-        if ranks_per_chip is not None:
+        if ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
             raise click.BadParameter("needs --topology or a .topology directive in the kernel "
                                      "(ranks run on the chips of a topology)",
                                      param_hint="--ranks-per-chip")
