@@ -209,6 +209,8 @@ class Program:
     imms: np.ndarray = field(repr=False, default=None)
     warnings: list[str] = field(default_factory=list)
     sync_mode: str = "auto"         # .sync auto | explicit (docs/timing.md)
+    topology: str | None = None     # .topology NAME: the system it runs on by default
+    ranks_per_chip: int = 1         # .topology NAME ranks_per_chip=N
 
     @property
     def hbm_bytes(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import gc
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -30,7 +31,10 @@ INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
     "full": 1, "normal": 2, "uniform": 2, "relu_normal": 2,
 }
-DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
+DIRECTIVES = ("target", "topology", "sync", "hbm", "sbuf", "psum", "const")
+# .topology NAME [ranks_per_chip=N]: system names hold dots and dashes (trn2.48xlarge), which
+# the expression grammar splits, so the name is read from the line's text
+_TOPOLOGY = re.compile(r'\.topology\s+"?([A-Za-z0-9_.\-]+)"?\s*(?:,?\s*ranks_per_chip\s*=.*)?$')
 SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
 PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
@@ -97,11 +101,59 @@ class Assembler:
                 statements.append(item)
         instructions, same_as = self._instructions(statements)
         program = Program(self.source, self.target, self.tensors, self.allocations,
-                          instructions, self.labels, sync_mode=self.sync_mode)
+                          instructions, self.labels, sync_mode=self.sync_mode,
+                          topology=self.topology, ranks_per_chip=self.ranks_per_chip)
         lower(program, same_as)
         return program
 
+    def _choose_topology(self, items):
+        """``.topology NAME [ranks_per_chip=N]``: the system a multi-rank kernel runs on when
+        no topology is given (--topology, run_spmd's argument wins); returns its chips'
+        target, which is the kernel's default target."""
+        from neuronemu.multichip.topology import load_topologies
+
+        self.topology, self.ranks_per_chip = None, 1
+        found = [i for i in items
+                 if i.data == "directive" and str(i.children[0]) == "topology"]
+        if not found:
+            return None
+        if len(found) > 1:
+            raise self.error(found[1], "a second .topology directive: a kernel names at most "
+                                       "one topology")
+        node = found[0]
+        location = location_of(self.source, node.meta)
+        end = location.end_column - 1 if location.end_column else None
+        text = self.source.line(location.line)[location.column - 1:end]
+        topologies = load_topologies()
+        usage = "usage: .topology NAME [ranks_per_chip=N]"
+        match = _TOPOLOGY.match(text.strip())
+        if match is None:
+            raise self.error(node, f"{usage} (NAME: {', '.join(topologies)})")
+        name = match.group(1)
+        if name not in topologies:
+            column = location.column + text.index(name)
+            where = Location(self.source, location.line, column, column + len(name))
+            raise AsmError(f"unknown topology '{name}'; topologies: {', '.join(topologies)}"
+                           f"{_suggest(name, topologies)}", where)
+        topology = topologies[name]
+        for arg in node.children[1:]:
+            if getattr(arg, "data", None) == "kwarg":
+                key, value = arg.children
+                if str(key) != "ranks_per_chip":
+                    raise AsmError(f".topology has no option '{key}'; {usage}",
+                                   _token_loc(self.source, key))
+                ranks = self.eval.integer(value)
+                if not 1 <= ranks <= topology.cores_per_chip:
+                    raise self.error(value, f"ranks_per_chip must be 1..{topology.cores_per_chip}"
+                                            f" on {name} ({topology.cores_per_chip} cores per "
+                                            f"chip), not {ranks}")
+                self.ranks_per_chip = ranks
+        self.topology = name
+        self._topology_node = node
+        return topology.target
+
     def _choose_target(self, items):
+        from_topology = self._choose_topology(items)
         chosen = None
         for item in items:
             if item.data == "directive" and str(item.children[0]) == "target":
@@ -114,7 +166,11 @@ class Assembler:
                                               f"{', '.join(self.isa.targets)}"
                                               f"{_suggest(name, self.isa.targets)}")
                 chosen = name
-        name = self.target_override or chosen or DEFAULT_TARGET
+                if from_topology is not None and from_topology != name:
+                    raise self.error(self._topology_node,
+                                     f"topology {self.topology} is made of {from_topology} "
+                                     f"chips, but the kernel says .target {name}")
+        name = self.target_override or chosen or from_topology or DEFAULT_TARGET
         if name not in self.isa.targets:
             raise AsmError(f"unknown target '{name}'; targets: {', '.join(self.isa.targets)}")
         self.target = self.isa.targets[name]
@@ -122,8 +178,8 @@ class Assembler:
     def _directive(self, node):
         name_tok, *args = node.children
         name = str(name_tok)
-        if name == "target":
-            return
+        if name in ("target", "topology"):
+            return   # read first, by _choose_target
         if name not in DIRECTIVES:
             raise AsmError(f"unknown directive '.{name}'; directives: "
                            f"{', '.join('.' + d for d in DIRECTIVES)}{_suggest(name, DIRECTIVES)}",
