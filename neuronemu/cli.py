@@ -34,9 +34,18 @@ class _Failure(click.ClickException):
 
     def show(self, file=None) -> None:
         if self.as_json:
-            doc = {"schema_version": SCHEMA_VERSION, "error": self.error.to_json()}
-            click.echo(json.dumps(doc, indent=2))
+            click.echo(json.dumps(_error_document(self.error), indent=2))
         click.echo(self.error.render(), err=True)
+
+
+def _error_document(error: NeuronemuError) -> dict:
+    """The --json document of a failed command: ``error`` is the first error (as it always
+    was); ``errors`` lists every error reported (the first included, in the order they were
+    found; an assembly error reports all of a file's, up to 20), and ``errors_truncated`` is
+    true when the limit stopped the assembler before the end of the file."""
+    return {"schema_version": SCHEMA_VERSION, "error": error.to_json(),
+            "errors": [e.to_json() for e in error.errors],
+            "errors_truncated": bool(getattr(error, "truncated", False))}
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -87,7 +96,8 @@ class _JsonUsageError(click.UsageError):
             doc["option"] = param.opts[0]
         elif isinstance(hint, str):
             doc["option"] = hint.split("/")[0].strip(" '\"")
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc}, indent=2))
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc, "errors": [doc],
+                               "errors_truncated": False}, indent=2))
         self.error.show(file)
 
 
@@ -689,10 +699,13 @@ def check(kernel, target, as_json):
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     counts = program.static_counts()
+    for warning in program.warnings:
+        click.echo(warning.render(), err=True)
     if as_json:
         click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "kernel": str(path),
                                "target": program.target.name, "ok": True,
-                               "instructions": {**counts, "total": len(program.instructions)}},
+                               "instructions": {**counts, "total": len(program.instructions)},
+                               "warnings": [w.to_json() for w in program.warnings]},
                               indent=2))
         return
     per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from neuronemu.asm.collect import Collector
 from neuronemu.asm.fastparse import parse_text
 from neuronemu.errors import AsmError
 from neuronemu.isa.resources import isa_dir
@@ -38,24 +39,51 @@ def _describe(terminal: str) -> str:
     return terminal.lower()
 
 
-def parse(source: SourceFile, share: bool = True):
+def parse(source: SourceFile, share: bool = True, collector: Collector | None = None):
     """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
 
     The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
     not accept goes to lark, which defines the language and words its syntax errors. ``share``:
-    repeated instruction lines share their children (``fastparse.parse_text``)."""
+    repeated instruction lines share their children (``fastparse.parse_text``).
+
+    With a ``collector``, every syntax error is reported to it instead: the line in error is
+    blanked out and the file parsed again (the grammar is line-local, so one line's error never
+    hides another's), up to the collector's limit; the tree of the other lines is returned."""
     tree = parse_text(source.text, share)
     if tree is not None:
         return tree
-    return parse_with_lark(source)
+    if collector is None:
+        return parse_with_lark(source)
+    lines = source.text.split("\n")
+    blanked: set[int] = set()
+    while True:
+        try:
+            return parse_with_lark(source, "\n".join(lines))
+        except AsmError as e:
+            collector.add(e)
+            line = e.location.line if e.location is not None else 0
+            if line in blanked or not 1 <= line <= len(lines):
+                return _EMPTY   # nothing left to blank (cannot happen: errors are line-local)
+            collector.poison_line(lines[line - 1])
+            lines[line - 1] = ""
+            blanked.add(line)
 
 
-def parse_with_lark(source: SourceFile):
-    """Parse a whole file with lark (the grammar's own parser)."""
+class _Empty:
+    data = "start"
+    children: list = []
+
+
+_EMPTY = _Empty()
+
+
+def parse_with_lark(source: SourceFile, text: str | None = None):
+    """Parse a whole file with lark (the grammar's own parser); ``text``: parse this instead of
+    the file's text (same lines, some blanked out), reporting errors in the file."""
     import lark
 
     try:
-        return _parser().parse(source.text + "\n")
+        return _parser().parse((source.text if text is None else text) + "\n")
     except lark.exceptions.UnexpectedCharacters as e:
         loc = Location(source, e.line, e.column, e.column + 1)
         char = source.line(e.line)[e.column - 1: e.column] or "?"
