@@ -374,6 +374,10 @@ class Assembler:
                 try:
                     instruction = self._instruction(node)
                 except AsmError as e:   # reported; the next lines are checked all the same
+                    if e.location is not None and e.location.line != line:
+                        # the parser shares the children of identical lines (fastparse):
+                        # the error is this line's, at the same columns
+                        e.location = _moved(e.location, line)
                     self.collector.add(e)
                     instructions.append(None)
                     same_as.append(pc)

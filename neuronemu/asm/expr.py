@@ -272,7 +272,12 @@ def truncation_warning(t: Truncation, what: str, source: SourceFile):
 
     left, right = _operand_text(t.source, t.node.children[0]), \
         _operand_text(t.source, t.node.children[1])
-    fix = f"{left}.0/{right}" if re.fullmatch(r"\d+", left) else f"1.0*{left}/{right}"
+    if not re.fullmatch(r"[\w.]+", right):
+        right = f"({right})"
+    if re.fullmatch(r"\d+", left):
+        fix = f"{left}.0/{right}"
+    else:
+        fix = f"1.0*{left}/{right}" if re.fullmatch(r"[\w.]+", left) else f"1.0*({left})/{right}"
     if not left or not right:
         fix = "a float operand (1.0/N)"
     quotient = t.a // t.b

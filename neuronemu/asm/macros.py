@@ -346,7 +346,7 @@ class _Expander:
     def _rept(self, lines, i, line, code, m, depth, active) -> int:
         from neuronemu.asm.expr import Evaluator
 
-        dot = m.start(2)   # the '.' of '.rept' (0-based)
+        dot = m.start(2) - 1   # the '.' of '.rept' (0-based)
         end = self._block_end(lines, i, "rept", "endr")
         if end is None:
             self._error(line, dot + 1, m.end(2) + 1, "'.rept' without a matching '.endr'")
@@ -398,7 +398,7 @@ class _Expander:
 
     # ------------------------------------------------------------------ .macro
     def _define(self, lines, i, line, code, m) -> int:
-        dot = m.start(2)
+        dot = m.start(2) - 1
         end = self._block_end(lines, i, "macro", "endm")
         header = re.compile(rf"{_BLANK}({_NAME})?").match(code, m.end(2))
         name = header.group(1)
@@ -512,7 +512,8 @@ class _Expander:
             if pname not in given:
                 if default is None:
                     self._error(line, m.start(2) + 1, m.end(2) + 1,
-                                f"macro '{macro.name}' needs argument '{pname}'; {usage}",
+                                f"macro '{macro.name}' needs argument '{pname}' "
+                                f"(parameters: {macro.signature()})",
                                 (f"macro '{macro.name}' is defined at {macro.location}",))
                     return None
                 given[pname] = default
