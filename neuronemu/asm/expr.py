@@ -274,7 +274,7 @@ def truncation_warning(t: Truncation, what: str, source: SourceFile):
         _operand_text(t.source, t.node.children[1])
     if not re.fullmatch(r"[\w.]+", right):
         right = f"({right})"
-    if re.fullmatch(r"\d+", left):
+    if re.fullmatch(r"-?\d+", left):
         fix = f"{left}.0/{right}"
     else:
         fix = f"1.0*{left}/{right}" if re.fullmatch(r"[\w.]+", left) else f"1.0*({left})/{right}"
@@ -284,12 +284,12 @@ def truncation_warning(t: Truncation, what: str, source: SourceFile):
     exact = t.a / t.b
     division = location_of(t.source, t.node.meta)
     if t.constant is None:
-        return Diagnostic(f"integer division {t.a}/{t.b} truncates to {quotient} (both "
-                          f"operands are integers), and {what} is a float: write {fix} for "
-                          f"{exact!r}", division)
-    warning = Diagnostic(f"'{t.constant}' holds the integer division {t.a}/{t.b}, truncated "
-                         f"to {quotient}, and {what} is a float: write {fix} in its .const for "
-                         f"{exact!r}", location_of(source, t.use.meta))
+        return Diagnostic(f"integer division {t.a}/{t.b} is {quotient}, not {exact!r} (both "
+                          f"operands are integers: the quotient is rounded down), and {what} "
+                          f"is a float: write {fix}", division)
+    warning = Diagnostic(f"'{t.constant}' is {quotient}, not {exact!r}: its .const divides "
+                         f"the integers {t.a}/{t.b} (the quotient is rounded down), and {what} "
+                         f"is a float: write {fix} in the .const", location_of(source, t.use.meta))
     set_related(warning, division)
     return warning
 
