@@ -35,7 +35,7 @@ MAX_DEPTH = 64           # nested expansions (macros and .rept)
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _BLANK = r"[ \t\f]*"
-_QUICK = re.compile(rf"^{_BLANK}(?:{_NAME}{_BLANK}:{_BLANK})?\.(?:rept|endr|macro|endm)\b", re.M)
+_QUICK = re.compile(rf"^{_BLANK}(?:{_NAME}{_BLANK}:{_BLANK})?\.(?:rept|endr|macro|endm)\b", re.MULTILINE)
 _DIRECTIVE = re.compile(rf"{_BLANK}(?:({_NAME}){_BLANK}:{_BLANK})?\.(rept|endr|macro|endm|const)"
                         r"(?![A-Za-z0-9_])")
 _INVOCATION = re.compile(rf"{_BLANK}(?:({_NAME}){_BLANK}:{_BLANK})?({_NAME})(?=[ \t\f]|$)")
@@ -434,7 +434,7 @@ class _Expander:
             if "=" not in text and re.search(r"[ \t\f]", text):   # GNU as: .macro m a b
                 pieces = [(p.group(0), column + p.start()) for p in re.finditer(r"\S+", text)]
             for piece, at in pieces:
-                pm = re.fullmatch(rf"({_NAME})(?:{_BLANK}={_BLANK}(.*))?", piece, re.S)
+                pm = re.fullmatch(rf"({_NAME})(?:{_BLANK}={_BLANK}(.*))?", piece, re.DOTALL)
                 if pm is None:
                     raise AsmError(f"a macro parameter is a name, optionally with a default "
                                    f"(NAME=VALUE), got '{piece}'",

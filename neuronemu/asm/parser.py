@@ -70,8 +70,10 @@ def parse(source: SourceFile, share: bool = True, collector: Collector | None = 
 
 
 class _Empty:
+    """The tree of a file whose every line failed to parse."""
+
     data = "start"
-    children: list = []
+    children: tuple = ()
 
 
 _EMPTY = _Empty()

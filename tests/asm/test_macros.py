@@ -31,7 +31,8 @@ def parser(request, monkeypatch):
     """'lark': no line goes through the fast parser (the whole file and every .rept/.const line
     the expander parses go to lark)."""
     if request.param == "lark":
-        from neuronemu.asm import fastparse, parser as parser_module
+        from neuronemu.asm import fastparse
+        from neuronemu.asm import parser as parser_module
 
         def reject(*args, **kwargs):
             raise fastparse.Reject
@@ -300,8 +301,8 @@ MACRO_ERRORS = [
      [(5, 7, "a .rept count must be an integer in the range [0, 1000000], got -1"),
       (7, 7, "expected an integer, got 2.5"),
       (9, 1, "usage: .rept COUNT")], None),
-    (".macro m a, b=1\n    vector.memset \\a, value=\\b\n.endm\n    m\n    m t, 2, 3\n"
-     "    m t, c=4\n    m t, a=u\n",
+    ((".macro m a, b=1\n    vector.memset \\a, value=\\b\n.endm\n    m\n    m t, 2, 3\n"
+     "    m t, c=4\n    m t, a=u\n"),
      [(8, 5, "macro 'm' needs argument 'a' (parameters: a, b=1)"),
       (9, 13, "macro 'm' takes 2 argument(s) (a, b=1), got more"),
       (10, 10, "macro 'm' has no parameter 'c'; parameters: a, b=1"),
@@ -317,8 +318,8 @@ MACRO_ERRORS = [
     (".macro a\n    b\n.endm\n.macro b\n    a\n.endm\n    a\n",
      [(9, 5, "macro 'a' uses itself (a -> b -> a)")],
      "note: in expansion of macro 'b' from m.s:6:5"),
-    (".macro m\n.endm\n.macro m\n.endm\n.macro\n.endm\n.macro p x, x\n.endm\n"
-     ".macro q 1x\n.endm\n",
+    ((".macro m\n.endm\n.macro m\n.endm\n.macro\n.endm\n.macro p x, x\n.endm\n"
+     ".macro q 1x\n.endm\n"),
      [(7, 8, "macro 'm' is already defined"), (9, 1, "usage: .macro NAME"),
       (11, 13, "parameter 'x' is given twice"),
       (13, 10, "a macro parameter is a name, optionally with a default")], None),
