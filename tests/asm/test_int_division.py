@@ -103,3 +103,14 @@ def test_check_and_run_show_the_warning_and_json_lists_it(tmp_path):
     # and the trap it warns about is real: the kernel multiplied by 0
     assert doc["outputs"]["c"]["max"] == 0.0
     assert neuronemu.run(neuronemu.assemble_file(kernel)).warnings[0].location.line == 6
+
+
+def test_the_language_doc_shows_the_warning_as_printed():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "language.md").read_text()
+    section = text.split("\n## Expressions\n")[1].split("\n## ")[0]
+    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.S)[0]
+    (warning,) = warnings_of("\n\n" + MUL + "1/N\n")   # line 7
+    assert warning.render() == shown.rstrip("\n")

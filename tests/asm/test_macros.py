@@ -376,3 +376,25 @@ def test_check_json_has_the_expansion_of_each_error(tmp_path):
     doc = json.loads(result.stdout)
     assert doc["error"]["expansion"] == [{"kind": "macro", "file": str(kernel), "line": 8,
                                           "column": 5, "macro": "cp"}]
+
+
+def _doc_section(title: str) -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "language.md").read_text()
+    return text.split(f"\n## {title}\n")[1].split("\n## ")[0]
+
+
+def test_the_language_doc_example_expands_as_it_says():
+    import re
+
+    section = _doc_section("Repetition and macros")
+    source, expanded = re.findall(r"```asm\n(.*?)```", section, re.S)
+    assert_same_program(source, expanded)
+    # the error shown: the first use given an unknown name
+    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.S)[0]
+    broken = source.replace("    scale t\n", "    scale t, k=kk\n")
+    with pytest.raises(AsmError) as info:
+        assemble(broken, "k.s")
+    assert info.value.errors[0].render_one() == shown.rstrip("\n")
+    assert len(info.value.errors) == 4   # one per repetition
