@@ -111,6 +111,6 @@ def test_the_language_doc_shows_the_warning_as_printed():
 
     text = (Path(__file__).parents[2] / "docs" / "language.md").read_text()
     section = text.split("\n## Expressions\n")[1].split("\n## ")[0]
-    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.S)[0]
+    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.DOTALL)[0]
     (warning,) = warnings_of("\n\n" + MUL + "1/N\n")   # line 7
     assert warning.render() == shown.rstrip("\n")

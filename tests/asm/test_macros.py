@@ -12,6 +12,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu import AsmError, assemble
@@ -389,12 +391,64 @@ def test_the_language_doc_example_expands_as_it_says():
     import re
 
     section = _doc_section("Repetition and macros")
-    source, expanded = re.findall(r"```asm\n(.*?)```", section, re.S)
+    source, expanded = re.findall(r"```asm\n(.*?)```", section, re.DOTALL)
     assert_same_program(source, expanded)
     # the error shown: the first use given an unknown name
-    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.S)[0]
+    shown = re.findall(r"```\n(k\.s:.*?)```", section, re.DOTALL)[0]
     broken = source.replace("    scale t\n", "    scale t, k=kk\n")
     with pytest.raises(AsmError) as info:
         assemble(broken, "k.s")
     assert info.value.errors[0].render_one() == shown.rstrip("\n")
     assert len(info.value.errors) == 4   # one per repetition
+
+
+_PIECES = [".rept 2", ".rept N", ".rept -1", ".rept", ".endr", ".macro m a, b=1", ".macro m",
+           ".macro n x", ".macro", ".endm", "m t", "m t, 2", "m a=t, b=\\@", "n m", "n \\+",
+           "m", "    dma.copy \\a, a", "    vector.memset t, value=\\b", "    dma.copy t, a",
+           "lab\\@:", "x: m t", "    ctrl.jmp lab0", "\\x", "    m \\a", "# .rept 3", ".const N = 2",
+           "    vector.memset t[:, \\+:\\++1], value=\\+", "m t,", "m (t, u]", "m \"s,\", t"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+def test_any_arrangement_of_the_directives_assembles_or_fails_with_located_errors(pieces):
+    source = DECLS + "\n".join(pieces) + "\n"
+    try:
+        program = assemble(source, "m.s")
+    except AsmError as e:
+        for error in e.errors:
+            assert error.location is not None and 1 <= error.location.line <= len(
+                source.splitlines()), error.render_one()
+            assert error.location.source.text == source
+            assert error.render_one().startswith(f"m.s:{error.location.line}:")
+        return
+    for ins in program.instructions:
+        assert 1 <= ins.location.line <= len(source.splitlines())
+
+
+def test_a_race_inside_a_macro_names_the_body_lines_and_the_expansion():
+    from neuronemu.timing.explicit import SyncError
+
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+.macro fill x, v
+    vector.memset \\x, value=\\v
+    sync.signal vector, sem=0
+.endm
+.macro clobber x
+    sync.wait gpsimd, sem=0, value=1
+    gpsimd.memset \\x, value=0.0
+.endm
+    fill a, 1.0
+    sync.wait scalar, sem=0, value=1
+    scalar.activation b, a, func=exp
+    clobber a
+"""
+    with pytest.raises(SyncError) as info:
+        neuronemu.run(assemble(source, "k.s"))
+    text = info.value.render()
+    assert "race on 'a': gpsimd.memset (line 10) writes it as dst and scalar.activation (line 14)" \
+        in text
+    assert text.startswith("k.s:10:19: error:")   # gpsimd.memset's tile, in the macro body
+    assert "note: in expansion of macro 'clobber' from k.s:15:5" in text
