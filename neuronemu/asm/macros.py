@@ -472,14 +472,22 @@ class _Expander:
         self.counter += 1
         frame = Expansion("macro", name, site)
         body = []
+        nesting = 0   # inside a macro this body defines, its own \PARAMs are left alone
         for b in macro.body:
+            word = _DIRECTIVE.match(b.text)
+            word = word.group(2) if word is not None else None
+            if word == "endm":
+                nesting -= 1
             if "\\" in b.text:
-                text, segments = self._substitute(b, values, macro, frame)
+                text, segments = self._substitute(b, values, macro if nesting == 0 else None,
+                                                  frame)
                 if text is None:
                     return
                 body.append(_Line(text, b.line, (*b.maps, segments), frame))
             else:
                 body.append(_Line(b.text, b.line, b.maps, frame))
+            if word == "macro":
+                nesting += 1
         self.run(body, depth + 1, (*active, name))
 
     def _bind(self, line, code, m, macro: _Macro) -> dict[str, str] | None:
@@ -528,7 +536,8 @@ class _Expander:
         """``line``'s text with every ``\\NAME`` of ``values`` replaced in its code (comments
         are left alone), and the segments mapping the new columns back. In a macro body
         (``macro``), an unknown ``\\NAME`` is an error (reported; (None, None) returned);
-        ``\\+`` is left for the ``.rept`` around it."""
+        ``\\+`` is left for the ``.rept`` around it. ``macro`` None: unknown names are left
+        (a ``.rept`` body, or a macro defined inside the macro body)."""
         text = line.text
         code_end = _code_end(text)
         parts, segments = [], []

@@ -164,6 +164,23 @@ loop2:
     vector.memset t[:, 0:4], value=2.0
     vector.memset t[:, 0:4], value=1.0
 """),
+    "a macro defining a macro with parameters of its own": (
+        DECLS + """\
+.macro outer tile
+  .macro inner v, q=0
+    dma.copy \\tile, a, queue=\\q
+    vector.memset \\tile[:, 0:1], value=\\v
+  .endm
+.endm
+    outer u
+    inner 3.0
+    inner 4.0, q=2
+""", DECLS + """\
+    dma.copy u, a, queue=0
+    vector.memset u[:, 0:1], value=3.0
+    dma.copy u, a, queue=2
+    vector.memset u[:, 0:1], value=4.0
+"""),
 }
 
 
