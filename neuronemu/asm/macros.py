@@ -312,6 +312,12 @@ class _Expander:
                     return j
         return None
 
+    def _poison(self, body: list[_Line]) -> None:
+        """A block that was not expanded (reported): what its lines declare (labels, .const,
+        .hbm, .sbuf, .psum names) is not reported again as unknown where it is used."""
+        for b in body:
+            self.collector.poison_line(b.text)
+
     # ------------------------------------------------------------------ .const (for counts)
     def _parse_directive(self, line: _Line, code: str):
         """The directive node of one line, parsed alone (located errors go to the line)."""
@@ -371,6 +377,7 @@ class _Expander:
                     f"{count}", location_of(scratch, args[0].meta)), line, scratch)
         except AsmError as e:
             self.collector.add(e)
+            self._poison(lines[i:end])
             return end + 1
         if depth >= MAX_DEPTH:
             self._error(line, dot + 1, m.end(2) + 1, f"expansions nested more than {MAX_DEPTH} "
@@ -465,7 +472,9 @@ class _Expander:
                         f"expansions nested more than {MAX_DEPTH} deep")
             return
         values = self._bind(line, code, m, macro)
-        if values is None:
+        if values is None:   # (a label made with \@ would have had this number)
+            self._poison([_Line(b.text.replace("\\@", str(self.counter)), b.line)
+                          for b in macro.body])
             return
         values["@"] = str(self.counter)
         values["()"] = ""

@@ -469,3 +469,22 @@ def test_a_race_inside_a_macro_names_the_body_lines_and_the_expansion():
         in text
     assert text.startswith("k.s:10:19: error:")   # gpsimd.memset's tile, in the macro body
     assert "note: in expansion of macro 'clobber' from k.s:15:5" in text
+
+
+def test_what_a_block_that_failed_declares_is_not_reported_again():
+    source = DECLS + """\
+.rept -1
+.sbuf v float32[128, 4]
+again:
+.endr
+.macro m x
+here\\@:
+.endm
+    m 1, 2
+    vector.memset v, value=0
+    ctrl.jmp again
+    ctrl.jmp here0
+"""
+    errors = errors_of(source)
+    assert [e.location.line for e in errors] == [5, 12], "\n".join(e.render_one()
+                                                                 for e in errors)
