@@ -272,14 +272,17 @@ def truncation_warning(t: Truncation, what: str, source: SourceFile):
 
     left, right = _operand_text(t.source, t.node.children[0]), \
         _operand_text(t.source, t.node.children[1])
-    if not re.fullmatch(r"[\w.]+", right):
-        right = f"({right})"
-    if re.fullmatch(r"-?\d+", left):
-        fix = f"{left}.0/{right}"
-    else:
-        fix = f"1.0*{left}/{right}" if re.fullmatch(r"[\w.]+", left) else f"1.0*({left})/{right}"
-    if not left or not right:
+    if not left or not right:   # (a node without a one-line span: cannot happen today)
         fix = "a float operand (1.0/N)"
+    else:
+        if not re.fullmatch(r"[\w.]+", right):
+            right = f"({right})"
+        if re.fullmatch(r"-?\d+", left):
+            fix = f"{left}.0/{right}"
+        elif re.fullmatch(r"[\w.]+", left):
+            fix = f"1.0*{left}/{right}"
+        else:
+            fix = f"1.0*({left})/{right}"
     quotient = t.a // t.b
     exact = t.a / t.b
     division = location_of(t.source, t.node.meta)
