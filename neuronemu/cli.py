@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import InputError, Interrupted, NeuronemuError
+from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
 
 SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
@@ -40,12 +40,15 @@ class _Failure(click.ClickException):
 
 def _error_document(error: NeuronemuError) -> dict:
     """The --json document of a failed command: ``error`` is the first error (as it always
-    was); ``errors`` lists every error reported (the first included, in the order they were
-    found; an assembly error reports all of a file's, up to 20), and ``errors_truncated`` is
-    true when the limit stopped the assembler before the end of the file."""
-    return {"schema_version": SCHEMA_VERSION, "error": error.to_json(),
-            "errors": [e.to_json() for e in error.errors],
-            "errors_truncated": bool(getattr(error, "truncated", False))}
+    was). A kernel that does not assemble adds ``errors``, every error reported (the first
+    included, in the order they were found, up to 20) and ``errors_truncated``, true when the
+    limit stopped the assembler before the end of the file; other failures (one error each)
+    keep the document they always had."""
+    doc = {"schema_version": SCHEMA_VERSION, "error": error.to_json()}
+    if isinstance(error, AsmError):
+        doc["errors"] = [e.to_json() for e in error.errors]
+        doc["errors_truncated"] = error.truncated
+    return doc
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -96,8 +99,7 @@ class _JsonUsageError(click.UsageError):
             doc["option"] = param.opts[0]
         elif isinstance(hint, str):
             doc["option"] = hint.split("/")[0].strip(" '\"")
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc, "errors": [doc],
-                               "errors_truncated": False}, indent=2))
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc}, indent=2))
         self.error.show(file)
 
 

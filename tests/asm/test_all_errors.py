@@ -125,9 +125,12 @@ def test_cli_check_and_run_report_every_error_and_json_lists_them(tmp_path):
     assert len(doc["errors"]) == 20 and doc["errors_truncated"] is True
 
 
-def test_other_errors_have_a_list_of_one(tmp_path):
+def test_one_assembly_error_is_a_list_of_one_and_other_failures_keep_their_document(tmp_path):
     runner = CliRunner()
+    kernel = tmp_path / "k.s"
+    kernel.write_text(DECLS + "    dma.copy t, a, queue=99\n")
+    doc = json.loads(runner.invoke(main, ["check", str(kernel), "--json"]).stdout)
+    assert doc["errors"] == [doc["error"]] and doc["errors_truncated"] is False
     result = runner.invoke(main, ["check", str(tmp_path / "missing.s"), "--json"])
     assert result.exit_code == 4
-    doc = json.loads(result.stdout)
-    assert doc["errors"] == [doc["error"]] and doc["errors_truncated"] is False
+    assert set(json.loads(result.stdout)) == {"schema_version", "error"}
