@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuronemu import AsmError, assemble
 from neuronemu.cli import main
@@ -134,3 +136,29 @@ def test_one_assembly_error_is_a_list_of_one_and_other_failures_keep_their_docum
     result = runner.invoke(main, ["check", str(tmp_path / "missing.s"), "--json"])
     assert result.exit_code == 4
     assert set(json.loads(result.stdout)) == {"schema_version", "error"}
+
+
+_LINE = st.text(alphabet=st.sampled_from(list("abrt01 .,:=[]()+-*/%#\"_xé\t")), max_size=30)
+
+
+@given(st.lists(_LINE, min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+def test_syntax_errors_read_as_lark_reports_them_for_the_whole_file(lines):
+    """Line by line (every syntax error) and lark on the whole file (the first) agree on the
+    first error: same line, column and message."""
+    from neuronemu.asm.parser import parse_with_lark
+    from neuronemu.source import SourceFile
+
+    text = DECLS + "\n".join(lines) + "\n"
+    try:
+        parse_with_lark(SourceFile("k.s", text))
+        return
+    except AsmError as e:
+        first = e
+    with pytest.raises(AsmError) as info:
+        assemble(text, "k.s")
+    error = info.value
+    assert (error.message, error.location.line, error.location.column,
+            error.location.end_column) == (first.message, first.location.line,
+                                           first.location.column, first.location.end_column)
+    assert error.render_one() == first.render()
