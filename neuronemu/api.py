@@ -412,6 +412,8 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
     if world > 1:
         for w in warnings:
             w.message = f"rank {core.rank}: {w.message}"
+    if world == 1 or core.rank == 0:   # the assembler's warnings, once per run
+        warnings = list(program.warnings) + warnings
     return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
                   timing, warnings, core.compile_seconds)
 
