@@ -1,5 +1,5 @@
-# Inclusive cumulative sum along the free dim, y[i, j] = x[i, 0] + ... + x[i, j], of a
-# [256, 4096] fp32 tensor, fp32 out, summed strictly left to right.
+# Inclusive cumulative sum along the free dim (y[i, j] = the sum of x[i, 0:j+1], added strictly
+# left to right in fp32) of a [256, 4096] fp32 tensor, fp32 out.
 #
 # Modelled on the NKI docs' tensor_tensor_scan (the running-recurrence instruction of the
 # Vector engine) and the prefix-sum exercises of parallel-programming courses (CS149); written

@@ -1,7 +1,6 @@
-# 2-D transpose y = x^T of a [512, 384] fp32 matrix (several tiles each way), bit-exact, through
-# the PE array (TensorE transpose into PSUM); runs on every target (on trn1 bit-exact for finite
-# values only: NeuronCore-v2's PE transpose is an identity matmul, which the NKI docs say is not
-# bit-accurate for NaN / Inf).
+# 2-D transpose y = x^T of a [512, 384] fp32 matrix (several tiles each way) through the PE
+# array, bit-exact. Every target; on trn1 bit-exact for finite values only (NeuronCore-v2's PE
+# transpose is an identity matmul, which the NKI docs say is not bit-accurate for NaN / Inf).
 #
 # Modelled on the NKI transpose tutorial / sample (nc_transpose on 128 x 128 blocks, the PSUM
 # result copied out to SBUF); written for this project. Layout: x arrives as 4 row tiles of 128
