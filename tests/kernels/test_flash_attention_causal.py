@@ -18,8 +18,8 @@ for any shift M, the exact output is O = N / L with N = sum W_t v_t, L = sum W_t
    A row whose query tile visits nb blocks evaluates at most nb such exponents on any key's
    path (its P and nb - 1 alphas): |Delta_t| <= c0 E_t + 10 nb u c0 R (1+u)^2 =: Delta.
    The effective weights are W_t exp(delta_t) (1 + rounding), |delta_t| <= Delta.
-2. Denominator: fp32 exp (u); the row sum of 512 fp32 values (gamma_511); per block l alpha and
-   + (2 u) and alpha's own rounding (u): L^ = sum W_t (1 + w_t) with
+2. Denominator: fp32 exp (u); the row sum of 512 fp32 values (gamma_511); per later block l alpha
+   and + (2 u) and alpha's own rounding (u) (block 0 copies its sum and P V unscaled): L^ = sum W_t (1 + w_t) with
    1 + |w_t| <= e^Delta (1 + gamma_(512 + 3 nb + 1)).
 3. Numerator: the same exps, then P rounded to bf16 (u_bf: the rounding the bound is mostly
    made of), P V summed in fp32 over the block's up to 512 keys (gamma_512 of sum |P v|),
@@ -101,9 +101,10 @@ def test_flash_attention_skips_blocks_above_the_diagonal(neuronemu_run):
     """Query tile i visits key blocks 0..i/4 only: 12 score matmuls (a dense kernel: 16), 8 mask
     matmuls (one per diagonal block), and 4 + (i mod 4 + 1) P^T chunks per tile in the second
     half, i mod 4 + 1 in the first: 36 transposes and 36 P V matmuls (dense: 64 each). The
-    software pipeline overlaps the engines: the run is well under the sum of busy times."""
+    software pipeline overlaps the engines: the run is well under the sum of busy times (0.37
+    of it; issuing each block's stages in order, without the pipeline, gave 0.59)."""
     r = neuronemu_run(KERNEL, target="trn2")
     assert r.result.instructions["tensor"] == 12 + 8 + 36 + 36
     assert r.timing.tensor_flops == 2 * 128 * 128 * (512 * (12 + 8) + 128 * 36)
     serial = sum(t.busy_ns for t in r.timing.tracks.values())
-    assert r.time_ns < 0.7 * serial, (r.time_ns, serial)
+    assert r.time_ns < 0.5 * serial, (r.time_ns, serial)
