@@ -1,5 +1,5 @@
-# Average pooling, 3 x 3 windows at stride 2 (no padding), of a batch of 4 images x 128 channels
-# x 64 x 64 in bf16: y[b, c, i, j] = mean of x[b, c, 2i..2i+2, 2j..2j+2], fp32 out [4, 128, 31, 31].
+# 3 x 3 average pooling at stride 2 (no padding) of a [4, 128, 64, 64] bf16 batch (NCHW), fp32 out
+# [4, 128, 31, 31]: y[b, c, i, j] = the mean of x[b, c, 2i : 2i+3, 2j : 2j+3].
 #
 # Modelled on the NKI average-pool-2D sample (channels on partitions, the windows read through
 # strided access patterns, scaled by 1 / (window size)) and the pooling part of the CS149

@@ -1,6 +1,6 @@
-# Causal single-head attention O = softmax(Q K^T / sqrt(D) + causal mask) V for Q, K, V of
-# 1024 tokens x head dim 128 in bf16, fp32 out, computed flash-attention style without ever
-# forming the full 1024 x 1024 score matrix.
+# Causal single-head attention O = softmax(Q K^T / sqrt(D) + causal mask) V for 1024 tokens x
+# head dim 128 (bf16 in, fp32 out), flash-attention style: an online softmax over key blocks,
+# never forming the 1024 x 1024 score matrix.
 #
 # Modelled on the NKI flash attention forward sample (flash_fwd: online softmax over KV blocks,
 # causal blocks skipped) and the FlashAttention paper (Dao et al. 2022, Algorithm 1); written

@@ -1,6 +1,6 @@
-# Rotary position embedding y = x * cos + rotate_half(x) * sin of one head's 4096 tokens x head
-# dim 128 in bf16 (head dim on partitions, x^T as the attention kernels take q and k), from
-# bf16 cos/sin tables of the 64 frequencies, bf16 out.
+# Rotary position embedding y = x * cos + rotate_half(x) * sin of one head's x^T [128, 4096] bf16
+# (head dim 128 on partitions, as the attention kernels take q and k) with bf16 cos/sin tables
+# [64, 4096], bf16 out.
 #
 # Modelled on the rotary embedding of the NKI samples / LLaMA (rotate_half convention: the
 # first half of the head dim pairs with the second, y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin);
