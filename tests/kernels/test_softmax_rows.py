@@ -31,11 +31,14 @@ TARGETS = ("trn1", "trn2", "trn3")
 
 
 def softmax_oracle(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 softmax of each row and the absolute bound derived in the module docstring."""
+    """float64 softmax of each row and the absolute bound derived in the module docstring.
+    A -inf logit (a masked position) has weight exactly 0: exp(-inf) = +0 in fp32 too, and it
+    adds nothing to the sum, so its bound is 0 and it does not count in n or D."""
     x = x.astype(np.float64)
-    n = x.shape[1]
-    d = x.max(axis=1, keepdims=True) - x
-    e = np.exp(-d)
+    finite = np.isfinite(x)
+    n = finite.sum(axis=1, keepdims=True)
+    d = np.where(finite, x.max(axis=1, keepdims=True) - x, 0.0)
+    e = np.where(finite, np.exp(-d), 0.0)
     y = e / e.sum(axis=1, keepdims=True)
     big_d = d.max(axis=1, keepdims=True)
     k = d + big_d + n + 3
@@ -58,16 +61,19 @@ def test_softmax_rows_matches_float64(neuronemu_run, neuronemu_target):
 @pytest.mark.neuronemu_targets(*TARGETS)
 def test_softmax_rows_is_stable_for_large_logits(neuronemu_run):
     """Logits around 200 overflow exp in fp32 (exp(88.8) is already inf): only the max
-    subtraction keeps the result finite. A kernel without it writes NaN (inf / inf)."""
+    subtraction keeps the result finite. A kernel without it writes NaN (inf / inf). Also a
+    constant row, a one-hot row and a row with masked (-inf) logits."""
     rng = np.random.default_rng(15)
     x = (200.0 + rng.normal(0, 4, size=(1024, 2048))).astype(ml_dtypes.bfloat16)
     x[5, :] = 0.0                                  # a constant row: exactly 1/2048 everywhere
     x[6, 17] = np.float32(3e38)                    # one huge logit: a one-hot row
+    x[7, 1::2] = -np.inf                           # masked logits: weight exactly 0
     r = neuronemu_run(KERNEL, {"x": x})
     y, bound = softmax_oracle(r.inputs["x"])
     assert_within_bound(r.outputs["y"], y, bound)
     assert np.all(r.outputs["y"][5].astype(np.float64) == 1 / 2048)
     assert r.outputs["y"][6, 17] == 1 and np.count_nonzero(r.outputs["y"][6].astype(float)) == 1
+    assert np.all(r.outputs["y"][7, 1::2].astype(np.float64) == 0)
 
 
 def test_softmax_rows_overlaps_dma_with_compute(neuronemu_run):
