@@ -12,11 +12,12 @@ for any shift M, the exact output is O = N / L with N = sum W_t v_t, L = sum W_t
    gamma_128 sum_d |q_id| |k_td|. The kernel's P of block j is exp(fl(fl(s^ c) + fl(-c m_j)))
    with c = fl32(c0), and each later block multiplies the running sums by
    alpha = exp(fl(fl(m_old c) + fl(-c m_new))). In exact arithmetic the alphas telescope, so
-   every key's weight is exp(c0 (s_t - m_last)) up to the exponent error: c0 E_t, plus five
-   roundings per exp (the scale c, the product, -c m, and the add, whose operand is up to twice
-   as large), each at most u c0 R (1 + u)^2 with R = max_t |s_t| + E, R bounding |s^| and |m|.
-   A row whose query tile visits nb blocks evaluates at most nb such exponents on any key's
-   path (its P and nb - 1 alphas): |Delta_t| <= c0 E_t + 10 nb u c0 R (1+u)^2 =: Delta.
+   every key's weight is exp(c0 (s_t - m_last)) up to the exponent error: c0 E_t, plus per
+   exponent evaluated c0 (x - m) (1 + e) with |e| <= 6 u (1 + u)^2 in the terms of magnitude
+   <= R = max_t |s_t| + E (which bounds |s^| and |m|): the rounding of c itself (it scales both
+   x and m: 2 u), of the product (u), of -c m (u), and of the add (u, on an operand up to 2R).
+   A row whose query tile visits nb blocks has at most nb such exponents on any key's path
+   (its P and nb - 1 alphas): |Delta_t| <= c0 E_t + 6 nb u c0 R (1+u)^2 =: Delta.
    The effective weights are W_t exp(delta_t) (1 + rounding), |delta_t| <= Delta.
 2. Denominator: fp32 exp (u); the row sum of 512 fp32 values (gamma_511); per later block l alpha
    and + (2 u) and alpha's own rounding (u) (block 0 copies its sum and P V unscaled): L^ = sum W_t (1 + w_t) with
@@ -64,7 +65,7 @@ def attention_oracle(q_t: np.ndarray, k_t: np.ndarray, v: np.ndarray):
     nb = (np.arange(s_len) // 128) // (KB // 128) + 1                    # blocks per row
     r = np.where(causal, np.abs(scores), 0).max(axis=1) + np.where(causal, e_acc, 0).max(axis=1)
     delta = (c0 * np.where(causal, e_acc, 0).max(axis=1)
-             + 10 * nb * U * c0 * r * (1 + U) ** 2)[:, None]
+             + 6 * nb * U * c0 * r * (1 + U) ** 2)[:, None]
     g = np.array([gamma(KB + 3 * n + 1) for n in nb])[:, None]
     omega = np.exp(delta) * (1 + g) - 1
     nu = np.exp(delta) * (1 + U_BF) * (1 + g) - 1
