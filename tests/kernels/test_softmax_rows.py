@@ -12,7 +12,9 @@ fp32, and the row max m is exact. For element j of a row with d_j = m - x_j >= 0
   gamma_(n - 1) of the exact sum of the e^_j, so s^ = s (1 + sigma), |sigma| <= gamma_(D + n),
   D = max_j d_j of the row.
 - 1 / s^ rounds once (VectorE's reciprocal is correctly rounded) and e^_j * (1 / s^) once more.
-So the fp32 value is within gamma_(d_j + D + n + 3) relative of y_j, and the bf16 store adds
+So the fp32 value is e_j (1 + theta_j) / (s (1 + sigma)) (1 + r1) (1 + r2), |r| <= u: within
+(1 + gamma_(d_j + 1)) (1 + gamma_(D + n) / (1 - gamma_(D + n))) (1 + u)^2 - 1 relative of y_j
+(about gamma_(d_j + D + n + 3)), and the bf16 store adds
 half a bf16 ulp: at most u_bf16 = 2^-8 of the stored magnitude. No value is subnormal for these
 inputs (d <= ~60, exp(-60) ~ 1e-26 is far above fp32's 1e-38), which the bound assumes.
 """
@@ -41,8 +43,10 @@ def softmax_oracle(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     e = np.where(finite, np.exp(-d), 0.0)
     y = e / e.sum(axis=1, keepdims=True)
     big_d = d.max(axis=1, keepdims=True)
-    k = d + big_d + n + 3
-    rel = k * 2.0**-24 / (1 - k * 2.0**-24)            # gamma_k, elementwise
+    u = 2.0**-24
+    g_e = (d + 1) * u / (1 - (d + 1) * u)                 # gamma_(d_j + 1): e^_j
+    g_s = (big_d + n) * u / (1 - (big_d + n) * u)         # gamma_(D + n): s^ = s (1 + sigma)
+    rel = (1 + g_e) * (1 + g_s / (1 - g_s)) * (1 + u) ** 2 - 1   # 1 / (1 + sigma): g_s / (1 - g_s)
     fp32_bound = rel * y
     return y, fp32_bound + U_BF16 * (y + fp32_bound)
 
