@@ -1,9 +1,10 @@
 # 3 x 3 average pooling at stride 2 (no padding) of a [4, 128, 64, 64] bf16 batch (NCHW), fp32 out
 # [4, 128, 31, 31]: y[b, c, i, j] = the mean of x[b, c, 2i : 2i+3, 2j : 2j+3].
 #
-# Modelled on the NKI average-pool-2D sample (channels on partitions, the windows read through
-# strided access patterns, scaled by 1 / (window size)) and the pooling part of the CS149
-# NKI assignment; written for this project. Layout: one image per step, channel c on
+# Modelled on the NKI average-pool-2D tutorial (channels on partitions, the windows read through
+# strided access patterns, the sum scaled by 1 / window size) and the pooling stage of the CS149
+# NKI convolution assignment (a max pool there); written for this project, with overlapping
+# 3 x 3 windows instead of the tutorial's disjoint ones. Layout: one image per step, channel c on
 # partition c, the 64 x 64 image along its free axis. The overlapping windows are separable:
 #   VectorE  column sums v[i, :] = (x[2i] + x[2i+1]) + x[2i+2] (rows picked by stepped slices,
 #            whole 64-wide rows), then window sums s[i, j] = (v[i, 2j] + v[i, 2j+1]) + v[i, 2j+2]
