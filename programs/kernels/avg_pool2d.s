@@ -11,6 +11,8 @@
 #            (stepped column slices): 4 adds, fp32
 #   ScalarE  y = s * (1/9) (an activation copy with scale), off the Vector engine
 #   DMA      image b + 1 loads (queues 0 / 1) while b pools, b - 1 stores (queues 2 / 3)
+# The kernel is bound by VectorE's four stepped adds; kernels/avg_pool2d_pe computes the same
+# pooling on the PE array after DMA transposes (trn2 / trn3), bound by those transposes instead.
 .const B = 4
 .const C = 128
 .const H = 64
