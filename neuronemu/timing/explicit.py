@@ -16,6 +16,12 @@ read/write) with one that does not happen-before it is a race, reported with bot
 and the bytes the two share. Functional results come from program order, which is one
 legal interleaving; when no race is reported every legal interleaving computes the same values.
 
+Pipeline latencies are those of sync mode auto (isa/costs.toml ``latency``): a signal fires and a
+barrier passes once the results its track(s) wrote are written, and an instruction waits for the
+results of its own Vector / Scalar / GpSimd track that it touches. In a multi-rank run the ranks'
+replays run together (``Replayer`` with ``couple``; neuronemu/multichip/spmd.py): a replay stops
+at each cc.* event, whose end the driver works out from the other ranks' replayed times.
+
 The replay itself is compiled (``_replay``); Python only prepares the per-instruction kinds and
 the segment tables, and turns the indices a race or deadlock returns into the located message. It
 was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
