@@ -138,3 +138,24 @@ def test_recv_on_another_queue_goes_on_pending() -> None:
     assert _event(result, 0, "cc.recv")[1] == pytest.approx(early_send[0] + HOP + NBYTES / B)
     assert _event(result, 1, "cc.recv")[1] == pytest.approx(LATE + HOP + NBYTES / B)
     assert _event(result, 0, "cc.recv")[0] < 1000.0 and _event(result, 1, "cc.recv")[0] < 1000.0
+
+
+def test_ranks_waiting_for_each_other_under_semaphores_deadlock() -> None:
+    """Each rank's send waits (semaphore 3) for its own recv, which needs the other rank's
+    send: the run (program order, semaphores ignored) completes, the hardware would not. The
+    joint replay reports it, naming both ranks."""
+    text = HEADER + """\
+    ctrl.sub r1, 1, r0
+    sync.wait q15, sem=3, value=1
+    cc.send t, peer=r1
+    cc.recv u, peer=r1, queue=14
+    sync.signal q14, sem=3
+"""
+    with pytest.raises(RuntimeFault) as info:
+        spmd(text, "trn1.2xlarge", {"x": np.zeros((128, 64), np.float32)}, ranks_per_chip=2)
+    error = info.value
+    assert error.exit_code == 5
+    assert error.message.startswith("deadlock under explicit synchronisation")
+    rendered = error.render()
+    assert "rank 0 waits at k.s:" in rendered and "rank 1 waits at k.s:" in rendered
+    assert "(cc.recv)" in rendered
