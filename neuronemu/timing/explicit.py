@@ -22,8 +22,9 @@ results of its own Vector / Scalar / GpSimd track that it touches. In a multi-ra
 replays run together (``Replayer`` with ``couple``; neuronemu/multichip/spmd.py): a replay stops
 at each cc.* event, whose end the driver works out from the other ranks' replayed times.
 
-The replay itself is compiled (``_replay``); Python only prepares the per-instruction kinds and
-the segment tables, and turns the indices a race or deadlock returns into the located message. It
+The replay itself is compiled (``_setup`` and ``_run``); Python only prepares the per-instruction
+kinds and the segment tables, and turns the indices a race or deadlock returns into the located
+message. It
 was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
 version (tracking bytes instead of 64-byte blocks since) as the oracle the compiled one must
 match bit for bit, message for message.
@@ -62,7 +63,7 @@ F_TENSOR_OP = 8       # a tensor.* instruction: the track may issue the next one
 F_CC = 16             # a cc.* instruction timed by the multi-rank driver (Replayer couple=True)
 _KINDS = {"sync.wait": K_WAIT, "sync.signal": K_SIGNAL, "sync.barrier": K_BARRIER}
 
-# what _replay returns
+# what _run returns
 OK, RACE_WRITE, RACE_READ, DEADLOCK, PAUSED, STALLED = 0, 1, 2, 3, 4, 5
 # info[] of a race: the conflicting segment, the access that found it, the earlier one's author
 R_SPACE, R_ROW, R_SEGMENT, R_EVENT, R_ARG, R_ACCESS, R_OTHER_SLOT, R_OTHER_STAMP = range(8)
@@ -463,42 +464,70 @@ def _own_deps(events, instrs, ops, kinds, lat, breaks, rows):
     """Per event, the latest earlier event of its own track (Vector, Scalar, GpSimd: engines
     whose pipeline latency delays their own readers, as in sync mode auto) that last wrote, in
     program order, a byte the event reads or writes; -1 if none. Program order is the order
-    the values were computed in; in a race-free kernel it orders conflicting accesses."""
+    the values were computed in; in a race-free kernel it orders conflicting accesses.
+
+    One table per such track and memory space, [segment, row]: event + 1 where that track's
+    latency-bearing instruction is the last writer, else 0; so a lookup is a max over the
+    operand's segments and rows."""
     n = events.shape[0]
     dep = np.full(n, -1, dtype=np.int64)
+    slot = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
+    nslots = 0
+    for e in range(n):
+        tr = events[e, 1]
+        if (tr != L.ALL_TRACKS and tr != L.TENSOR_TRACK and slot[tr] < 0
+                and (kinds[events[e, 0]] & KIND_MASK) == K_WORK and lat[events[e, 0]] > 0.0):
+            slot[tr] = nslots
+            nslots += 1
     nseg0 = max(breaks[0].shape[0] - 1, 0)
     nseg1 = max(breaks[1].shape[0] - 1, 0)
     nseg2 = max(breaks[2].shape[0] - 1, 0)
-    last = (np.zeros((nseg0, rows[0]), dtype=np.int64), np.zeros((nseg1, rows[1]), dtype=np.int64),
-            np.zeros((nseg2, rows[2]), dtype=np.int64))   # writer event + 1, 0: none
+    last = (np.zeros((nslots, nseg0, rows[0]), dtype=np.int64),
+            np.zeros((nslots, nseg1, rows[1]), dtype=np.int64),
+            np.zeros((nslots, nseg2, rows[2]), dtype=np.int64))
+    if nslots == 0:
+        return dep
     for e in range(n):
         ins = instrs[events[e, 0]]
-        tr = events[e, 1]
-        best = -1
+        mine = slot[events[e, 1]] if events[e, 1] != L.ALL_TRACKS else -1
+        if lat[events[e, 0]] <= 0.0:
+            mine_writes = -1   # its writes hide earlier ones but delay no reader
+        else:
+            mine_writes = mine
+        best = 0
         for phase in range(2):   # look up, then record the writes
             for k in range(ins[L.I_NARGS]):
                 j = _memory_operand(events, e, k, instrs, ops, kinds)
                 if j < 0:
                     continue
                 writing = (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_WRITE
-                if phase == 1 and not writing:
+                if (phase == 0 and mine < 0) or (phase == 1 and not writing):
                     continue
                 op = ops[j]
                 space = op[L.OP_SPACE]
-                table = last[space]
-                for p in range(op[L.OP_PCOUNT]):
-                    r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+                tables = last[space]
+                count = op[L.OP_PCOUNT]
+                rowstep = op[L.OP_PROWSTEP]
+                contiguous = op[L.OP_PCOLSTEP] == 0 and (rowstep == 1 or count <= 1)
+                groups = 1 if contiguous else count
+                for p in range(groups):
+                    r0 = op[L.OP_PSTART] + p * rowstep
+                    r1 = r0 + count if contiguous else r0 + 1
                     b0, b1 = segments(breaks[space], events[e, 2 + k] + p * op[L.OP_PCOLSTEP],
                                       op[L.OP_EXTENT])
-                    for b in range(b0, b1):
-                        if phase == 1:
-                            table[b, r] = e + 1
-                            continue
-                        f = table[b, r] - 1
-                        if (f > best and events[f, 1] == tr and tr != L.TENSOR_TRACK
-                                and lat[events[f, 0]] > 0.0):
-                            best = f
-        dep[e] = best
+                    if phase == 0:
+                        table = tables[mine]
+                        for b in range(b0, b1):
+                            for r in range(r0, r1):
+                                best = max(best, table[b, r])
+                        continue
+                    for q in range(nslots):
+                        value = e + 1 if q == mine_writes else 0
+                        table = tables[q]
+                        for b in range(b0, b1):
+                            for r in range(r0, r1):
+                                table[b, r] = value
+        dep[e] = best - 1
     return dep
 
 
@@ -818,7 +847,7 @@ def _record(wk, rs, mine, stamp, me, r0, r1, b0, b1, writing, reading):
 
 
 def _race_error(program, events, tracks, stamp_of, status, info, breaks) -> SyncError:
-    """The message for the race _replay found. The tables keep only who last touched a segment
+    """The message for the race _run found. The tables keep only who last touched a segment
     (track and stamp); the event is the one of that track with that stamp, and its argument the
     last one of the conflicting kind that covers the segment (the last the Python version
     recorded there). The bytes reported are those the two accesses share in that row."""
