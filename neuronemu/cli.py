@@ -854,31 +854,15 @@ def programs():
     import shutil
     import textwrap
 
-    from neuronemu.programs import bundled_programs
+    from neuronemu.programs import bundled_programs, description
 
     found = bundled_programs()
     width = max(len(name) for name in found) + 2
     columns = max(shutil.get_terminal_size((100, 24)).columns, width + 30)
     for name, path in found.items():
-        click.echo(textwrap.fill(_first_sentence(path.read_text()), columns,
+        click.echo(textwrap.fill(description(path.read_text()), columns,
                                  initial_indent=f"{name:<{width}}",
                                  subsequent_indent=" " * width))
-
-
-def _first_sentence(text: str) -> str:
-    """The first sentence of a kernel's leading comment block (which may span lines)."""
-    words: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        words += line.lstrip("# ").split()
-        if words and words[-1].endswith(".") and words[-1] not in ("e.g.", "i.e.", "etc."):
-            break
-    sentence = " ".join(words)
-    for end in (i for i in range(len(sentence)) if sentence.startswith(". ", i)):
-        if not sentence[:end + 1].endswith(("e.g.", "i.e.", "etc.")):
-            return sentence[:end + 1]
-    return sentence
 
 
 @main.command()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import gc
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -426,6 +427,7 @@ class Assembler:
         self._check_packed_dtypes(definition, values)
         arg_locations = {name: location_of(self.source, node.meta) for name, node in given.items()
                          if getattr(node, "meta", None) is not None and not node.meta.empty}
+        _broadcast_sources(definition, values, self._tile_symbols())
         ctx = CheckContext(definition, values, self.target, location, arg_locations,
                            (self.allocations, self.tensors))
         for check in definition.checks:
@@ -792,6 +794,42 @@ class Assembler:
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
 
 
+def broadcast_row(tile: Tile, declared) -> Tile | None:
+    """``tile`` as one partition row, if it is one: a tile of one partition (``x[3:4, ...]``,
+    an SBUF ``t[5]``, a ``[1, ...]`` tensor), or an HBM tile written as a single dim (a 1-D
+    tensor, or a row picked by an integer index such as ``g[3]`` / ``g[3, 0:512]``: numpy
+    broadcasting prepends the partition axis to it). None for anything else."""
+    if tile.partitions == 1:
+        return tile
+    if tile.space != "hbm" or tile.compressed or tile.free_size != 1 or declared is None:
+        return None
+    if tile.free_dims_as_written(declared.shape) != ():
+        return None   # written with free dims: a [P, 1] column, not a row
+    # the one written dim was laid across partitions: make it the free dim of a single row
+    return replace(tile, partitions=1, partition_pitch=0,
+                   free_dims=((tile.partition_pitch, tile.partitions),))
+
+
+def _broadcast_sources(definition: InstrDef, values: dict, symbols: dict) -> None:
+    """Partition broadcast (docs/dma.md): a source argument the table marks ``broadcast`` that
+    is one partition row whose free size equals the destination's, where the destination spans
+    more partitions, is read by every destination partition (partition stride 0). Anything
+    else is left for the shape checks to judge."""
+    dst = next((values[a.name] for a in definition.args
+                if "w" in a.access and isinstance(values.get(a.name), Tile)), None)
+    if dst is None or dst.partitions <= 1:
+        return
+    for arg in definition.args:
+        src = values.get(arg.name)
+        if (not arg.broadcast or not isinstance(src, Tile)
+                or (src.partitions, src.free_size) == (dst.partitions, dst.free_size)):
+            continue   # the same shape is a plain copy, never a broadcast
+        row = broadcast_row(src, symbols.get(src.symbol))
+        if row is not None and row.free_size == dst.free_size:
+            values[arg.name] = replace(row, partitions=dst.partitions, partition_pitch=0,
+                                       broadcast=True)
+
+
 def _moved(location: Location, line: int) -> Location:
     """``location`` on another line, same columns (built without the frozen dataclass's
     per-field ``__setattr__``: one is made per operand of every repeated line)."""
@@ -866,8 +904,9 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
         on_chip = tile.space != "hbm"
         row[L.OP_PSTART] = tile.partition_start
         row[L.OP_PCOUNT] = tile.partitions
-        row[L.OP_PROWSTEP] = 1 if on_chip else 0
-        row[L.OP_PCOLSTEP] = 0 if on_chip else tile.partition_pitch
+        # a broadcast source reads its one row for every partition: both steps 0
+        row[L.OP_PROWSTEP] = 1 if on_chip and not tile.broadcast else 0
+        row[L.OP_PCOLSTEP] = 0 if on_chip or tile.broadcast else tile.partition_pitch
         dims = list(tile.free_dims) or [(dt.itemsize, 1)]
         dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
         row[L.OP_NDIM] = len(tile.free_dims) or 1
