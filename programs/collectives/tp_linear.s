@@ -28,7 +28,7 @@
 .sbuf xT_sb bfloat16[128, KT, T]         # [k within tile, k tile, token]
 .sbuf w_sb bfloat16[128, KT, N]          # [k within tile, k tile, n]
 .sbuf part float32[128, TT, N]           # this rank's partial y, per token tile
-.psum tp bfloat16[128, 2, 128]           # transposed x blocks (two, alternating)
+.psum tp float32[128, 2, 128]            # transposed x blocks (two, alternating), fp32 (trn1 PSUM)
 .psum acc float32[128, TT, N]            # one bank per token tile
 
     ctrl.mov r0, 0

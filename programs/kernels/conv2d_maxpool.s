@@ -40,7 +40,7 @@
 
 .psum acc0 float32[C_OUT, 2, RB, OH]     # image 0's convolution blocks (two banks, alternating)
 .psum acc1 float32[C_OUT, 2, RB, OH]     # image 1's
-.psum tp bfloat16[B * C_IN, 2, C_OUT]    # transposed weight taps (two, alternating)
+.psum tp float32[B * C_IN, 2, C_OUT]     # transposed weight taps (two, alternating), fp32 (trn1 PSUM)
 .sbuf x_sb bfloat16[B * C_IN, H, H]      # [image x in channel, row, column]
 .sbuf w_sb bfloat16[C_OUT, B, C_IN, 9]   # as stored, twice: [out channel, copy, in channel, tap]
 .sbuf wT_sb bfloat16[B * C_IN, 9, C_OUT] # per tap t = 3 dy + dx: [copy x in channel, out channel]

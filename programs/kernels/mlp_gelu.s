@@ -34,7 +34,7 @@
 .sbuf w2_sb bfloat16[128, FT, D]         # [f within tile, f tile, d]
 .sbuf hT_sb bfloat16[128, FT, T]         # gelu(x @ W1) transposed: [f within tile, f tile, token]
 .sbuf y_sb bfloat16[128, TT, D]          # [token within tile, token tile, d]
-.psum tp bfloat16[128, 2, 128]           # transposed x blocks (two, alternating)
+.psum tp float32[128, 2, 128]            # transposed x blocks (two, alternating), fp32 (trn1 PSUM)
 .psum h_ps float32[128, 2, T]            # layer 1 accumulators (two, alternating)
 .psum y_ps float32[128, TT, D]           # layer 2 accumulators
 

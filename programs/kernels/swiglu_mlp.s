@@ -37,7 +37,7 @@
 .sbuf sg_sb float32[128, 2, T]           # silu of the gate, one per PSUM pair
 .sbuf hT_sb bfloat16[128, FT, T]         # silu(gate) * up, transposed: [f within tile, f tile, token]
 .sbuf y_sb bfloat16[128, TT, D]
-.psum tp bfloat16[128, 2, 128]           # transposed x blocks (two, alternating)
+.psum tp float32[128, 2, 128]            # transposed x blocks (two, alternating), fp32 (trn1 PSUM)
 .psum g_ps float32[128, 2, T]            # gate accumulators (two, alternating)
 .psum u_ps float32[128, 2, T]            # up accumulators (two, alternating)
 .psum y_ps float32[128, TT, D]           # layer 2 accumulators
