@@ -15,7 +15,7 @@
 #   - Layer 2 contracts over F, which hT holds on partitions: per 128-token tile, 6 matmuls
 #     (stationary hT[f-tile, t-tile], moving Wd[f-tile, :]) accumulate y[t-tile, D] in PSUM;
 #     VectorE rounds it to bf16 and DMA stores it token-major.
-#   - Wg and Wu arrive on two queues each; Wd, needed last, on two more.
+#   - x, Wg and Wu arrive on a queue each; Wd, needed last, on two more.
 .const T = 256
 .const D = 256
 .const F = 768
