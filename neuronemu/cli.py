@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import InputError, Interrupted, NeuronemuError
+from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
 
 SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
@@ -34,9 +34,21 @@ class _Failure(click.ClickException):
 
     def show(self, file=None) -> None:
         if self.as_json:
-            doc = {"schema_version": SCHEMA_VERSION, "error": self.error.to_json()}
-            click.echo(json.dumps(doc, indent=2))
+            click.echo(json.dumps(_error_document(self.error), indent=2))
         click.echo(self.error.render(), err=True)
+
+
+def _error_document(error: NeuronemuError) -> dict:
+    """The --json document of a failed command: ``error`` is the first error (as it always
+    was). A kernel that does not assemble adds ``errors``, every error reported (the first
+    included, in the order they were found, up to 20) and ``errors_truncated``, true when the
+    limit stopped the assembler before the end of the file; other failures (one error each)
+    keep the document they always had."""
+    doc = {"schema_version": SCHEMA_VERSION, "error": error.to_json()}
+    if isinstance(error, AsmError):
+        doc["errors"] = [e.to_json() for e in error.errors]
+        doc["errors_truncated"] = error.truncated
+    return doc
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -383,10 +395,12 @@ def main() -> None:
               help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
 @click.option("--topology", metavar="NAME",
               help="Run the kernel on every chip of a multi-chip system (SPMD; `neuronemu "
-                   "topology` lists them). Inputs of the declared shape go to every rank, with a "
-                   "leading world axis one per rank; outputs gain that axis.")
-@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=1, show_default=True,
-              help="With --topology: cores of each chip that run the kernel.")
+                   "topology` lists them; default: the kernel's .topology directive, if any). "
+                   "Inputs of the declared shape go to every rank, with a leading world axis one "
+                   "per rank; outputs gain that axis.")
+@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=None,
+              help="With a topology: cores of each chip that run the kernel (default: the "
+                   "kernel's .topology ranks_per_chip= on its own topology, else 1).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw the per-engine/queue timeline with utilisation to FILE.png (needs "
                    "matplotlib: pip install 'neuronemu[plot]'; with --topology: the slowest "
@@ -400,9 +414,6 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     _check_plot(plot_path)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
-    if topology is None and ranks_per_chip != 1:
-        raise click.BadParameter("needs --topology (ranks run on the chips of a topology)",
-                                 param_hint="--ranks-per-chip")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed}
     try:
@@ -411,7 +422,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
                       trace_path, topology, ranks_per_chip, as_json, plot_path)
         else:
             _run_one(kernel, target, input_files, output_files, output_dir, options,
-                     trace_path, as_json, plot_path)
+                     trace_path, as_json, plot_path, ranks_per_chip)
     except KeyboardInterrupt:
         # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
         raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
@@ -443,12 +454,21 @@ def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bo
 
 
 def _run_one(kernel, target, input_files, output_files, output_dir, options, trace_path,
-             as_json, plot_path=None) -> None:
+             as_json, plot_path=None, ranks_per_chip=None) -> None:
     from neuronemu import api
 
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        if program.topology is not None:
+            # the kernel names its own system (.topology): run it there, as --topology would
+            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
+                      trace_path, None, ranks_per_chip, as_json, plot_path, program)
+            return
+        if ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
+            raise click.BadParameter("needs --topology or a .topology directive in the kernel "
+                                     "(ranks run on the chips of a topology)",
+                                     param_hint="--ranks-per-chip")
         destinations = _destinations(program, output_files, output_dir, trace_path)
         result = api.run(program, _load_inputs(input_files), **options)
         files = {label: (dest, _npy_writer(_savable(result.outputs[label.split()[1]])))
@@ -514,19 +534,23 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
 
 
 def _run_spmd(kernel, target, input_files, output_files, output_dir, options, trace_path,
-              topology, ranks_per_chip, as_json, plot_path=None) -> None:
+              topology, ranks_per_chip, as_json, plot_path=None, program=None) -> None:
+    """Run on every rank of ``topology`` (None: the kernel's .topology; ``program`` is then
+    the kernel already assembled)."""
     from neuronemu import api
     from neuronemu.multichip.topology import load_topologies
 
     try:
         topologies = load_topologies()
-        if topology not in topologies:
+        if topology is not None and topology not in topologies:
             close = difflib.get_close_matches(topology, topologies, n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise InputError(f"--topology: unknown topology '{topology}' (topologies: "
                              f"{', '.join(topologies)}){hint}")
         path = _bundled(kernel)
-        program = api.assemble_file(path, target=target or topologies[topology].target)
+        if program is None:
+            program = api.assemble_file(path, target=target or topologies[topology].target)
+        topology, ranks_per_chip = api.default_topology(program, topology, ranks_per_chip)
         destinations = _destinations(program, output_files, output_dir, trace_path)
         result = api.run_spmd(program, topology, _load_inputs(input_files),
                               ranks_per_chip=ranks_per_chip, **options)
@@ -689,10 +713,13 @@ def check(kernel, target, as_json):
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     counts = program.static_counts()
+    for warning in program.warnings:
+        click.echo(warning.render(), err=True)
     if as_json:
         click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "kernel": str(path),
                                "target": program.target.name, "ok": True,
-                               "instructions": {**counts, "total": len(program.instructions)}},
+                               "instructions": {**counts, "total": len(program.instructions)},
+                               "warnings": [w.to_json() for w in program.warnings]},
                               indent=2))
         return
     per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

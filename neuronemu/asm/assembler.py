@@ -10,13 +10,15 @@ from __future__ import annotations
 import difflib
 import gc
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
 
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
-from neuronemu.asm.expr import Affine, Evaluator, register_number
-from neuronemu.errors import AsmError
+from neuronemu.asm.collect import Collector
+from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
+from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
 from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
@@ -30,7 +32,10 @@ INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
     "full": 1, "normal": 2, "uniform": 2, "relu_normal": 2,
 }
-DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
+DIRECTIVES = ("target", "topology", "sync", "hbm", "sbuf", "psum", "const")
+# .topology NAME [ranks_per_chip=N]: system names hold dots and dashes (trn2.48xlarge), which
+# the expression grammar splits, so the name is read from the line's text
+_TOPOLOGY = re.compile(r'\.topology\s+"?([A-Za-z0-9_.\-]+)"?\s*(?:,?\s*ranks_per_chip\s*=.*)?$')
 SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
 PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
@@ -60,9 +65,12 @@ def _token_loc(source, token):
 
 
 class Assembler:
-    def __init__(self, source: SourceFile, target: str | None, isa: ISA):
+    def __init__(self, source: SourceFile, target: str | None, isa: ISA,
+                 collector: Collector | None = None):
         require_known_rules(isa)
         self.source = source
+        self.collector = collector or Collector()   # every independent error (asm/collect.py)
+        self.warnings: list[Diagnostic] = []
         self.isa = isa
         self.target_override = target
         self.target = None
@@ -81,27 +89,86 @@ class Assembler:
     def assemble(self, tree) -> Program:
         items = tree.children
         self.sync_mode = "auto"
-        self._choose_target(items)
+        collector = self.collector
+        try:
+            self._choose_target(items)
+        except AsmError as e:   # every capacity and dtype depends on the target: stop here
+            collector.add(e)
+            collector.raise_if_any()
         statements = []
         for item in items:
-            if item.data == "label":
-                name_tok = item.children[0]
-                name = str(name_tok)
-                if name in self.labels:
-                    raise AsmError(f"label '{name}' is defined twice",
-                                   _token_loc(self.source, name_tok))
-                self.labels[name] = len(statements)
-            elif item.data == "directive":
-                self._directive(item)
-            elif item.data == "instruction":
-                statements.append(item)
+            try:
+                if item.data == "label":
+                    name_tok = item.children[0]
+                    name = str(name_tok)
+                    if name in self.labels:
+                        raise AsmError(f"label '{name}' is defined twice",
+                                       _token_loc(self.source, name_tok))
+                    self.labels[name] = len(statements)
+                elif item.data == "directive":
+                    self._directive(item)
+                elif item.data == "instruction":
+                    statements.append(item)
+            except AsmError as e:
+                collector.add(e)
+                collector.poison(_declared_name(item))
         instructions, same_as = self._instructions(statements)
+        collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
-                          instructions, self.labels, sync_mode=self.sync_mode)
+                          instructions, self.labels, warnings=self.warnings,
+                          sync_mode=self.sync_mode,
+                          topology=self.topology, ranks_per_chip=self.ranks_per_chip)
         lower(program, same_as)
         return program
 
+    def _choose_topology(self, items):
+        """``.topology NAME [ranks_per_chip=N]``: the system a multi-rank kernel runs on when
+        no topology is given (--topology, run_spmd's argument wins); returns its chips'
+        target, which is the kernel's default target."""
+        from neuronemu.multichip.topology import load_topologies
+
+        self.topology, self.ranks_per_chip = None, 1
+        found = [i for i in items
+                 if i.data == "directive" and str(i.children[0]) == "topology"]
+        if not found:
+            return None
+        if len(found) > 1:
+            raise self.error(found[1], "a second .topology directive: a kernel names at most "
+                                       "one topology")
+        node = found[0]
+        location = location_of(self.source, node.meta)
+        end = location.end_column - 1 if location.end_column else None
+        text = self.source.line(location.line)[location.column - 1:end]
+        topologies = load_topologies()
+        usage = "usage: .topology NAME [ranks_per_chip=N]"
+        match = _TOPOLOGY.match(text.strip())
+        if match is None:
+            raise self.error(node, f"{usage} (NAME: {', '.join(topologies)})")
+        name = match.group(1)
+        if name not in topologies:
+            column = location.column + text.index(name)
+            where = Location(self.source, location.line, column, column + len(name))
+            raise AsmError(f"unknown topology '{name}'; topologies: {', '.join(topologies)}"
+                           f"{_suggest(name, topologies)}", where)
+        topology = topologies[name]
+        for arg in node.children[1:]:
+            if getattr(arg, "data", None) == "kwarg":
+                key, value = arg.children
+                if str(key) != "ranks_per_chip":
+                    raise AsmError(f".topology has no option '{key}'; {usage}",
+                                   _token_loc(self.source, key))
+                ranks = self.eval.integer(value)
+                if not 1 <= ranks <= topology.cores_per_chip:
+                    raise self.error(value, f"ranks_per_chip must be 1..{topology.cores_per_chip}"
+                                            f" on {name} ({topology.cores_per_chip} cores per "
+                                            f"chip), not {ranks}")
+                self.ranks_per_chip = ranks
+        self.topology = name
+        self._topology_node = node
+        return topology.target
+
     def _choose_target(self, items):
+        from_topology = self._choose_topology(items)
         chosen = None
         for item in items:
             if item.data == "directive" and str(item.children[0]) == "target":
@@ -114,7 +181,11 @@ class Assembler:
                                               f"{', '.join(self.isa.targets)}"
                                               f"{_suggest(name, self.isa.targets)}")
                 chosen = name
-        name = self.target_override or chosen or DEFAULT_TARGET
+                if from_topology is not None and from_topology != name:
+                    raise self.error(self._topology_node,
+                                     f"topology {self.topology} is made of {from_topology} "
+                                     f"chips, but the kernel says .target {name}")
+        name = self.target_override or chosen or from_topology or DEFAULT_TARGET
         if name not in self.isa.targets:
             raise AsmError(f"unknown target '{name}'; targets: {', '.join(self.isa.targets)}")
         self.target = self.isa.targets[name]
@@ -122,8 +193,8 @@ class Assembler:
     def _directive(self, node):
         name_tok, *args = node.children
         name = str(name_tok)
-        if name == "target":
-            return
+        if name in ("target", "topology"):
+            return   # read first, by _choose_target
         if name not in DIRECTIVES:
             raise AsmError(f"unknown directive '.{name}'; directives: "
                            f"{', '.join('.' + d for d in DIRECTIVES)}{_suggest(name, DIRECTIVES)}",
@@ -147,7 +218,21 @@ class Assembler:
         name_tok, value = args[0].children
         name = str(name_tok)
         self._check_new_symbol(name, name_tok)
+        mark = len(self.eval.truncations)
         self.constants[name] = self.eval.constant(value)
+        if len(self.eval.truncations) > mark:   # remembered for the uses in float arguments
+            self.eval.truncated_constants[name] = self.eval.truncations[mark]
+            del self.eval.truncations[mark:]
+
+    def _float_constant(self, node, what: str) -> float | int:
+        """A constant whose value goes to a float argument: a located warning when an integer
+        division in it (or in a .const it uses) truncated (``1/N`` is 0; ``1.0/N`` was meant)."""
+        mark = len(self.eval.truncations)
+        value = self.eval.constant(node)
+        if len(self.eval.truncations) > mark:
+            self.warnings.append(truncation_warning(self.eval.truncations[mark], what, self.source))
+            del self.eval.truncations[mark:]
+        return value
 
     def _check_new_symbol(self, name, token):
         if name in self.constants or name in self.tensors or name in self.allocations:
@@ -250,7 +335,7 @@ class Assembler:
         wanted = INITIALISERS[kind]
         if params and len(params) != wanted:
             raise self.error(node, f"{kind} takes {wanted} parameter(s), got {len(params)}")
-        values = [float(self.eval.constant(p)) for p in params]
+        values = [float(self._float_constant(p, f"{kind}(...) parameter")) for p in params]
         if values:
             self._check_init_params(kind, params, values)
         else:
@@ -343,7 +428,17 @@ class Assembler:
             text = line_of(line)
             first = resolved.get(text) if REUSE else None
             if first is None:
-                instruction = self._instruction(node)
+                try:
+                    instruction = self._instruction(node)
+                except AsmError as e:   # reported; the next lines are checked all the same
+                    if e.location is not None and e.location.line != line:
+                        # the parser shares the children of identical lines (fastparse):
+                        # the error is this line's, at the same columns
+                        e.location = _moved(e.location, line)
+                    self.collector.add(e)
+                    instructions.append(None)
+                    same_as.append(pc)
+                    continue
                 located = [name for name, v in instruction.args.items()
                            if isinstance(v, (Tile, Immediate))]
                 resolved[text] = (pc, located)
@@ -537,14 +632,15 @@ class Assembler:
         if kind == "label":
             word = str(node.children[0]) if node.data == "name" else ""
             if word not in self.labels:
-                raise self.error(node, f"unknown label '{word}'{_suggest(word, self.labels)}")
+                raise AsmError(f"unknown label '{word}'{_suggest(word, self.labels)}",
+                               location_of(self.source, node.meta), symbol=word)
             return ("label", self.labels[word])
         raise AssertionError(kind)
 
     def _fp32(self, node, what: str) -> float:
         """An fp32 immediate: any float whose fp32 rounding is finite, or an explicit inf/nan
         (a finite value that would silently become infinity is a mistake)."""
-        value = float(self.eval.constant(node))
+        value = float(self._float_constant(node, what))
         if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
             raise self.error(node, f"{what} is an fp32 immediate: {value!r} overflows float32 "
                                    f"(finite values lie within +-3.4028235e+38); write inf or "
@@ -589,7 +685,7 @@ class Assembler:
         if name not in symbols:
             hint = _suggest(name, symbols)
             raise AsmError(f"unknown tile '{name}'{hint}", _token_loc(self.source, name_tok),
-                           (f"declared tiles: {', '.join(symbols) or 'none'}",))
+                           (f"declared tiles: {', '.join(symbols) or 'none'}",), symbol=name)
         symbol = symbols[name]
         slices = node.children[1:] if node.data == "indexed" else []
         tile = self._access(symbol, slices, node)
@@ -830,6 +926,20 @@ def _broadcast_sources(definition: InstrDef, values: dict, symbols: dict) -> Non
                                        broadcast=True)
 
 
+def _declared_name(item) -> str | None:
+    """The name a label, .const, .hbm, .sbuf or .psum line declares (None for others)."""
+    children = getattr(item, "children", ())
+    if item.data == "label":
+        return str(children[0])
+    if item.data != "directive" or str(children[0]) not in ("const", "hbm", "sbuf", "psum") \
+            or len(children) < 2:
+        return None
+    first = children[1]
+    if getattr(first, "data", None) in ("kwarg", "name"):
+        return str(first.children[0])
+    return None
+
+
 def _moved(location: Location, line: int) -> Location:
     """``location`` on another line, same columns (built without the frozen dataclass's
     per-field ``__setattr__``: one is made per operand of every repeated line)."""
@@ -1006,17 +1116,30 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
 
 def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
     """Assemble source text into a checked, lowered ``Program`` (raises ``AsmError``)."""
+    from neuronemu.asm import macros
     from neuronemu.asm.parser import parse
 
     source = SourceFile(filename, text)
+    collector = Collector()
     # Assembly makes millions of small acyclic objects (tree nodes, tokens, rows) that stay
     # alive until it ends; the cyclic garbage collector would traverse all of them again and
     # again (it tripled the time of a 16,000-line kernel) and could free none of them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tree = parse(source, share=REUSE)
-        return Assembler(source, target, load_isa()).assemble(tree)
+        # .rept / .macro: expanded as text before parsing (None: the file uses neither)
+        expanded = macros.expand(source, collector)
+        work = source if expanded is None else expanded.source
+        try:
+            tree = parse(work, share=REUSE, collector=collector)
+            program = Assembler(work, target, load_isa(), collector).assemble(tree)
+        except AsmError as e:
+            if expanded is not None:
+                expanded.relocate_errors(e)
+            raise
+        if expanded is not None:
+            expanded.relocate_program(program)
+        return program
     finally:
         if collecting:
             gc.enable()

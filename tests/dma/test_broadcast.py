@@ -319,3 +319,28 @@ def test_trace_labels_the_broadcast() -> None:
 """)
     events = [e for e in chrome_trace(r.program, r.timing)["traceEvents"] if e["ph"] == "X"]
     assert events[0]["args"]["broadcast"] == "gamma: 1 row -> 128 partitions"
+
+
+def test_accumulate_adds_a_broadcast_row_on_trn3() -> None:
+    x, b = rng_values((128, 256), seed=9), rng_values((1, 256), seed=10)
+    r = run(""".hbm x float32[128, 256] input
+.hbm b float32[1, 256] input
+.hbm y float32[128, 256] output
+.sbuf s float32[128, 256]
+    dma.copy s, x
+    dma.accumulate s, b, queue=1
+    dma.copy y, s
+""", "trn3", x=x, b=b)
+    np.testing.assert_array_equal(r.outputs["y"], x + b)
+
+
+def test_compress_writes_a_broadcast_row_into_every_row() -> None:
+    row = rng_values((1, 512), seed=12)
+    row[0, 1::4] = 0.0
+    r = run(""".hbm w float32[64, 512] output compressed
+.hbm row float32[1, 512] input
+.sbuf t float32[1, 512]
+    dma.copy t, row
+    dma.compress w, t, queue=1
+""", row=row)
+    np.testing.assert_array_equal(r.outputs["w"], np.broadcast_to(row, (64, 512)))
