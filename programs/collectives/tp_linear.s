@@ -4,7 +4,8 @@
 #
 # Modelled on the row-parallel linear layer of Megatron-style tensor parallelism as the NKI
 # collectives docs and samples use it (partial matmuls, then nki.collectives.all_reduce); written
-# here from the math. Run: neuronemu run collectives/tp_linear --topology trn2.48xlarge
+# here from the math. `neuronemu run collectives/tp_linear` runs the 16 ranks of a trn2.48xlarge
+# (the .topology below; any other system with --topology: K grows with the ranks).
 #
 # Layout and engines (per rank):
 #   - The x shard is token-major [T, KR]; TensorE transposes it in 128 x 128 blocks so the
@@ -14,6 +15,7 @@
 #   - cc.all_reduce (op=add, fp32) sums each token tile's partials over the ranks straight into
 #     y in HBM, on its own DMA queue per tile, so the first tile's all-reduce overlaps the second
 #     tile's matmuls.
+.topology trn2.48xlarge
 .const T = 256
 .const KR = 256                          # K rows per rank (K = 16 x 256 on trn2.48xlarge)
 .const N = 512
