@@ -13,8 +13,28 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _source_name(name: str) -> str:
+    """A kernel file inside the checkout by its path relative to the checkout, so a key is the
+    same in every clone and worktree (CI runs in a fresh clone elsewhere); other names as given."""
+    path = Path(name)
+    if not path.is_absolute():
+        return name
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return name
+
+
+def _portable(text: str) -> str:
+    """Rendered diagnostics name their files: paths inside the checkout relative to it."""
+    return text.replace(f"{ROOT.as_posix()}/", "")
 
 
 def _array(h, name: str, array) -> None:
@@ -25,7 +45,7 @@ def _array(h, name: str, array) -> None:
 
 def key(program, inputs, options: dict) -> str:
     h = hashlib.sha256()
-    h.update(program.source.name.encode() + b"\0" + program.source.text.encode())
+    h.update(_source_name(program.source.name).encode() + b"\0" + program.source.text.encode())
     h.update(f"|{program.target.name}|{program.sync_mode}|".encode())
     for name in sorted(inputs or {}):
         value = (inputs or {})[name]
@@ -64,7 +84,8 @@ def _result(h, result) -> None:
         if timing.event_times is not None:
             _array(h, "event_times", timing.event_times[:n])
     for warning in result.warnings:
-        h.update(warning.render().encode() if hasattr(warning, "render") else str(warning).encode())
+        text = warning.render() if hasattr(warning, "render") else str(warning)
+        h.update(_portable(text).encode())
 
 
 def digest(outcome) -> str:
@@ -73,7 +94,7 @@ def digest(outcome) -> str:
     if isinstance(outcome, BaseException):
         render = getattr(outcome, "render", None)
         h.update(type(outcome).__name__.encode())
-        h.update((render() if render else str(outcome)).encode())
+        h.update(_portable(render() if render else str(outcome)).encode())
     elif hasattr(outcome, "ranks"):
         for rank in outcome.ranks:
             _result(h, rank)
