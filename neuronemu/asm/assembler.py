@@ -15,6 +15,8 @@ import numpy as np
 
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.expr import Affine, Evaluator, register_number
+from neuronemu.asm.fastparse import TemplateLine
+from neuronemu.asm.fastresolve import Resolver
 from neuronemu.errors import AsmError
 from neuronemu.exec import compression
 from neuronemu.exec import layout as L
@@ -46,6 +48,9 @@ FP32_OVERFLOW = 2 ** 128 - 2 ** 103
 # Reuse the resolution of an identical instruction line or operand text (False: resolve every
 # line and operand afresh; tests compare the two)
 REUSE = True
+# Resolve the lines of a template (same text but for the numbers) from a plan made once
+# (asm/fastresolve.py; False: resolve every line the ordinary way; tests compare the two)
+FAST = True
 MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
@@ -337,12 +342,16 @@ class Assembler:
         instructions: list[Instruction] = []
         same_as: list[int] = []
         line_of = self.source.line
+        fast = Resolver(self).resolve if FAST else None
         for pc, node in enumerate(statements):
             line = node.meta.line
             text = line_of(line)
             first = resolved.get(text) if REUSE else None
             if first is None:
-                instruction = self._instruction(node)
+                instruction = fast(node) if fast is not None and type(node) is TemplateLine \
+                    else None
+                if instruction is None:
+                    instruction = self._instruction(node)
                 located = [name for name, v in instruction.args.items()
                            if isinstance(v, (Tile, Immediate))]
                 resolved[text] = (pc, located)
@@ -976,7 +985,7 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tree = parse(source, share=REUSE)
+        tree = parse(source, share=REUSE, templates=FAST)
         return Assembler(source, target, load_isa()).assemble(tree)
     finally:
         if collecting:

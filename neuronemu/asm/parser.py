@@ -38,13 +38,14 @@ def _describe(terminal: str) -> str:
     return terminal.lower()
 
 
-def parse(source: SourceFile, share: bool = True):
+def parse(source: SourceFile, share: bool = True, templates: bool = False):
     """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
 
     The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
     not accept goes to lark, which defines the language and words its syntax errors. ``share``:
-    repeated instruction lines share their children (``fastparse.parse_text``)."""
-    tree = parse_text(source.text, share)
+    repeated instruction lines share their children; ``templates``: instruction lines are cut
+    at their numbers (``fastparse.parse_text``)."""
+    tree = parse_text(source.text, share, templates)
     if tree is not None:
         return tree
     return parse_with_lark(source)
