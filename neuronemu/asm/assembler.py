@@ -77,6 +77,7 @@ class Assembler:
         self.eval = Evaluator(source, self.constants)
         self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
         self._tiles: dict[tuple[int, str], Tile] = {}   # (id of ArgDef, operand text) -> tile
+        self.lowered: dict[int, tuple] = {}   # id(Instruction) -> rows made by its plan
 
     def error(self, node, message, notes=()):
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -102,7 +103,7 @@ class Assembler:
         instructions, same_as = self._instructions(statements)
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, sync_mode=self.sync_mode)
-        lower(program, same_as)
+        lower(program, same_as, self.lowered)
         return program
 
     def _choose_target(self, items):
@@ -853,12 +854,49 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-def lower(program: Program, same_as: list[int] | None = None) -> None:
+def operand_row(tile: Tile) -> list[int]:
+    """The lowered ``ops`` row of a tile (layout.OP_*)."""
+    row = [0] * L.OP_WIDTH
+    dt = dtypes.get(tile.dtype)
+    row[L.OP_SPACE] = L.SPACE_CODES[tile.space]
+    row[L.OP_DTYPE] = dt.code
+    row[L.OP_BASE] = tile.base
+    on_chip = tile.space != "hbm"
+    row[L.OP_PSTART] = tile.partition_start
+    row[L.OP_PCOUNT] = tile.partitions
+    row[L.OP_PROWSTEP] = 1 if on_chip else 0
+    row[L.OP_PCOLSTEP] = 0 if on_chip else tile.partition_pitch
+    dims = list(tile.free_dims) or [(dt.itemsize, 1)]
+    dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
+    row[L.OP_NDIM] = len(tile.free_dims) or 1
+    for k, (s, c) in enumerate(dims):
+        row[L.OP_STRIDE + k] = s
+        row[L.OP_COUNT + k] = c
+    row[L.OP_NREG] = len(tile.regs)
+    for k, (r, c) in enumerate(tile.regs):
+        row[L.OP_REG + 2 * k] = r
+        row[L.OP_COEF + 2 * k] = c
+    row[L.OP_LO], row[L.OP_HI] = tile.window
+    row[L.OP_EXTENT] = tile.extent
+    row[L.OP_SIZE] = tile.free_size
+    row[L.OP_ITEMSIZE] = dt.itemsize
+    row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
+    if tile.compressed:
+        row[L.OP_DENSE] = 0
+        row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
+        row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
+    return row
+
+
+def lower(program: Program, same_as: list[int] | None = None,
+          lowered: dict[int, tuple] | None = None) -> None:
     """Fill ``program.instrs/ops/imms`` from the checked instructions.
 
     ``same_as[pc]`` (optional) names an earlier instruction with the same arguments (from an
     identical line): its rows are copied, with this line and its own operand and immediate
-    indices, instead of being lowered again."""
+    indices, instead of being lowered again. ``lowered[id(instruction)]`` (optional) holds rows
+    a template's plan made (asm/fastresolve.py): (instruction row with operand and immediate
+    indices from 0, ops rows, imms, operand index slots, immediate index slots)."""
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
@@ -867,36 +905,7 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
     costs = isa.costs
 
     def operand(tile: Tile) -> int:
-        row = [0] * L.OP_WIDTH
-        dt = dtypes.get(tile.dtype)
-        row[L.OP_SPACE] = L.SPACE_CODES[tile.space]
-        row[L.OP_DTYPE] = dt.code
-        row[L.OP_BASE] = tile.base
-        on_chip = tile.space != "hbm"
-        row[L.OP_PSTART] = tile.partition_start
-        row[L.OP_PCOUNT] = tile.partitions
-        row[L.OP_PROWSTEP] = 1 if on_chip else 0
-        row[L.OP_PCOLSTEP] = 0 if on_chip else tile.partition_pitch
-        dims = list(tile.free_dims) or [(dt.itemsize, 1)]
-        dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
-        row[L.OP_NDIM] = len(tile.free_dims) or 1
-        for k, (s, c) in enumerate(dims):
-            row[L.OP_STRIDE + k] = s
-            row[L.OP_COUNT + k] = c
-        row[L.OP_NREG] = len(tile.regs)
-        for k, (r, c) in enumerate(tile.regs):
-            row[L.OP_REG + 2 * k] = r
-            row[L.OP_COEF + 2 * k] = c
-        row[L.OP_LO], row[L.OP_HI] = tile.window
-        row[L.OP_EXTENT] = tile.extent
-        row[L.OP_SIZE] = tile.free_size
-        row[L.OP_ITEMSIZE] = dt.itemsize
-        row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
-        if tile.compressed:
-            row[L.OP_DENSE] = 0
-            row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
-            row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
-        ops.append(row)
+        ops.append(operand_row(tile))
         return len(ops) - 1
 
     copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
@@ -914,6 +923,21 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
             ops.extend(ops[ops_from:ops_to])
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
+            continue
+        made = lowered.get(id(ins)) if lowered else None
+        if made is not None:
+            row, made_ops, made_imms, operand_slots, float_slots = made
+            ops_from, imms_from = len(ops), len(imms)
+            for slot in operand_slots:
+                row[slot] += ops_from
+            for slot in float_slots:
+                row[slot] += imms_from
+            ops.extend(made_ops)
+            imms.extend(made_imms)
+            rows.append(row)
+            if same_as is not None:
+                copies[pc] = (ops_from, len(ops), imms_from, len(imms), operand_slots,
+                              float_slots)
             continue
         ops_from, imms_from = len(ops), len(imms)
         d = ins.definition

@@ -22,7 +22,7 @@ from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.errors import AsmError
 from neuronemu.exec import layout as L
 from neuronemu.numerics import dtypes
-from neuronemu.program import Allocation, Immediate, Instruction, Tile
+from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
 from neuronemu.source import Location
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -138,6 +138,7 @@ class Plan:
         given = _given(definition, node.children[2:])
         location = _location(asm.source, node.line, node.column, node.end_column)
         self.steps: list = []          # (name, function of (v, ends, line))
+        self.variable: dict[str, str] = {}   # argument with numbers -> how it lowers
         constant_values: dict = {}
         self.int_slots: set[int] = set()
         self.digits = _MAX_DIGITS
@@ -160,11 +161,14 @@ class Plan:
                 continue
             step = self._variable(arg, value_node, columns, tiles)
             self.steps.append((arg.name, step))
+            self.variable[arg.name] = step.lowers
         asm._check_bitvec_allowed(definition, constant_values, given)
         if any(dtypes.get(dtype).packs for dtype in tiles):
             raise _Unsure   # packed tiles: the ordinary path checks their uses
         self.checks = [(RULES[check.rule], check.args) for check in definition.checks]
         self.declarations = (asm.allocations, asm.tensors)
+        self.lowering = None   # made from the first instruction this plan resolves
+        self.lowered = asm.lowered
 
     # ------------------------------------------------------------------ arguments
     def _constant(self, value, where):
@@ -206,7 +210,7 @@ class Plan:
             k = columns.numbers_in(literal)[0]
             sign = -1 if negate else 1
             if kind == "number":
-                return lambda v, ends, line: _fp32(v[k] * sign)
+                return _lowers(lambda v, ends, line: _fp32(v[k] * sign), "float")
             start, stop = self.anchor(node.column), self.anchor(node.end_column)
             source = self.source
 
@@ -215,7 +219,7 @@ class Plan:
                 value.__dict__.update(value=_fp32(v[k] * sign), location=_location(
                     source, line, _moved(start, ends), _moved(stop, ends)))
                 return value
-            return immediate
+            return _lowers(immediate, "imm")
         if kind in ("int", "reg_or_int"):
             fn = self._expr(node, columns).fn
             low, high = (arg.range or (INT64_MIN, INT64_MAX)) if kind == "int" \
@@ -226,7 +230,7 @@ class Plan:
                 if not low <= value <= high:
                     raise _Unsure
                 return value if kind == "int" else ("int", value)
-            return integer
+            return _lowers(integer, kind)
         raise _Unsure
 
     def _tile(self, arg, node, columns, tiles):
@@ -339,7 +343,7 @@ class Plan:
                                   location=_location(source, line, _moved(start_anchor, ends),
                                                      _moved(stop_anchor, ends)))
             return value
-        return tile
+        return _lowers(tile, "tile")
 
     # ------------------------------------------------------------------ one line
     def resolve(self, node) -> Instruction | None:
@@ -383,7 +387,74 @@ class Plan:
         instruction = object.__new__(Instruction)
         instruction.__dict__.update(definition=self.definition, args=values, location=location,
                                     text=node.text.strip())
+        lowering = self.lowering
+        if lowering is None:
+            lowering = self.lowering = self._lowering(instruction) or False
+        if lowering:
+            row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue = lowering
+            row = row[:]
+            row[L.I_LINE] = line
+            for slot, name, kind in ints:
+                value = values[name]
+                row[slot] = value[1] if kind == "reg_or_int" else value
+            if queue:
+                row[L.I_TRACK] = L.DMA_TRACK0 + int(values["queue"])
+            if tiles:
+                ops = ops[:]
+                operand_row = self.operand_row
+                for index, name in tiles:
+                    ops[index] = operand_row(values[name])
+            if floats:
+                imms = imms[:]
+                for index, name, kind in floats:
+                    imms[index] = values[name].value if kind == "imm" else values[name]
+            self.lowered[id(instruction)] = (row, ops, imms, operand_slots, float_slots)
         return instruction
+
+    def _lowering(self, instruction):
+        """How to lower any line of the template: ``assembler.lower`` on the first line gives
+        the rows, and each line puts its own values where an argument with numbers lowers
+        (None when a number changes more than that)."""
+        from neuronemu.asm.assembler import lower, operand_row
+
+        self.operand_row = operand_row
+        definition = self.definition
+        variable = self.variable
+        engine = definition.engine
+        track_args = {"dma": ("dge",), "cc": ("dge",), "sync": ("track",),
+                      "tensor": ("perf_mode", "is_transpose", "is_stationary_onezero",
+                                 "is_moving_onezero", "tile_position", "tile_size")}
+        if any(name in variable for name in track_args.get(engine, ())):
+            return None
+        program = Program(self.source, self.asm.target, {}, {}, [instruction], {})
+        lower(program)
+        row = [int(x) for x in program.instrs[0]]
+        ops = [[int(x) for x in op] for op in program.ops]
+        imms = [float(x) for x in program.imms[:-1]]
+        slots = range(L.I_ARGS, L.I_ARGS + 2 * len(definition.args), 2)
+        operand_slots = [k + 1 for k in slots if row[k] == L.TAG_OPERAND]
+        float_slots = [k + 1 for k in slots if row[k] == L.TAG_FLOAT]
+        ints, tiles, floats = [], [], []
+        for k, arg in enumerate(definition.args):
+            kind = variable.get(arg.name)
+            slot = L.I_ARGS + 2 * k + 1
+            if kind == "tile":
+                tiles.append((row[slot], arg.name))
+            elif kind in ("imm", "float"):
+                floats.append((row[slot], arg.name, kind))
+            elif kind in ("int", "reg_or_int"):
+                ints.append((slot, arg.name, kind))
+            elif kind is not None:
+                raise AssertionError(kind)
+        # a DMA's track is its queue's (assembler.lower)
+        queue = engine in ("dma", "cc") and "queue" in variable
+        return row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue
+
+
+def _lowers(step, kind: str):
+    """``step`` marked with how its value lowers (``Plan._lowering``)."""
+    step.lowers = kind
+    return step
 
 
 def _fp32(value) -> float:
