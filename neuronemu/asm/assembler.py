@@ -339,26 +339,27 @@ class Assembler:
         used), so each distinct line text is resolved once and an identical line reuses the
         result, moved to its own line. The first occurrence is the one checked, so an error is
         still reported at the first line that has it."""
-        resolved: dict[str, tuple[int, list[str]]] = {}
+        resolved: dict[str, list] = {}   # line text -> [pc, located args (when reused)]
         instructions: list[Instruction] = []
         same_as: list[int] = []
         line_of = self.source.line
         fast = Resolver(self).resolve if FAST else None
         for pc, node in enumerate(statements):
             line = node.meta.line
-            text = line_of(line)
+            template = type(node) is TemplateLine
+            text = node.text if template else line_of(line)
             first = resolved.get(text) if REUSE else None
             if first is None:
-                instruction = fast(node) if fast is not None and type(node) is TemplateLine \
-                    else None
+                instruction = fast(node) if fast is not None and template else None
                 if instruction is None:
                     instruction = self._instruction(node)
-                located = [name for name, v in instruction.args.items()
-                           if isinstance(v, (Tile, Immediate))]
-                resolved[text] = (pc, located)
+                resolved[text] = [pc, None]
                 same_as.append(pc)
             else:
                 origin, located = first
+                if located is None:
+                    located = first[1] = [name for name, v in instructions[origin].args.items()
+                                          if isinstance(v, (Tile, Immediate))]
                 instruction = _moved_instruction(instructions[origin], located, line)
                 same_as.append(origin)
             instructions.append(instruction)

@@ -164,6 +164,7 @@ class Plan:
                           "Immediate": Immediate, "Location": Location,
                           "Instruction": Instruction, "source": self.source,
                           "accumulate": accumulate, "numbers": self._numbers, "fp32": _fp32,
+                          "value": self._value,
                           "definition": definition, "check": self._check,
                           "passed": set(), "lowered": asm.lowered}
         self.passed = self.env["passed"]   # check keys (shapes and numbers) that passed
@@ -173,6 +174,7 @@ class Plan:
         self.rows: list[str] = []            # r<k> of the tiles with numbers, in order
         constant_values: dict = {}
         self.int_slots: set[int] = set()
+        self.float_slots: set[int] = set()   # numbers of fp32 immediates (int or float)
         self.digits = _MAX_DIGITS
         tiles: list[str] = []          # dtypes of every tile argument
         for k, arg in enumerate(definition.args):
@@ -252,6 +254,7 @@ class Plan:
             if literal.data != "number":
                 raise _Unsure
             k = self.columns.numbers_in(literal)[0]
+            self.float_slots.add(k)
             value = f"fp32(v[{k}] * -1)" if negate else f"fp32(v[{k}])"
             if kind == "number":
                 code.append(f"{var} = {value}")
@@ -425,12 +428,18 @@ class Plan:
                  if kind not in ("tile", "imm")]
         key = [f"{r}[{L.OP_PCOUNT}], {r}[{L.OP_SIZE}]" for r in self.rows] + keyed
         always = bool(self.other_checks)
+        count = len(self.columns.starts)
+        if self.float_slots:   # fp32 immediates may be floats: their values as parse_number's
+            convert = "[" + ", ".join(f"{'value' if k in self.float_slots else 'int'}"
+                                      f"(texts[{k}])" for k in range(count)) + "]"
+        else:
+            convert = "list(map(int, texts))"
         lines = [
             "def run(node):",
             "    parts = node.parts",
             "    texts = parts[1::2]",
             "    try:   # decimal integers of at most `digits` digits (the common case)",
-            "        v = list(map(int, texts))",
+            f"        v = {convert}",
             f"        if texts and max(map(len, texts)) > {digits}: raise ValueError",
             "    except ValueError:",
             "        v = numbers(texts)",
@@ -496,6 +505,16 @@ class Plan:
         except AsmError:
             return False
         return True
+
+    def _value(self, text: str) -> int | float:
+        """The value of a number (``expr.parse_number``: ValueError when out of range)."""
+        from neuronemu.asm.expr import parse_number
+
+        known = self.asm.eval._numbers   # literal text -> value (valid ones only)
+        value = known.get(text)
+        if value is None:
+            value = known[text] = parse_number(text)
+        return value
 
     def _numbers(self, texts: list[str]) -> list | None:
         """The values of the numbers (None when one is out of range or where an index needs
@@ -609,14 +628,13 @@ class Resolver:
         self.plans: dict[tuple, Plan | None] = {}
 
     def resolve(self, node) -> Instruction | None:
-        plans = self.plans
-        key = node.key
-        if key in plans:
-            plan = plans[key]
-        else:
+        plan = self.plans.get(node.key, self)
+        if plan is self:
             try:
                 plan = Plan(self.asm, node)
             except (_Unsure, AsmError):
                 plan = None
-            plans[key] = plan
-        return plan.resolve(node) if plan is not None else None
+            self.plans[node.key] = plan
+        if plan is None:
+            return None
+        return plan.run(node) if plan.lowering is not None else plan.resolve(node)
