@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from neuronemu.api import assemble
-from neuronemu.asm import assembler, fastparse
+from neuronemu.asm import assembler, fastparse, fastresolve
 from neuronemu.errors import AsmError
 from neuronemu.programs import bundled_programs
 
@@ -112,6 +112,10 @@ TEMPLATES = [
     "    vector.memset at[0:{p}, {a}:{a}+{w}], value={f}",
     "    vector.tensor_copy at[:, {x}:{x}+4], bt[:, 0:4]",
     "    gpsimd.iota at[:, {a}:{a}+{w}], base={n}, channel_multiplier={q}",
+    "    sync.barrier   # no arguments, no numbers in the code: {n}",
+    "    sync.barrier track={i}",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, scale={f}, bias=F",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, bias={f}, scale=F",
 ]
 
 
@@ -144,13 +148,24 @@ def test_generated_distinct_lines_equal_the_ordinary_path(seed, monkeypatch):
     each bad one after a few good ones the same error."""
     rng = random.Random(seed)
     good = bad = 0
+    resolvers = []
+    made = fastresolve.Resolver.__init__
+
+    def recording(self, asm):
+        made(self, asm)
+        resolvers.append(self)
+    monkeypatch.setattr(fastresolve.Resolver, "__init__", recording)
     for template in TEMPLATES:
         lines = [template.format(**_numbers(rng)) for _ in range(20)]
         ok = [line for line in lines
               if not isinstance(_assemble(HEADER + line + "\n", False, monkeypatch), str)]
         if ok:
+            resolvers.clear()
             program = _same(HEADER + "\n".join(ok) + "\n", monkeypatch, reuse=bool(seed % 2))
             assert len(program.instructions) == len(ok)
+            # a plan was made (no register offsets, so nothing the plans refuse by design)
+            plans = [p for r in resolvers for p in r.plans.values()]
+            assert "r1*64" in template or "r{r}" in template or any(plans), template
         for line in [line for line in lines if line not in ok][:6]:
             error = _same(HEADER + "\n".join(ok[:3] + [line]) + "\n", monkeypatch)
             assert isinstance(error, str) and "error" in error

@@ -447,6 +447,7 @@ class Plan:
             "    cum = list(accumulate(map(len, parts), initial=0))",
             "    line = node.line",
             "    try:",
+            "        pass",
             *("        " + c for c in self.code),
             "    except Unsure:",
             "        return None",
@@ -632,7 +633,7 @@ class Resolver:
         if plan is self:
             try:
                 plan = Plan(self.asm, node)
-            except (_Unsure, AsmError):
+            except Exception:   # noqa: BLE001 - unsure or unforeseen: the ordinary path decides
                 plan = None
             self.plans[node.key] = plan
         if plan is None:
