@@ -231,6 +231,15 @@ class Plan:
         self.code += [f"{var} = new({self._name(type(value))})", f"d = {var}.__dict__",
                       f"d.update({self._name(fields)})", "d['location'] = loc"]
 
+    def _term(self, node) -> int | str:
+        """An integer expression: its value when it holds no numbers, else its source."""
+        expr = _Expr(node, self.columns, self.asm.constants)
+        if expr.slots:
+            return self._expr(node)
+        if expr.largest >= 10 ** expr.digits:
+            raise _Unsure
+        return expr.fn([])
+
     def _expr(self, node) -> str:
         expr = _Expr(node, self.columns, self.asm.constants)
         self.int_slots.update(expr.slots)
@@ -300,7 +309,9 @@ class Plan:
             strides[0] = 0
         code = []
         add = code.append
-        base, kept, spec = [str(symbol.offset)], [], []
+        # start, count and step of a dim: an int (no numbers: folded now) or a variable name
+        base, kept, spec = [], [], []
+        offset = symbol.offset
         partition_start = "0"
         for i, size in enumerate(dims):
             stride = strides[i]
@@ -310,37 +321,64 @@ class Plan:
                 continue
             item = slices[i]
             if item.data == "slice":
-                lo, hi, by = (self._expr(c) if c is not None else None for c in item.children)
-                add(f"a{i} = {lo or 0}")
-                add(f"w{i} = {hi or size} - a{i}")
-                add(f"if w{i} <= 0: raise Unsure")
-                if by is None:
-                    add(f"if a{i} < 0 or a{i} + w{i} > {size}: raise Unsure")
-                    step, count = "1", f"w{i}"
+                lo, hi, by = (self._term(c) if c is not None else None for c in item.children)
+                lo = 0 if lo is None else lo
+                hi = size if hi is None else hi
+                if all(t is None or isinstance(t, int) for t in (lo, hi, by)):
+                    # checked once: every line of the template has this slice
+                    start, width, step = lo, hi - lo, 1 if by is None else by
+                    if width <= 0 or step < 1 or (partition and step != 1):
+                        raise _Unsure
+                    count = -(-width // step)
+                    if count == 1:
+                        step = 1
+                    if start < 0 or start + (count - 1) * step + 1 > size:
+                        raise _Unsure
                 else:
-                    add(f"p{i} = {by}")
-                    add(f"if p{i} {'!= 1' if partition else '< 1'}: raise Unsure")
-                    add(f"c{i} = -(-w{i} // p{i})")
-                    add(f"if c{i} == 1: p{i} = 1")
-                    add(f"if a{i} < 0 or a{i} + (c{i} - 1) * p{i} + 1 > {size}: raise Unsure")
-                    step, count = f"p{i}", f"c{i}"
-                spec.append(f"('slice', a{i}, (), {count}, {step})")
+                    add(f"a{i} = {lo}")
+                    add(f"w{i} = {hi} - a{i}")
+                    add(f"if w{i} <= 0: raise Unsure")
+                    start = f"a{i}"
+                    if by is None:
+                        add(f"if a{i} < 0 or a{i} + w{i} > {size}: raise Unsure")
+                        step, count = 1, f"w{i}"
+                    else:
+                        add(f"p{i} = {by}")
+                        add(f"if p{i} {'!= 1' if partition else '< 1'}: raise Unsure")
+                        add(f"c{i} = -(-w{i} // p{i})")
+                        add(f"if c{i} == 1: p{i} = 1")
+                        add(f"if a{i} < 0 or a{i} + (c{i} - 1) * p{i} + 1 > {size}: "
+                            f"raise Unsure")
+                        step, count = f"p{i}", f"c{i}"
+                spec.append(f"('slice', {start}, (), {count}, {step})")
                 keep = True
             elif item.data == "index":
-                add(f"a{i} = {self._expr(item.children[0])}")
-                add(f"if a{i} < 0 or a{i} >= {size}: raise Unsure")
-                spec.append(f"('index', a{i}, ())")
-                count, step, keep = "1", "1", partition
+                start = self._term(item.children[0])
+                if isinstance(start, int):
+                    if start < 0 or start >= size:
+                        raise _Unsure
+                else:
+                    add(f"a{i} = {start}")
+                    add(f"if a{i} < 0 or a{i} >= {size}: raise Unsure")
+                    start = f"a{i}"
+                spec.append(f"('index', {start}, ())")
+                count, step, keep = 1, 1, partition
             else:
                 raise _Unsure
             if partition:
-                partition_start = f"a{i}"
+                partition_start = str(start)
                 kept.append(f"(0, {count})")
-            else:
-                base.append(f"a{i} * {stride}")
-                if keep:
-                    kept.append(f"({stride} * {step}, {count})" if step != "1"
-                                else f"({stride}, {count})")
+                continue
+            if isinstance(start, int):
+                offset += start * stride
+            elif stride:
+                base.append(f"{start} * {stride}")
+            if keep:
+                if isinstance(step, int):
+                    kept.append(f"({stride * step}, {count})")
+                else:
+                    kept.append(f"({stride} * {step}, {count})")
+        base.insert(0, str(offset))
         window = ((symbol.offset, symbol.offset + symbol.bytes_per_partition) if on_chip
                   else (symbol.offset, symbol.offset + symbol.nbytes))
         fields = {"space": space, "dtype": symbol.dtype, "symbol": name, "regs": (),
