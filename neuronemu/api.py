@@ -240,8 +240,9 @@ class SpmdResult:
         return max(r.timing.time_ns for r in self.ranks)
 
 
-def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | None = None,
-             seed: int = 0, ranks_per_chip: int = 1,
+def run_spmd(program: Program, topology: str | None = None,
+             inputs: dict[str, np.ndarray] | None = None,
+             seed: int = 0, ranks_per_chip: int | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
              max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS,
              stochastic_rounding: bool = False, rounding_seed: int | None = None,
@@ -254,11 +255,16 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     ``max_instructions`` applies to each rank; so does ``max_trace_events`` in sync mode
     explicit (every instruction is replayed; unused event buffer pages cost no memory), while
     in mode auto the trace keeps ``max_trace_events // world`` events per rank (at least
-    1024). ``timeout`` bounds the whole run (all ranks), as in ``run``."""
+    1024). ``timeout`` bounds the whole run (all ranks), as in ``run``.
+
+    ``topology`` None takes the kernel's ``.topology`` directive (docs/language.md); a
+    ``ranks_per_chip`` of None takes the directive's ``ranks_per_chip=`` when the run is on the
+    kernel's own topology, else 1."""
     from neuronemu.multichip import spmd
     from neuronemu.multichip.topology import load_topologies
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
+    topology, ranks_per_chip = default_topology(program, topology, ranks_per_chip)
     topologies = load_topologies()
     if topology not in topologies:
         raise InputError(f"unknown topology '{topology}' (topologies: "
@@ -290,6 +296,22 @@ def run_spmd(program: Program, topology: str, inputs: dict[str, np.ndarray] | No
     spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
                       time.perf_counter() - start - spent, spent)
+
+
+def default_topology(program: Program, topology: str | None,
+                     ranks_per_chip: int | None) -> tuple[str, int]:
+    """(topology, ranks per chip) of a multi-rank run: the ones given win, then the kernel's
+    ``.topology NAME [ranks_per_chip=N]``; the directive's ranks per chip applies only on its
+    own topology (another system may have fewer cores per chip)."""
+    own = getattr(program, "topology", None)
+    if topology is None:
+        if own is None:
+            raise InputError("no topology: pass one (--topology NAME, run_spmd(program, NAME)) "
+                             "or declare the kernel's own with `.topology NAME`")
+        topology = own
+    if ranks_per_chip is None:
+        ranks_per_chip = program.ranks_per_chip if topology == own else 1
+    return topology, ranks_per_chip
 
 
 def _checked_inputs(program: Program, inputs, world: int,

@@ -383,10 +383,12 @@ def main() -> None:
               help="Write the timeline as Chrome/Perfetto trace JSON (open in ui.perfetto.dev).")
 @click.option("--topology", metavar="NAME",
               help="Run the kernel on every chip of a multi-chip system (SPMD; `neuronemu "
-                   "topology` lists them). Inputs of the declared shape go to every rank, with a "
-                   "leading world axis one per rank; outputs gain that axis.")
-@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=1, show_default=True,
-              help="With --topology: cores of each chip that run the kernel.")
+                   "topology` lists them; default: the kernel's .topology directive, if any). "
+                   "Inputs of the declared shape go to every rank, with a leading world axis one "
+                   "per rank; outputs gain that axis.")
+@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=None,
+              help="With a topology: cores of each chip that run the kernel (default: the "
+                   "kernel's .topology ranks_per_chip= on its own topology, else 1).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw the per-engine/queue timeline with utilisation to FILE.png (needs "
                    "matplotlib: pip install 'neuronemu[plot]'; with --topology: the slowest "
@@ -400,9 +402,6 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     _check_plot(plot_path)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
-    if topology is None and ranks_per_chip != 1:
-        raise click.BadParameter("needs --topology (ranks run on the chips of a topology)",
-                                 param_hint="--ranks-per-chip")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed}
     try:
@@ -411,7 +410,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
                       trace_path, topology, ranks_per_chip, as_json, plot_path)
         else:
             _run_one(kernel, target, input_files, output_files, output_dir, options,
-                     trace_path, as_json, plot_path)
+                     trace_path, as_json, plot_path, ranks_per_chip)
     except KeyboardInterrupt:
         # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
         raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
@@ -443,12 +442,21 @@ def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bo
 
 
 def _run_one(kernel, target, input_files, output_files, output_dir, options, trace_path,
-             as_json, plot_path=None) -> None:
+             as_json, plot_path=None, ranks_per_chip=None) -> None:
     from neuronemu import api
 
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        if program.topology is not None:
+            # the kernel names its own system (.topology): run it there, as --topology would
+            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
+                      trace_path, None, ranks_per_chip, as_json, plot_path, program)
+            return
+        if ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
+            raise click.BadParameter("needs --topology or a .topology directive in the kernel "
+                                     "(ranks run on the chips of a topology)",
+                                     param_hint="--ranks-per-chip")
         destinations = _destinations(program, output_files, output_dir, trace_path)
         result = api.run(program, _load_inputs(input_files), **options)
         files = {label: (dest, _npy_writer(_savable(result.outputs[label.split()[1]])))
@@ -514,19 +522,23 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
 
 
 def _run_spmd(kernel, target, input_files, output_files, output_dir, options, trace_path,
-              topology, ranks_per_chip, as_json, plot_path=None) -> None:
+              topology, ranks_per_chip, as_json, plot_path=None, program=None) -> None:
+    """Run on every rank of ``topology`` (None: the kernel's .topology; ``program`` is then
+    the kernel already assembled)."""
     from neuronemu import api
     from neuronemu.multichip.topology import load_topologies
 
     try:
         topologies = load_topologies()
-        if topology not in topologies:
+        if topology is not None and topology not in topologies:
             close = difflib.get_close_matches(topology, topologies, n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise InputError(f"--topology: unknown topology '{topology}' (topologies: "
                              f"{', '.join(topologies)}){hint}")
         path = _bundled(kernel)
-        program = api.assemble_file(path, target=target or topologies[topology].target)
+        if program is None:
+            program = api.assemble_file(path, target=target or topologies[topology].target)
+        topology, ranks_per_chip = api.default_topology(program, topology, ranks_per_chip)
         destinations = _destinations(program, output_files, output_dir, trace_path)
         result = api.run_spmd(program, topology, _load_inputs(input_files),
                               ranks_per_chip=ranks_per_chip, **options)
@@ -854,31 +866,15 @@ def programs():
     import shutil
     import textwrap
 
-    from neuronemu.programs import bundled_programs
+    from neuronemu.programs import bundled_programs, description
 
     found = bundled_programs()
     width = max(len(name) for name in found) + 2
     columns = max(shutil.get_terminal_size((100, 24)).columns, width + 30)
     for name, path in found.items():
-        click.echo(textwrap.fill(_first_sentence(path.read_text()), columns,
+        click.echo(textwrap.fill(description(path.read_text()), columns,
                                  initial_indent=f"{name:<{width}}",
                                  subsequent_indent=" " * width))
-
-
-def _first_sentence(text: str) -> str:
-    """The first sentence of a kernel's leading comment block (which may span lines)."""
-    words: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        words += line.lstrip("# ").split()
-        if words and words[-1].endswith(".") and words[-1] not in ("e.g.", "i.e.", "etc."):
-            break
-    sentence = " ".join(words)
-    for end in (i for i in range(len(sentence)) if sentence.startswith(". ", i)):
-        if not sentence[:end + 1].endswith(("e.g.", "i.e.", "etc.")):
-            return sentence[:end + 1]
-    return sentence
 
 
 @main.command()

@@ -105,6 +105,8 @@ def _short(text: str) -> str:
 
 MAX_NAME_BYTES = 0xFFFF  # names are stored with a u16 length
 _SYNC_EXPLICIT = 1       # header flags bit 0: the kernel is `.sync explicit` (0: auto)
+_TOPOLOGY = 2            # bit 1: a `.topology` (name and u32 ranks per chip follow the target)
+_FLAGS = _SYNC_EXPLICIT | _TOPOLOGY
 
 
 def encode(program: Program) -> bytes:
@@ -120,8 +122,13 @@ def encode(program: Program) -> bytes:
     _check_names(tensors + allocations)
     w = _Writer()
     w.parts.append(MAGIC)
-    w.pack("HH", VERSION, _SYNC_EXPLICIT if program.sync_mode == "explicit" else 0)
+    flags = (_SYNC_EXPLICIT if program.sync_mode == "explicit" else 0) | (
+        _TOPOLOGY if program.topology is not None else 0)
+    w.pack("HH", VERSION, flags)
     w.text(program.target.name)
+    if program.topology is not None:
+        w.text(program.topology)
+        w.pack("I", program.ranks_per_chip)
     w.pack("I", len(tensors))
     for t in tensors:
         w.text(t.name)
@@ -206,11 +213,22 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
     version, flags = r.unpack("HH", "the version")
     if version != VERSION:
         raise r.fail(f"encoding version {version}; this neuronemu reads {VERSION}", 4)
+    if flags & ~_FLAGS:
+        raise r.fail(f"unknown header flags {flags & ~_FLAGS:#x}", 6)
     at = r.offset
     target = r.text("the target name")
     if target not in isa.targets:
         raise r.fail(f"unknown target {_short(target)}", at)
     lines = [f"# disassembled by neuronemu (encoding v{VERSION})", f".target {target}"]
+    if flags & _TOPOLOGY:
+        from neuronemu.multichip.topology import load_topologies
+
+        at = r.offset
+        topology = r.text("the topology name")
+        if topology not in load_topologies():
+            raise r.fail(f"unknown topology {_short(topology)}", at)
+        ranks = r.one("I", "the ranks per chip")
+        lines.append(f".topology {topology}" + (f" ranks_per_chip={ranks}" if ranks != 1 else ""))
     if flags & _SYNC_EXPLICIT:
         lines.append(".sync explicit")
     names: list[str] = []

@@ -91,13 +91,17 @@ class Tile:
     # ("index", start, regs), regs = ((register, coefficient), ...); used by the binary encoding
     spec: tuple = ()
     compressed: bool = False        # a tile of a compressed HBM tensor: whole blocks per row
+    # partition broadcast (DMA sources only, docs/dma.md): every one of ``partitions`` logical
+    # partitions reads the same single row (partition stride 0 in the access pattern), the row
+    # at partition_start / base; ``partitions`` is then the destination's count
+    broadcast: bool = False
 
     def __post_init__(self) -> None:
         # A register-offset tile is bounds-checked at run time, in int64: a span larger than its
         # symbol (e.g. a huge slice step) can wrap that check and reach memory outside the
         # buffer. No register value makes such a tile fit, so it is an assembly error.
         if self.regs:
-            span = (self.partitions - 1) * self.partition_pitch + self.extent
+            span = self.rows_touched_span
             size = self.window[1] - self.window[0]
             if span > size:
                 from neuronemu.errors import AsmError
@@ -105,6 +109,16 @@ class Tile:
                 raise AsmError(f"this tile of '{self.symbol}' spans {span} bytes but "
                                f"'{self.symbol}' holds {size}, so no register value keeps it in "
                                f"bounds", self.location)
+
+    @property
+    def rows_touched_span(self) -> int:
+        """Bytes from the first byte of the first row to one past the last byte of the last."""
+        rows = 1 if self.broadcast else self.partitions
+        return (rows - 1) * self.partition_pitch + self.extent
+
+    def memory_row(self, p: int) -> int:
+        """The memory row (partition) logical partition p of an on-chip tile lives in."""
+        return self.partition_start + (0 if self.broadcast else p)
 
     @property
     def free_size(self) -> int:
@@ -145,6 +159,10 @@ class Tile:
 
     def describe(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
+        if self.broadcast:
+            dims = ", ".join(str(d) for d in (1, *self.shape[1:]))
+            return (f"{self.symbol} ({self.space} {self.dtype}[{dims}] broadcast to "
+                    f"{self.partitions} partitions)")
         return f"{self.symbol} ({self.space} {self.dtype}[{dims}])"
 
 
@@ -191,6 +209,8 @@ class Program:
     imms: np.ndarray = field(repr=False, default=None)
     warnings: list[str] = field(default_factory=list)
     sync_mode: str = "auto"         # .sync auto | explicit (docs/timing.md)
+    topology: str | None = None     # .topology NAME: the system it runs on by default
+    ranks_per_chip: int = 1         # .topology NAME ranks_per_chip=N
 
     @property
     def hbm_bytes(self) -> int:

@@ -29,3 +29,19 @@ def find_program(name: str) -> Path | None:
         return programs[name]
     matches = [p for key, p in programs.items() if key.rsplit("/", 1)[-1] == name]
     return matches[0] if len(matches) == 1 else None
+
+
+def description(text: str) -> str:
+    """The first sentence of a kernel's leading comment block (which may span lines)."""
+    words: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        words += line.lstrip("# ").split()
+        if words and words[-1].endswith(".") and words[-1] not in ("e.g.", "i.e.", "etc."):
+            break
+    sentence = " ".join(words)
+    for end in (i for i in range(len(sentence)) if sentence.startswith(". ", i)):
+        if not sentence[:end + 1].endswith(("e.g.", "i.e.", "etc.")):
+            return sentence[:end + 1]
+    return sentence

@@ -26,8 +26,8 @@ def warm(echo: Callable[[str], None] = print) -> float:
         echo(f"[{i}/{len(entries)}] {entry.replace('__', '.')}  {time.perf_counter() - began:.1f} s")
     for name, path in bundled_programs().items():
         program = neuronemu.assemble_file(path)
-        if name.startswith("collectives/"):
-            run_spmd(program, "trn2.48xlarge")  # written for 16 ranks
+        if program.topology is not None:
+            run_spmd(program)  # on the system it names (.topology), e.g. 16 ranks
         else:
             neuronemu.run(program)
         echo(f"ran {name}")

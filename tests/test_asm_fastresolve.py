@@ -112,6 +112,8 @@ TEMPLATES = [
     "    vector.memset at[0:{p}, {a}:{a}+{w}], value={f}",
     "    vector.tensor_copy at[:, {x}:{x}+4], bt[:, 0:4]",
     "    gpsimd.iota at[:, {a}:{a}+{w}], base={n}, channel_multiplier={q}",
+    "    dma.copy at[0:{p}, {a}:{a}+64], a[{i}:{i}+1, {a}:{a}+64]   # partition broadcast",
+    "    dma.copy at[0:{p}, 0:{w}], a[{i}, {a}:{a}+{w}]",
     "    sync.barrier   # no arguments, no numbers in the code: {n}",
     "    sync.barrier track={i}",
     "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, scale={f}, bias=F",

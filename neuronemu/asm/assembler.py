@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import gc
 import math
+import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,7 +33,10 @@ INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
     "full": 1, "normal": 2, "uniform": 2, "relu_normal": 2,
 }
-DIRECTIVES = ("target", "sync", "hbm", "sbuf", "psum", "const")
+DIRECTIVES = ("target", "topology", "sync", "hbm", "sbuf", "psum", "const")
+# .topology NAME [ranks_per_chip=N]: system names hold dots and dashes (trn2.48xlarge), which
+# the expression grammar splits, so the name is read from the line's text
+_TOPOLOGY = re.compile(r'\.topology\s+"?([A-Za-z0-9_.\-]+)"?\s*(?:,?\s*ranks_per_chip\s*=.*)?$')
 SYNC_MODES = ("auto", "explicit")
 PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
 PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
@@ -102,11 +107,59 @@ class Assembler:
                 statements.append(item)
         instructions, same_as = self._instructions(statements)
         program = Program(self.source, self.target, self.tensors, self.allocations,
-                          instructions, self.labels, sync_mode=self.sync_mode)
+                          instructions, self.labels, sync_mode=self.sync_mode,
+                          topology=self.topology, ranks_per_chip=self.ranks_per_chip)
         lower(program, same_as, self.lowered)
         return program
 
+    def _choose_topology(self, items):
+        """``.topology NAME [ranks_per_chip=N]``: the system a multi-rank kernel runs on when
+        no topology is given (--topology, run_spmd's argument wins); returns its chips'
+        target, which is the kernel's default target."""
+        from neuronemu.multichip.topology import load_topologies
+
+        self.topology, self.ranks_per_chip = None, 1
+        found = [i for i in items
+                 if i.data == "directive" and str(i.children[0]) == "topology"]
+        if not found:
+            return None
+        if len(found) > 1:
+            raise self.error(found[1], "a second .topology directive: a kernel names at most "
+                                       "one topology")
+        node = found[0]
+        location = location_of(self.source, node.meta)
+        end = location.end_column - 1 if location.end_column else None
+        text = self.source.line(location.line)[location.column - 1:end]
+        topologies = load_topologies()
+        usage = "usage: .topology NAME [ranks_per_chip=N]"
+        match = _TOPOLOGY.match(text.strip())
+        if match is None:
+            raise self.error(node, f"{usage} (NAME: {', '.join(topologies)})")
+        name = match.group(1)
+        if name not in topologies:
+            column = location.column + text.index(name)
+            where = Location(self.source, location.line, column, column + len(name))
+            raise AsmError(f"unknown topology '{name}'; topologies: {', '.join(topologies)}"
+                           f"{_suggest(name, topologies)}", where)
+        topology = topologies[name]
+        for arg in node.children[1:]:
+            if getattr(arg, "data", None) == "kwarg":
+                key, value = arg.children
+                if str(key) != "ranks_per_chip":
+                    raise AsmError(f".topology has no option '{key}'; {usage}",
+                                   _token_loc(self.source, key))
+                ranks = self.eval.integer(value)
+                if not 1 <= ranks <= topology.cores_per_chip:
+                    raise self.error(value, f"ranks_per_chip must be 1..{topology.cores_per_chip}"
+                                            f" on {name} ({topology.cores_per_chip} cores per "
+                                            f"chip), not {ranks}")
+                self.ranks_per_chip = ranks
+        self.topology = name
+        self._topology_node = node
+        return topology.target
+
     def _choose_target(self, items):
+        from_topology = self._choose_topology(items)
         chosen = None
         for item in items:
             if item.data == "directive" and str(item.children[0]) == "target":
@@ -119,7 +172,11 @@ class Assembler:
                                               f"{', '.join(self.isa.targets)}"
                                               f"{_suggest(name, self.isa.targets)}")
                 chosen = name
-        name = self.target_override or chosen or DEFAULT_TARGET
+                if from_topology is not None and from_topology != name:
+                    raise self.error(self._topology_node,
+                                     f"topology {self.topology} is made of {from_topology} "
+                                     f"chips, but the kernel says .target {name}")
+        name = self.target_override or chosen or from_topology or DEFAULT_TARGET
         if name not in self.isa.targets:
             raise AsmError(f"unknown target '{name}'; targets: {', '.join(self.isa.targets)}")
         self.target = self.isa.targets[name]
@@ -127,8 +184,8 @@ class Assembler:
     def _directive(self, node):
         name_tok, *args = node.children
         name = str(name_tok)
-        if name == "target":
-            return
+        if name in ("target", "topology"):
+            return   # read first, by _choose_target
         if name not in DIRECTIVES:
             raise AsmError(f"unknown directive '.{name}'; directives: "
                            f"{', '.join('.' + d for d in DIRECTIVES)}{_suggest(name, DIRECTIVES)}",
@@ -437,6 +494,7 @@ class Assembler:
         self._check_packed_dtypes(definition, values)
         arg_locations = {name: location_of(self.source, node.meta) for name, node in given.items()
                          if getattr(node, "meta", None) is not None and not node.meta.empty}
+        _broadcast_sources(definition, values, self._tile_symbols())
         ctx = CheckContext(definition, values, self.target, location, arg_locations,
                            (self.allocations, self.tensors))
         for check in definition.checks:
@@ -803,6 +861,42 @@ class Assembler:
                     location_of(self.source, node.meta), tuple(spec), compressed=True)
 
 
+def broadcast_row(tile: Tile, declared) -> Tile | None:
+    """``tile`` as one partition row, if it is one: a tile of one partition (``x[3:4, ...]``,
+    an SBUF ``t[5]``, a ``[1, ...]`` tensor), or an HBM tile written as a single dim (a 1-D
+    tensor, or a row picked by an integer index such as ``g[3]`` / ``g[3, 0:512]``: numpy
+    broadcasting prepends the partition axis to it). None for anything else."""
+    if tile.partitions == 1:
+        return tile
+    if tile.space != "hbm" or tile.compressed or tile.free_size != 1 or declared is None:
+        return None
+    if tile.free_dims_as_written(declared.shape) != ():
+        return None   # written with free dims: a [P, 1] column, not a row
+    # the one written dim was laid across partitions: make it the free dim of a single row
+    return replace(tile, partitions=1, partition_pitch=0,
+                   free_dims=((tile.partition_pitch, tile.partitions),))
+
+
+def _broadcast_sources(definition: InstrDef, values: dict, symbols: dict) -> None:
+    """Partition broadcast (docs/dma.md): a source argument the table marks ``broadcast`` that
+    is one partition row whose free size equals the destination's, where the destination spans
+    more partitions, is read by every destination partition (partition stride 0). Anything
+    else is left for the shape checks to judge."""
+    dst = next((values[a.name] for a in definition.args
+                if "w" in a.access and isinstance(values.get(a.name), Tile)), None)
+    if dst is None or dst.partitions <= 1:
+        return
+    for arg in definition.args:
+        src = values.get(arg.name)
+        if (not arg.broadcast or not isinstance(src, Tile)
+                or (src.partitions, src.free_size) == (dst.partitions, dst.free_size)):
+            continue   # the same shape is a plain copy, never a broadcast
+        row = broadcast_row(src, symbols.get(src.symbol))
+        if row is not None and row.free_size == dst.free_size:
+            values[arg.name] = replace(row, partitions=dst.partitions, partition_pitch=0,
+                                       broadcast=True)
+
+
 def _moved(location: Location, line: int) -> Location:
     """``location`` on another line, same columns (built without the frozen dataclass's
     per-field ``__setattr__``: one is made per operand of every repeated line)."""
@@ -855,40 +949,6 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-def operand_row(tile: Tile) -> list[int]:
-    """The lowered ``ops`` row of a tile (layout.OP_*)."""
-    row = [0] * L.OP_WIDTH
-    dt = dtypes.get(tile.dtype)
-    row[L.OP_SPACE] = L.SPACE_CODES[tile.space]
-    row[L.OP_DTYPE] = dt.code
-    row[L.OP_BASE] = tile.base
-    on_chip = tile.space != "hbm"
-    row[L.OP_PSTART] = tile.partition_start
-    row[L.OP_PCOUNT] = tile.partitions
-    row[L.OP_PROWSTEP] = 1 if on_chip else 0
-    row[L.OP_PCOLSTEP] = 0 if on_chip else tile.partition_pitch
-    dims = list(tile.free_dims) or [(dt.itemsize, 1)]
-    dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
-    row[L.OP_NDIM] = len(tile.free_dims) or 1
-    for k, (s, c) in enumerate(dims):
-        row[L.OP_STRIDE + k] = s
-        row[L.OP_COUNT + k] = c
-    row[L.OP_NREG] = len(tile.regs)
-    for k, (r, c) in enumerate(tile.regs):
-        row[L.OP_REG + 2 * k] = r
-        row[L.OP_COEF + 2 * k] = c
-    row[L.OP_LO], row[L.OP_HI] = tile.window
-    row[L.OP_EXTENT] = tile.extent
-    row[L.OP_SIZE] = tile.free_size
-    row[L.OP_ITEMSIZE] = dt.itemsize
-    row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
-    if tile.compressed:
-        row[L.OP_DENSE] = 0
-        row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
-        row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
-    return row
-
-
 def lower(program: Program, same_as: list[int] | None = None,
           lowered: dict[int, tuple] | None = None) -> None:
     """Fill ``program.instrs/ops/imms`` from the checked instructions.
@@ -906,7 +966,37 @@ def lower(program: Program, same_as: list[int] | None = None,
     costs = isa.costs
 
     def operand(tile: Tile) -> int:
-        ops.append(operand_row(tile))
+        row = [0] * L.OP_WIDTH
+        dt = dtypes.get(tile.dtype)
+        row[L.OP_SPACE] = L.SPACE_CODES[tile.space]
+        row[L.OP_DTYPE] = dt.code
+        row[L.OP_BASE] = tile.base
+        on_chip = tile.space != "hbm"
+        row[L.OP_PSTART] = tile.partition_start
+        row[L.OP_PCOUNT] = tile.partitions
+        # a broadcast source reads its one row for every partition: both steps 0
+        row[L.OP_PROWSTEP] = 1 if on_chip and not tile.broadcast else 0
+        row[L.OP_PCOLSTEP] = 0 if on_chip or tile.broadcast else tile.partition_pitch
+        dims = list(tile.free_dims) or [(dt.itemsize, 1)]
+        dims = [(0, 1)] * (L.MAX_FREE_DIMS - len(dims)) + dims
+        row[L.OP_NDIM] = len(tile.free_dims) or 1
+        for k, (s, c) in enumerate(dims):
+            row[L.OP_STRIDE + k] = s
+            row[L.OP_COUNT + k] = c
+        row[L.OP_NREG] = len(tile.regs)
+        for k, (r, c) in enumerate(tile.regs):
+            row[L.OP_REG + 2 * k] = r
+            row[L.OP_COEF + 2 * k] = c
+        row[L.OP_LO], row[L.OP_HI] = tile.window
+        row[L.OP_EXTENT] = tile.extent
+        row[L.OP_SIZE] = tile.free_size
+        row[L.OP_ITEMSIZE] = dt.itemsize
+        row[L.OP_DENSE] = int(_is_dense(tile.free_dims, dt.itemsize))
+        if tile.compressed:
+            row[L.OP_DENSE] = 0
+            row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
+            row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
+        ops.append(row)
         return len(ops) - 1
 
     copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)

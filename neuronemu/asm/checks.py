@@ -97,7 +97,26 @@ def same_shape(ctx, *names):
         if (tile.partitions, tile.free_size) != (first.partitions, first.free_size):
             _fail(tile, f"shape mismatch: {name} is {_shape(tile)} but {first_name} is "
                         f"{_shape(first)}; {ctx.definition.name} needs the same partitions and "
-                        f"free size")
+                        f"free size", _broadcast_notes(ctx, name, tile, first_name, first))
+
+
+def _broadcast_notes(ctx, name, tile, dst_name, dst) -> tuple[str, ...]:
+    """Why a source of a broadcasting DMA argument was not broadcast, when it nearly was."""
+    arg = next((a for a in ctx.definition.args if a.name == name), None)
+    if arg is None or not arg.broadcast or dst.partitions <= 1:
+        return ()
+    rule = (f"a source of one partition ([1, ...]) whose free size equals {dst_name}'s is "
+            f"broadcast to all {dst.partitions} partitions of {dst_name}")
+    if tile.partitions == 1:
+        note = (f"{rule}; {name} has {tile.free_size} elements per partition, not "
+                f"{dst.free_size}")
+        return (note,)
+    if tile.free_size == dst.free_size and tile.partitions < dst.partitions:
+        note = (f"{rule}; {name} spans {tile.partitions} partitions (only exactly one row "
+                f"broadcasts: copy it row by row, or slice one row, e.g. "
+                f"{tile.symbol}[0:1, ...])")
+        return (note,)
+    return ()
 
 
 @rule

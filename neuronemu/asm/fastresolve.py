@@ -172,6 +172,7 @@ class Plan:
         self.variable: dict[str, str] = {}   # argument with numbers -> how it lowers
         self.var: dict[str, str] = {}        # argument -> its variable in the generated code
         self.rows: list[str] = []            # r<k> of the tiles with numbers, in order
+        self.shapes: dict[str, str] = {}     # tile argument -> its (partitions, free size)
         constant_values: dict = {}
         self.int_slots: set[int] = set()
         self.float_slots: set[int] = set()   # numbers of fp32 immediates (int or float)
@@ -192,9 +193,20 @@ class Plan:
                 constant_values[arg.name] = value
                 if isinstance(value, Tile):
                     tiles.append(value.dtype)
+                    self.shapes[arg.name] = f"{value.partitions}, {value.free_size}"
                 self._constant(var, value, value_node)
                 continue
             self.variable[arg.name] = self._variable(var, arg, value_node, tiles)
+            if self.variable[arg.name] == "tile":
+                row = self.rows[-1]
+                self.shapes[arg.name] = f"{row}[{L.OP_PCOUNT}], {row}[{L.OP_SIZE}]"
+        # partition broadcast (assembler._broadcast_sources) makes another tile of a source
+        # whose shape differs from the destination's: such a line goes the ordinary way
+        dst = next((a.name for a in definition.args
+                    if "w" in a.access and a.name in self.shapes), None)
+        self.broadcasts = [(self.shapes[a.name], self.shapes[dst]) for a in definition.args
+                           if getattr(a, "broadcast", False) and a.name in self.shapes
+                           and dst is not None]
         asm._check_bitvec_allowed(definition, constant_values, given)
         if any(dtypes.get(dtype).packs for dtype in tiles):
             raise _Unsure   # packed tiles: the ordinary path checks their uses
@@ -285,7 +297,7 @@ class Plan:
     def _tile(self, var: str, arg, node, tiles) -> None:
         """A tile whose slice bounds hold numbers: ``Assembler._access`` for constant integer
         bounds (no registers), checked the same way, and its ``ops`` row
-        (``assembler.operand_row``)."""
+        (the ``operand`` of ``assembler.lower``)."""
         asm = self.asm
         if node.data != "indexed":
             raise _Unsure
@@ -382,7 +394,7 @@ class Plan:
         window = ((symbol.offset, symbol.offset + symbol.bytes_per_partition) if on_chip
                   else (symbol.offset, symbol.offset + symbol.nbytes))
         fields = {"space": space, "dtype": symbol.dtype, "symbol": name, "regs": (),
-                  "window": window, "compressed": False}
+                  "window": window, "compressed": False, "broadcast": False}
         template = [0] * L.OP_WIDTH
         template[L.OP_SPACE] = L.SPACE_CODES[space]
         template[L.OP_DTYPE] = dt.code
@@ -407,7 +419,7 @@ class Plan:
 
     def _finisher(self, on_chip: bool, itemsize: int, template: list[int]):
         """(partitions, pitch, free dims, ops row but base and partition start) of a tile from
-        its kept dims, as ``Assembler._access`` and ``assembler.operand_row`` make them
+        its kept dims, as ``Assembler._access`` and the ``operand`` of ``assembler.lower`` make them
         (remembered: the kept dims of a template's tile repeat)."""
         is_dense = self._is_dense
         hbm = not on_chip
@@ -489,6 +501,7 @@ class Plan:
             *("        " + c for c in self.code),
             "    except Unsure:",
             "        return None",
+            *(f"    if ({a}) != ({b}): return None" for a, b in self.broadcasts),
             "    values = {" + ", ".join(f"{name!r}: {var}" for name, var in self.var.items())
             + "}",
             "    location = new(Location)",

@@ -132,7 +132,7 @@ def last_writers(program: Program, timing, tensor: str, index: tuple[int, ...],
         offsets = _element_offsets(source)
         space = source.space
         byte = start + p * source.partition_pitch + int(offsets[n])
-        row = 0 if space == "hbm" else source.partition_start + p
+        row = 0 if space == "hbm" else source.memory_row(p)
         what = (f"{source.symbol}[element {n} of partition {p}]" if space == "hbm"
                 else f"{source.symbol} (partition {row}, element {n} of the copied tile)")
         before = e

@@ -30,7 +30,7 @@ ARG_KINDS = {
 }
 SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
-             "range", "compressed", "length"}
+             "range", "compressed", "length", "broadcast"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
                "targets", "setup", "teardown"}
 
@@ -54,6 +54,9 @@ class ArgDef:
     # "yes": the tile must belong to a compressed HBM tensor; "no" (default): it must not
     compressed: str = "no"
     length: int = 0                 # int_list: the number of items
+    # a DMA source that may be broadcast across partitions: a one-partition tile whose free
+    # size equals the written operand's is read by every partition of it (docs/dma.md)
+    broadcast: bool = False
 
     @property
     def required(self) -> bool:
@@ -214,10 +217,13 @@ def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
     rng = raw.get("range")
     if raw.get("compressed", "no") not in ("yes", "no"):
         _fail(origin, "compressed must be \"yes\" or \"no\"")
+    if raw.get("broadcast", False) and (kind != "tile" or access != "r"):
+        _fail(origin, "only a read tile argument (a DMA source) may broadcast")
     return ArgDef(compressed=raw.get("compressed", "no"), length=int(raw.get("length", 0)), name=raw["name"], kind=kind, spaces=spaces, access=access,
                   keyword=bool(raw.get("keyword", False)), default=raw.get("default"),
                   optional=bool(raw.get("optional", False)), enum=raw.get("enum"),
-                  doc=raw.get("doc", ""), range=tuple(rng) if rng else None)
+                  doc=raw.get("doc", ""), range=tuple(rng) if rng else None,
+                  broadcast=bool(raw.get("broadcast", False)))
 
 
 def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,

@@ -105,13 +105,14 @@ def run_kernel(kernel, inputs: dict[str, np.ndarray] | None = None, *, target: s
                seed: int = 0, topology: str | None = None, base: Path | None = None,
                **options) -> KernelRun:
     """Assemble ``kernel`` for ``target`` (default: its ``.target``) and run it with ``inputs``
-    and ``seed``; ``topology`` runs it on every rank (``neuronemu.api.run_spmd``). Other
+    and ``seed``; ``topology`` runs it on every rank (``neuronemu.api.run_spmd``), as does the
+    kernel's own ``.topology`` directive when ``topology`` is None. Other
     keyword options go to ``neuronemu.run`` (``max_instructions``, ``stochastic_rounding``,
     ``timeout``, ...). Faults and assembly errors raise as the API raises them."""
     from neuronemu import api
 
     program = load_kernel(kernel, target, base)
-    if topology is None:
+    if topology is None and program.topology is None:
         result = api.run(program, inputs, seed=seed, **options)
         tensors = result.tensors
     else:

@@ -13,6 +13,12 @@ transfer's rows start when their engine is free, in issue order.
 
 Bytes are counted where the bandwidth is spent: the HBM side when the transfer touches HBM (the
 side inline compression shrinks), otherwise the larger of bytes read and written.
+
+A broadcast source (partition stride 0: one row read by every destination partition,
+docs/dma.md) counts one row per destination partition, so a broadcast is charged the
+destination's bytes, as a copy of the whole tile would be: the access pattern expands to one
+descriptor per destination row and each descriptor reads its source row again (the engines do
+not fetch the row once and fan it out), so the HBM read traffic is P rows, not one.
 """
 
 from __future__ import annotations

@@ -228,6 +228,9 @@ def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None
             args = {"ns_alone": args.pop("cycles"), **args, "bytes": nbytes,
                     "compressed_bytes": wire,
                     "compression_ratio": round(nbytes / wire, 6) if wire else 1.0}
+            spread = _broadcast_label(ins)
+            if spread:
+                args["broadcast"] = spread
         trace.append({
             "name": ins.definition.name, "ph": "X", "pid": pid, "tid": tid,
             "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
@@ -235,6 +238,14 @@ def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None
     return {"traceEvents": trace, "displayTimeUnit": "ns",
             "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
                           "events_recorded": timing.events_recorded}}
+
+
+def _broadcast_label(ins) -> str:
+    """'gamma: 1 row -> 128 partitions' for each source a DMA broadcasts, else ''."""
+    from neuronemu.program import Tile
+
+    return "; ".join(f"{v.symbol}: 1 row -> {v.partitions} partitions"
+                     for v in ins.args.values() if isinstance(v, Tile) and v.broadcast)
 
 
 def _trace_thread(program, pc: int, track: int) -> tuple[int, str | None]:

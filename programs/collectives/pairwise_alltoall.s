@@ -1,6 +1,6 @@
 # All-to-all as n - 1 pairwise exchanges with cc.send / cc.recv, next to the built-in
-# cc.all_to_all. Run on 16 ranks: neuronemu run collectives/pairwise_alltoall --topology trn2.48xlarge
-#
+# cc.all_to_all, on the 16 ranks of a trn2.48xlarge (the .topology below; --topology overrides).
+.topology trn2.48xlarge
 # x (128 x 16*64 fp32) holds one 64-column block per destination rank. In round k rank r sends
 # its block for rank (r + k) mod n and receives rank (r - k) mod n's block for it, so every pair
 # exchanges exactly once and no rank waits on two senders at a time. Block j of y on rank r is

@@ -1,6 +1,6 @@
 # Ring all-gather written out with cc.send / cc.recv, next to the built-in cc.all_gather.
-# Run on 16 ranks: neuronemu run collectives/ring_allgather --topology trn2.48xlarge
-#
+# Written for 16 ranks: the .topology below (a trn2.48xlarge) runs it without flags.
+.topology trn2.48xlarge
 # Rank r contributes x (128 x 256 fp32) as block r of y (128 x 16*256). In step s it forwards
 # block (r - s) mod n to its right neighbour and stores block (r - 1 - s) mod n from its left one:
 # n - 1 steps of 1/n of the result each. z holds the built-in's result; both equal x of every

@@ -1,6 +1,6 @@
 # Ring all-reduce written out with cc.send / cc.recv, next to the built-in cc.all_reduce.
-# Run on 16 ranks: neuronemu run collectives/ring_allreduce --topology trn2.48xlarge
-#
+# Written for 16 ranks: the .topology below (a trn2.48xlarge) runs it without flags.
+.topology trn2.48xlarge
 # Every rank holds x (128 x 4096 fp32, 2 MiB) split into 16 chunks of 256 columns. Reduce-scatter:
 # in step s rank r sends chunk (r - 1 - s) mod n to its right neighbour and adds the chunk its left
 # neighbour sends into its own; after n - 1 steps rank r holds the complete sum of chunk r.
