@@ -29,8 +29,10 @@ _TOKEN = re.compile(
     r"|([A-Za-z_][A-Za-z0-9_]*)"                                            # 3 NAME
     r"|([-+*/%:,.=\[\]()])"                                                 # 4 punctuation
     r")")
-# what may not follow a NUMBER (lark would lex it apart)
-_GLUED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+# what may not follow a NUMBER (lark would lex it apart). A name may: lark lexes NUMBER NAME
+# as two tokens as this tokenizer does, which are two arguments of a directive
+# (".topology trn2.48xlarge") and a syntax error anywhere else (the parser here refuses it).
+_GLUED = frozenset("0123456789.")
 _SUM_START = frozenset(("-", "+", "[", "("))
 _OPERAND_END = frozenset((",", "]", ")", ":", ""))   # what may follow a complete operand
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
