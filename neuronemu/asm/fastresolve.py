@@ -673,7 +673,8 @@ def _given(definition, raw_args) -> dict:
 
 
 class Resolver:
-    """The plans of one assembly: template -> Plan (None: the template is not handled)."""
+    """The plans of one assembly: template -> Plan (None: the template is not handled; False:
+    seen once)."""
 
     def __init__(self, asm):
         self.asm = asm
@@ -682,6 +683,11 @@ class Resolver:
     def resolve(self, node) -> Instruction | None:
         plan = self.plans.get(node.key, self)
         if plan is self:
+            # the first line of a template goes the ordinary way: a plan costs about as much
+            # as resolving a few lines, and most templates of a hand-written kernel are used once
+            self.plans[node.key] = False
+            return None
+        if plan is False:
             try:
                 plan = Plan(self.asm, node)
             except Exception:   # noqa: BLE001 - unsure or unforeseen: the ordinary path decides
