@@ -381,7 +381,7 @@ def parse_text(text: str, share: bool = True, templates: bool = False) -> Node |
     template was seen before is not parsed (its children are parsed if they are asked for)."""
     items: list[Node] = []
     seen: dict[str, Node] = {}   # line text -> its instruction node (lines without a label)
-    known: set[tuple] = set()    # templates whose first line parsed
+    known: dict[tuple, tuple] = {}   # template -> itself (one key object: cheap lookups later)
     split = _NUMBER_SPLIT.split
     try:
         for number, line in enumerate(text.split("\n"), 1):
@@ -397,8 +397,8 @@ def parse_text(text: str, share: bool = True, templates: bool = False) -> Node |
             if templates and '"' not in line:
                 hash_at = line.find("#")
                 parts = split(line if hash_at < 0 else line[:hash_at])
-                key = tuple(parts[0::2])
-                if key in known:
+                key = known.get(tuple(parts[0::2]))
+                if key is not None:
                     code = parts[-1].rstrip(" \t\f")   # the end of the last token
                     end = sum(map(len, parts)) - len(parts[-1]) + len(code) + 1
                     items.append(TemplateLine(line, number, len(line) - len(stripped) + 1, end,
@@ -408,7 +408,7 @@ def parse_text(text: str, share: bool = True, templates: bool = False) -> Node |
             if parts is not None:
                 template = _template(line, number, parsed, parts)
                 if template is not None:
-                    known.add(template.key)
+                    known[template.key] = template.key
                     parsed = [template]
             items.extend(parsed)
             if share and len(parsed) == 1 and parsed[0].data == "instruction":
