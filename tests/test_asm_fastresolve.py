@@ -195,3 +195,43 @@ def test_locations_follow_the_numbers_of_each_line():
     assert dst.base == program.allocations["at"].offset + 1000 * 2 and src.base == 20 * 64 * 2
     assert dst.free_dims == ((2, 64),) and dst.spec[1] == ("slice", 1000, (), 64, 1)
     assert second.args["queue"] == 12
+
+
+def _same_tree(a, b, path="") -> None:
+    """Equal fastparse trees: kinds, texts and every position (a TemplateLine parses its
+    children when they are asked for)."""
+    if isinstance(a, fastparse.Token) or isinstance(b, fastparse.Token):
+        assert (str(a), a.type, a.line, a.column, a.end_column) == \
+            (str(b), b.type, b.line, b.column, b.end_column), path
+        return
+    if a is None or b is None:
+        assert a is b, path
+        return
+    assert (a.data, a.line, a.column, a.end_column) == (b.data, b.line, b.column, b.end_column), \
+        path
+    assert len(a.children) == len(b.children), path
+    for i, (x, y) in enumerate(zip(a.children, b.children, strict=True)):
+        _same_tree(x, y, f"{path}/{a.data}[{i}]")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_template_lines_parse_like_every_other_line(seed, tmp_path):
+    """parse_text with templates: the lines it does not parse give, when asked, the tree
+    parsing them gives (tests/fuzz/test_fastparse.py checks that one against lark)."""
+    rng = random.Random(seed)
+    texts = [_asm_speed().generate(tmp_path, 300)["distinct"].read_text()]
+    texts += [p.read_text() for p in bundled_programs().values()]
+    for template in TEMPLATES:
+        texts.append(HEADER + "".join(f"{template.format(**_numbers(rng))}   # {k}\n"
+                                      for k in range(8)))
+    unparsed = 0
+    for text in texts:
+        plain = fastparse.parse_text(text, share=False)
+        templated = fastparse.parse_text(text, share=False, templates=True)
+        assert (plain is None) == (templated is None)
+        if plain is None:
+            continue
+        unparsed += sum(type(n) is fastparse.TemplateLine and n._children is None
+                        for n in templated.children)
+        _same_tree(templated, plain)
+    assert unparsed > 300

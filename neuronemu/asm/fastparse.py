@@ -396,13 +396,12 @@ def parse_text(text: str, share: bool = True, templates: bool = False) -> Node |
             parts = None
             if templates and '"' not in line:
                 hash_at = line.find("#")
-                parts = split(line if hash_at < 0 else line[:hash_at])
+                code = line if hash_at < 0 else line[:hash_at]
+                parts = split(code)
                 key = known.get(tuple(parts[0::2]))
-                if key is not None:
-                    code = parts[-1].rstrip(" \t\f")   # the end of the last token
-                    end = sum(map(len, parts)) - len(parts[-1]) + len(code) + 1
-                    items.append(TemplateLine(line, number, len(line) - len(stripped) + 1, end,
-                                              key, parts))
+                if key is not None:   # spans from its first token to the end of its last
+                    items.append(TemplateLine(line, number, len(line) - len(stripped) + 1,
+                                              len(code.rstrip(" \t\f")) + 1, key, parts))
                     continue
             parsed = parse_line(line, number)
             if parts is not None:
