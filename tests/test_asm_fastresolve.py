@@ -235,3 +235,17 @@ def test_template_lines_parse_like_every_other_line(seed, tmp_path):
                         for n in templated.children)
         _same_tree(templated, plain)
     assert unparsed > 300
+
+
+def test_shape_checks_remembered_per_shape(monkeypatch):
+    """A shape that passed the checks passes again without them; one that failed fails again,
+    at its own line, with the ordinary path's message."""
+    lines = [f"    vector.tensor_copy at[0:{p}, {7 * k}:{7 * k}+{w}], bt[0:{p}, 0:{w + k % 2}]"
+             for k, (p, w) in enumerate([(128, 8), (64, 8), (128, 8), (128, 9), (64, 8)] * 3)]
+    good = [line for k, line in enumerate(lines) if k % 2 == 0]
+    program = _same(HEADER + "\n".join(good) + "\n", monkeypatch)
+    assert [i.args["dst"].shape for i in program.instructions] == \
+        [(128, 8), (128, 8), (64, 8), (64, 8), (128, 9), (128, 8), (128, 8), (64, 8)]
+    for k in (1, 3, 5, 7):
+        error = _same(HEADER + "\n".join(good[:4] + [lines[k]]) + "\n", monkeypatch)
+        assert "shape mismatch" in error and "k.s:14:" in error
