@@ -401,7 +401,7 @@ class Assembler:
         instructions: list[Instruction] = []
         same_as: list[int] = []
         line_of = self.source.line
-        fast = Resolver(self).resolve if FAST else None
+        fast = Resolver(self, lower, _is_dense).resolve if FAST else None
         for pc, node in enumerate(statements):
             line = node.meta.line
             template = type(node) is TemplateLine

@@ -150,12 +150,11 @@ class Plan:
     positions in the line (``_Columns``), ``x<k>`` the value of argument k, ``r<k>`` the ops
     row of a tile with numbers."""
 
-    def __init__(self, asm, node):
-        from neuronemu.asm import assembler  # (assembler imports this module)
-
+    def __init__(self, asm, node, lower, is_dense):
         self.asm = asm
         self.source = asm.source
-        self._is_dense = assembler._is_dense
+        self._lower = lower          # assembler.lower and assembler._is_dense (the assembler
+        self._is_dense = is_dense    # imports this module, so they are handed over)
         definition = self.definition = asm._lookup(node)
         columns = self.columns = _Columns(node.parts)
         given = _given(definition, node.children[2:])
@@ -607,8 +606,7 @@ class Plan:
         """How to lower any line of the template: ``assembler.lower`` on the first line gives
         the rows, and each line puts its own values where an argument with numbers lowers
         (None when a number changes more than that)."""
-        from neuronemu.asm.assembler import lower
-
+        lower = self._lower
         definition = self.definition
         variable = self.variable
         engine = definition.engine
@@ -676,8 +674,11 @@ class Resolver:
     """The plans of one assembly: template -> Plan (None: the template is not handled; False:
     seen once)."""
 
-    def __init__(self, asm):
+    def __init__(self, asm, lower, is_dense):
+        """``asm``: the Assembler after pass 1; ``lower``, ``is_dense``: assembler.lower and
+        assembler._is_dense."""
         self.asm = asm
+        self.lowering = (lower, is_dense)
         self.plans: dict[tuple, Plan | None] = {}
 
     def resolve(self, node) -> Instruction | None:
@@ -689,7 +690,7 @@ class Resolver:
             return None
         if plan is False:
             try:
-                plan = Plan(self.asm, node)
+                plan = Plan(self.asm, node, *self.lowering)
             except Exception:   # noqa: BLE001 - unsure or unforeseen: the ordinary path decides
                 plan = None
             self.plans[node.key] = plan
