@@ -373,7 +373,11 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
     n_events = int(regs[L.REG_EVENTS])
     events, event_times = core.events, core.event_times
     busy, track_free = core.busy, core.track_free
-    if program.sync_mode == "explicit":
+    replayed = getattr(core, "replayed", None)   # ranks replayed together (multichip/spmd.py)
+    if replayed is not None:
+        busy, track_free = replayed.busy, replayed.track_free
+        event_times = replayed.event_times
+    elif program.sync_mode == "explicit":
         from neuronemu.timing import explicit
 
         if n_events > len(events):
@@ -412,6 +416,8 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
     if world > 1:
         for w in warnings:
             w.message = f"rank {core.rank}: {w.message}"
+    if world == 1 or core.rank == 0:   # the assembler's warnings, once per run
+        warnings = list(program.warnings) + warnings
     return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
                   timing, warnings, core.compile_seconds)
 

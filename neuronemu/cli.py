@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import InputError, Interrupted, NeuronemuError
+from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
 
 SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
@@ -34,9 +34,21 @@ class _Failure(click.ClickException):
 
     def show(self, file=None) -> None:
         if self.as_json:
-            doc = {"schema_version": SCHEMA_VERSION, "error": self.error.to_json()}
-            click.echo(json.dumps(doc, indent=2))
+            click.echo(json.dumps(_error_document(self.error), indent=2))
         click.echo(self.error.render(), err=True)
+
+
+def _error_document(error: NeuronemuError) -> dict:
+    """The --json document of a failed command: ``error`` is the first error (as it always
+    was). A kernel that does not assemble adds ``errors``, every error reported (the first
+    included, in the order they were found, up to 20) and ``errors_truncated``, true when the
+    limit stopped the assembler before the end of the file; other failures (one error each)
+    keep the document they always had."""
+    doc = {"schema_version": SCHEMA_VERSION, "error": error.to_json()}
+    if isinstance(error, AsmError):
+        doc["errors"] = [e.to_json() for e in error.errors]
+        doc["errors_truncated"] = error.truncated
+    return doc
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -701,10 +713,13 @@ def check(kernel, target, as_json):
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     counts = program.static_counts()
+    for warning in program.warnings:
+        click.echo(warning.render(), err=True)
     if as_json:
         click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "kernel": str(path),
                                "target": program.target.name, "ok": True,
-                               "instructions": {**counts, "total": len(program.instructions)}},
+                               "instructions": {**counts, "total": len(program.instructions)},
+                               "warnings": [w.to_json() for w in program.warnings]},
                               indent=2))
         return
     per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

@@ -28,20 +28,32 @@ class NeuronemuError(Exception):
         self.location = location
         self.notes = tuple(notes)
 
+    @property
+    def errors(self) -> list[NeuronemuError]:
+        """Every error reported with this one, this one first (AsmError collects several)."""
+        return [self]
+
     def render(self) -> str:
+        return self.render_one()
+
+    def render_one(self) -> str:
+        """This diagnostic alone: the located message, its notes, then the notes saying which
+        macro or ``.rept`` expansion the line came from."""
         if self.location is None:
-            text = f"{self.kind}: {self.message}"
-        else:
-            text = self.location.render(self.kind, self.message)
+            return "\n".join([f"{self.kind}: {self.message}"]
+                             + [f"note: {note}" for note in self.notes])
+        text = self.location.render(self.kind, self.message, expansion=False)
         for note in self.notes:
             text += f"\nnote: {note}"
-        return text
+        return text + self.location.render_expansion()
 
     def to_json(self) -> dict:
         doc = {"type": type(self).__name__, "message": self.message, "exit_code": self.exit_code}
         if self.location is not None:
             doc.update(file=self.location.source.name, line=self.location.line,
                        column=self.location.column)
+            if self.location.expansion is not None:
+                doc["expansion"] = self.location.expansion_json()
         if self.notes:
             doc["notes"] = list(self.notes)
         return doc
@@ -57,10 +69,36 @@ class Diagnostic(NeuronemuError):
     exit_code = 0
 
 
+MAX_ERRORS = 20  # errors reported from one file before "too many errors"
+
+
 class AsmError(NeuronemuError):
-    """The kernel source is malformed or violates an ISA or machine rule."""
+    """The kernel source is malformed or violates an ISA or machine rule.
+
+    The assembler reports every independent error of a file, as compilers do: the error raised
+    is the first one found (its message and location are the first error's) and ``errors``
+    lists them all, up to MAX_ERRORS (``truncated``: more were found and not reported).
+    ``symbol``: the name an "unknown name" error is about (errors about a name whose
+    declaration already failed are not reported again)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, location: Location | None = None, notes: tuple[str, ...] = (),
+                 symbol: str | None = None):
+        super().__init__(message, location, notes)
+        self.symbol = symbol
+        self.others: list[AsmError] = []
+        self.truncated = False
+
+    @property
+    def errors(self) -> list[NeuronemuError]:
+        return [self, *self.others]
+
+    def render(self) -> str:
+        text = "\n".join(e.render_one() for e in self.errors)
+        if self.truncated:
+            text += f"\nerror: too many errors; stopped after the first {MAX_ERRORS}"
+        return text
 
 
 class RuntimeFault(NeuronemuError):

@@ -207,7 +207,7 @@ class Program:
     instrs: np.ndarray = field(repr=False, default=None)
     ops: np.ndarray = field(repr=False, default=None)
     imms: np.ndarray = field(repr=False, default=None)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list = field(default_factory=list)   # the assembler's Diagnostics (located)
     sync_mode: str = "auto"         # .sync auto | explicit (docs/timing.md)
     topology: str | None = None     # .topology NAME: the system it runs on by default
     ranks_per_chip: int = 1         # .topology NAME ranks_per_chip=N

@@ -66,20 +66,78 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class Expansion:
+    """Where a line produced by ``.rept`` or a macro was expanded (asm/macros.py).
+
+    ``kind`` is ``"macro"`` (``name`` the macro) or ``"rept"`` (``index`` of ``count``
+    repetitions, from 1); ``site`` is the invoking line or the ``.rept`` line, itself carrying
+    the expansion it came from, if any (so the frames form a chain, innermost first)."""
+
+    kind: str
+    name: str
+    site: Location
+    index: int = 0
+    count: int = 0
+
+    def describe(self) -> str:
+        if self.kind == "macro":
+            return f"in expansion of macro '{self.name}' from {self.site}"
+        return f"in repetition {self.index} of {self.count} of '.rept' at {self.site}"
+
+
+@dataclass(frozen=True)
 class Location:
-    """A 1-based line/column span inside a source file (end_column is exclusive)."""
+    """A 1-based line/column span inside a source file (end_column is exclusive).
+
+    ``expansion``: set when the line was produced by a macro or ``.rept``; the location is then
+    the line in the macro (or ``.rept``) body, and the expansion says where it was used."""
 
     source: SourceFile
     line: int
     column: int
     end_column: int | None = None
+    expansion: Expansion | None = None
 
     def __str__(self) -> str:
         return f"{self.source.name}:{self.line}:{self.column}"
 
-    def render(self, severity: str, message: str) -> str:
-        """``file:LINE:COL: severity: message`` followed by the source line and a caret."""
-        head = f"{self}: {severity}: {message}"
+    def render(self, severity: str, message: str, expansion: bool = True) -> str:
+        """``file:LINE:COL: severity: message`` followed by the source line and a caret, and
+        (``expansion``) one note with its own line and caret per macro / ``.rept`` expansion
+        the line came from."""
+        text = self._render(severity, message)
+        return text + self.render_expansion() if expansion else text
+
+    def render_expansion(self) -> str:
+        """The notes saying where this line was expanded from ("" outside expansions), each
+        starting with a newline."""
+        text = ""
+        frame = self.expansion
+        while frame is not None:
+            note = frame.site._render("note", frame.describe(), located=False)
+            text += "\n" + note
+            frame = frame.site.expansion
+        return text
+
+    def expansion_json(self) -> list[dict]:
+        """The expansion chain, innermost first, for ``--json``."""
+        frames = []
+        frame = self.expansion
+        while frame is not None:
+            doc = {"kind": frame.kind, "file": frame.site.source.name,
+                   "line": frame.site.line, "column": frame.site.column}
+            if frame.kind == "macro":
+                doc["macro"] = frame.name
+            else:
+                doc.update(index=frame.index, count=frame.count)
+            frames.append(doc)
+            frame = frame.site.expansion
+        return frames
+
+    def _render(self, severity: str, message: str, located: bool = True) -> str:
+        # located=False: a note names its location in the message ("note: in expansion ...
+        # from file:L:C"), as compilers print it
+        head = f"{self}: {severity}: {message}" if located else f"{severity}: {message}"
         text = self.source.line(self.line).expandtabs(1)
         if not text.strip():
             return head

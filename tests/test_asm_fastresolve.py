@@ -48,6 +48,7 @@ def _same(text: str, monkeypatch, reuse: bool = True):
     if isinstance(fast, str):
         assert fast == slow
         return fast
+    assert [w.render() for w in fast.warnings] == [w.render() for w in slow.warnings]
     assert len(fast.instructions) == len(slow.instructions)
     for a, b in zip(fast.instructions, slow.instructions, strict=True):
         assert a == b   # dataclass equality: every Tile and Immediate with its Location
@@ -249,3 +250,52 @@ def test_shape_checks_remembered_per_shape(monkeypatch):
     for k in (1, 3, 5, 7):
         error = _same(HEADER + "\n".join(good[:4] + [lines[k]]) + "\n", monkeypatch)
         assert "shape mismatch" in error and "k.s:14:" in error
+
+
+def test_rept_and_macro_expansions(monkeypatch):
+    """.rept bodies with \\+ and macro uses with numbers make template lines in the expanded
+    text; their locations go back to the file (asm/macros.py) the same either way."""
+    text = HEADER + """\
+.macro move dst, src, col, q=0
+    dma.copy \\dst[:, \\col:\\col+64], \\src[:, \\col*2:\\col*2+64], queue=\\q
+.endm
+.rept 16
+    vector.tensor_scalar at[0:64, \\+*8:\\+*8+8], bt[0:64, 0:8], op0=multiply, operand0=\\+.5
+    move at, a, \\+*3, q=\\+
+.endr
+    move bt, a, 7
+    move bt, a, 700, q=2
+"""
+    calls = []
+    ordinary = assembler.Assembler._instruction
+    monkeypatch.setattr(assembler.Assembler, "_instruction",
+                        lambda self, node: calls.append(node) or ordinary(self, node))
+    program = _same(text, monkeypatch)
+    assert len(program.instructions) == 34
+    fast_calls = len(calls) - 34   # the ordinary path resolves all 34 lines once
+    assert fast_calls <= 4         # the first line of each template
+    third = program.instructions[3]   # repetition 1 of the macro's line (file line 11)
+    assert (third.location.line, third.location.expansion is not None) == (11, True)
+    assert third.args["dst"].spec[1] == ("slice", 3, (), 64, 1) and third.args["queue"] == 1
+
+
+def test_warnings_of_every_line(monkeypatch):
+    """An integer division in a float argument warns at every line (a template whose plan
+    would warn once is left to the ordinary path)."""
+    lines = "".join(f"    scalar.activation at[:, {8 * k}:{8 * k}+8], bt[:, 0:8], func=exp, "
+                    f"scale=ONE/W\n" for k in range(6))   # no number in the argument
+    program = _same(HEADER + ".const ONE = 1\n" + lines, monkeypatch)
+    assert len(program.warnings) == 6
+    assert [w.location.line for w in program.warnings] == list(range(11, 17))
+
+
+def test_every_error_of_template_lines(monkeypatch):
+    """Bad lines among good lines of the same templates: every error, in order, the same."""
+    lines = []
+    for k in range(30):
+        start = 2040 + k if k % 7 == 3 else 8 * k   # out of bounds now and then
+        lines.append(f"    vector.tensor_copy at[:, {start}:{start}+16], bt[:, 0:{16 + (k % 11 == 5)}]")
+        lines.append(f"    dma.copy at[:, {8 * k}:{8 * k}+64], a[:, 64*{k}:64*{k}+64], "
+                     f"queue={k if k != 20 else 16}")
+    error = _same(HEADER + "\n".join(lines) + "\n", monkeypatch)
+    assert error.count("error:") >= 7 and "out of bounds" in error and "shape mismatch" in error

@@ -3,7 +3,8 @@ time, what bounds it and how busy TensorE and DMA are.
 
 Every program under programs/kernels/ (and the multi-rank library kernels of MULTI_RANK) is
 assembled for each target; a target it does not assemble for (MX instructions on trn1/trn2, say)
-is not one it supports. Each supported target runs once with the kernel's default inputs (seed 0).
+is not one it supports. Each supported target runs once with the kernel's default inputs (seed 0);
+a multi-rank kernel runs on its .topology, or for another target on SYSTEM_OF's system.
 
     python tools/kernels_table.py            print the table
     python tools/kernels_table.py --write    replace the table in docs/kernels.md
@@ -22,9 +23,10 @@ DOC = ROOT / "docs" / "kernels.md"
 BEGIN = "<!-- kernels table: tools/kernels_table.py --write -->"
 END = "<!-- end of kernels table -->"
 TARGETS = ("trn1", "trn2", "trn3")
-# library kernels that need a topology (they live beside the other collectives), with the
-# topology they are written for when the kernel does not declare one itself
-MULTI_RANK = {"collectives/tp_linear": "trn2.48xlarge"}
+# library kernels that need a topology (they live beside the other collectives)
+MULTI_RANK = ("collectives/tp_linear",)
+# the system a multi-rank kernel runs on for a target its own .topology is not made of
+SYSTEM_OF = {"trn1": "trn1.32xlarge", "trn2": "trn2.48xlarge", "trn3": "trn3-ultraserver-gen1"}
 
 
 def library() -> dict[str, Path]:
@@ -44,12 +46,16 @@ def _tensors(program) -> str:
 
 
 def _run(name: str, program):
-    """(modelled ns, timing of the slowest rank, ranks) of one run with default inputs."""
+    """(timing of the slowest rank, ranks) of one run with default inputs."""
     import neuronemu
     from neuronemu.api import run_spmd
+    from neuronemu.multichip.topology import load_topologies
 
-    topology = getattr(program, "topology", None) or MULTI_RANK.get(name)
-    if topology:
+    topology = program.topology
+    if name in MULTI_RANK or topology:
+        target = program.target.name
+        if topology is None or load_topologies()[topology].target != target:
+            topology = SYSTEM_OF[target]
         result = run_spmd(program, topology)
         slowest = max(result.ranks, key=lambda r: r.timing.time_ns)
         return slowest.timing, result.world
@@ -58,6 +64,10 @@ def _run(name: str, program):
 
 def _us(ns: float) -> str:
     return f"{ns / 1000:.2f} µs"
+
+
+def _ranks(world: int) -> str:
+    return f" ({world} ranks)" if world > 1 else ""
 
 
 def row(name: str, path: Path) -> str:
@@ -72,7 +82,7 @@ def row(name: str, path: Path) -> str:
         except AsmError:
             continue
         timing, world = _run(name, program)
-        times[target] = timing.time_ns
+        times[target] = (timing.time_ns, world)
         if target == "trn2" or trn2 is None:
             trn2 = (target, timing, world)
     target, timing, world = trn2
@@ -80,10 +90,10 @@ def row(name: str, path: Path) -> str:
     dma = timing.dma
     dma_text = (f"{dma.achieved_gbps:.0f} GB/s, engines {dma.engine_utilisation:.0%}"
                 if dma and dma.transfers else "—")
-    others = ", ".join(f"{t} {_us(ns)}" for t, ns in times.items() if t != target) or "—"
-    ranks = f" ({world} ranks)" if world > 1 else ""
+    others = ", ".join(f"{t} {_us(ns)}{_ranks(n)}" for t, (ns, n) in times.items()
+                       if t != target) or "—"
     return (f"| `{name}` | {description(path.read_text())} | {_tensors(program)} | "
-            f"{', '.join(times)}{ranks} | {target} {_us(timing.time_ns)} | {others} | "
+            f"{', '.join(times)} | {target} {_us(timing.time_ns)}{_ranks(world)} | {others} | "
             f"{timing.bound_by or '—'} | {tensor} | {dma_text} |")
 
 

@@ -13,6 +13,16 @@ cycles, because the array idled before it), and makes the result readable R + C 
 after the last issue (isa/costs.toml tensor_matmul). The neuronemu column is the time from the
 first matmul's start until a Vector instruction may read the last PSUM result, in TensorE
 cycles; "issue only" is the TensorE busy time. The kernels below hold no DMA.
+
+The last column takes SCALE-Sim's count with its folds overlapped: each fold after the first
+without its own weight fill and drain (2R + C - 2 = 382 cycles). SCALE-Sim lays the folds one
+after the other (scalesim/compute/systolic_compute_ws.py, create_ifmap_demand_mat: every fold's
+demand matrix gets arr_row cycles of weight-load prefix and arr_col - 1 of drain suffix, is
+skewed by arr_row - 1, and the folds are concatenated); TensorE loads the next stationary tile
+in the background while the current one streams ("background LoadStationary", several LS/MM
+pairs in flight, T2A / T3; ARCHITECTURE.md §4), so only the first fill and the last drain are
+exposed. The ratio against that column isolates what neuronemu models differently inside a
+fold: a 32-cycle LoadStationary where SCALE-Sim fills the weights in R = 128 cycles.
 """
 
 from __future__ import annotations
@@ -32,9 +42,17 @@ SHAPES = [(128, 128, 128), (128, 128, 512), (512, 512, 512), (1024, 1024, 512),
           (1024, 1024, 4096)]
 
 
+def folds(m: int, k: int) -> int:
+    return math.ceil(k / ROWS) * math.ceil(m / COLS)
+
+
 def scalesim_cycles(m: int, k: int, n: int) -> int:
-    folds = math.ceil(k / ROWS) * math.ceil(m / COLS)
-    return folds * (2 * ROWS + COLS + n - 2) - 1
+    return folds(m, k) * (2 * ROWS + COLS + n - 2) - 1
+
+
+def scalesim_overlapped(m: int, k: int, n: int) -> int:
+    """SCALE-Sim's count less the weight fill and drain of every fold after the first."""
+    return scalesim_cycles(m, k, n) - (folds(m, k) - 1) * (2 * ROWS + COLS - 2)
 
 
 def gemm_kernel(m: int, k: int, n: int, target: str) -> str:
@@ -73,8 +91,8 @@ def main() -> int:
     parser.add_argument("--target", default="trn2", choices=["trn1", "trn2", "trn3"])
     args = parser.parse_args()
     print("| M x K x N | kind | matmuls | neuronemu cycles (issue only) | SCALE-Sim cycles | "
-          "ratio (issue only) |")
-    print("|---|---|---|---|---|---|")
+          "ratio (issue only) | SCALE-Sim, folds overlapped | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for m, k, n in SHAPES:
         ours, issue = neuronemu_cycles(m, k, n, args.target)
         theirs = scalesim_cycles(m, k, n)
@@ -82,8 +100,10 @@ def main() -> int:
         per_fold = max(1, n // 512)
         kind = "single matmul" if matmuls == 1 else (
             f"{'long' if n >= 2048 else 'short'}: {per_fold} x {min(n, 512)} columns per fold")
+        overlapped = scalesim_overlapped(m, k, n)
         print(f"| {m} x {k} x {n} | {kind} | {matmuls} | {ours:,.0f} ({issue:,.0f}) | "
-              f"{theirs:,} | {ours / theirs:.2f} ({issue / theirs:.2f}) |")
+              f"{theirs:,} | {ours / theirs:.2f} ({issue / theirs:.2f}) | {overlapped:,} | "
+              f"{ours / overlapped:.2f} |")
     return 0
 
 

@@ -17,10 +17,11 @@ from itertools import chain
 import numpy as np
 
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
-from neuronemu.asm.expr import Affine, Evaluator, register_number
+from neuronemu.asm.collect import Collector
+from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.fastresolve import Resolver
-from neuronemu.errors import AsmError
+from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
 from neuronemu.exec import layout as L
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
@@ -70,9 +71,12 @@ def _token_loc(source, token):
 
 
 class Assembler:
-    def __init__(self, source: SourceFile, target: str | None, isa: ISA):
+    def __init__(self, source: SourceFile, target: str | None, isa: ISA,
+                 collector: Collector | None = None):
         require_known_rules(isa)
         self.source = source
+        self.collector = collector or Collector()   # every independent error (asm/collect.py)
+        self.warnings: list[Diagnostic] = []
         self.isa = isa
         self.target_override = target
         self.target = None
@@ -92,23 +96,34 @@ class Assembler:
     def assemble(self, tree) -> Program:
         items = tree.children
         self.sync_mode = "auto"
-        self._choose_target(items)
+        collector = self.collector
+        try:
+            self._choose_target(items)
+        except AsmError as e:   # every capacity and dtype depends on the target: stop here
+            collector.add(e)
+            collector.raise_if_any()
         statements = []
         for item in items:
-            if item.data == "label":
-                name_tok = item.children[0]
-                name = str(name_tok)
-                if name in self.labels:
-                    raise AsmError(f"label '{name}' is defined twice",
-                                   _token_loc(self.source, name_tok))
-                self.labels[name] = len(statements)
-            elif item.data == "directive":
-                self._directive(item)
-            elif item.data == "instruction":
-                statements.append(item)
+            try:
+                if item.data == "label":
+                    name_tok = item.children[0]
+                    name = str(name_tok)
+                    if name in self.labels:
+                        raise AsmError(f"label '{name}' is defined twice",
+                                       _token_loc(self.source, name_tok))
+                    self.labels[name] = len(statements)
+                elif item.data == "directive":
+                    self._directive(item)
+                elif item.data == "instruction":
+                    statements.append(item)
+            except AsmError as e:
+                collector.add(e)
+                collector.poison(_declared_name(item))
         instructions, same_as = self._instructions(statements)
+        collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
-                          instructions, self.labels, sync_mode=self.sync_mode,
+                          instructions, self.labels, warnings=self.warnings,
+                          sync_mode=self.sync_mode,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
         lower(program, same_as, self.lowered)
         return program
@@ -210,7 +225,21 @@ class Assembler:
         name_tok, value = args[0].children
         name = str(name_tok)
         self._check_new_symbol(name, name_tok)
+        mark = len(self.eval.truncations)
         self.constants[name] = self.eval.constant(value)
+        if len(self.eval.truncations) > mark:   # remembered for the uses in float arguments
+            self.eval.truncated_constants[name] = self.eval.truncations[mark]
+            del self.eval.truncations[mark:]
+
+    def _float_constant(self, node, what: str) -> float | int:
+        """A constant whose value goes to a float argument: a located warning when an integer
+        division in it (or in a .const it uses) truncated (``1/N`` is 0; ``1.0/N`` was meant)."""
+        mark = len(self.eval.truncations)
+        value = self.eval.constant(node)
+        if len(self.eval.truncations) > mark:
+            self.warnings.append(truncation_warning(self.eval.truncations[mark], what, self.source))
+            del self.eval.truncations[mark:]
+        return value
 
     def _check_new_symbol(self, name, token):
         if name in self.constants or name in self.tensors or name in self.allocations:
@@ -313,7 +342,7 @@ class Assembler:
         wanted = INITIALISERS[kind]
         if params and len(params) != wanted:
             raise self.error(node, f"{kind} takes {wanted} parameter(s), got {len(params)}")
-        values = [float(self.eval.constant(p)) for p in params]
+        values = [float(self._float_constant(p, f"{kind}(...) parameter")) for p in params]
         if values:
             self._check_init_params(kind, params, values)
         else:
@@ -410,7 +439,17 @@ class Assembler:
             if first is None:
                 instruction = fast(node) if fast is not None and template else None
                 if instruction is None:
-                    instruction = self._instruction(node)
+                    try:
+                        instruction = self._instruction(node)
+                    except AsmError as e:   # reported; the next lines are checked all the same
+                        if e.location is not None and e.location.line != line:
+                            # the parser shares the children of identical lines (fastparse):
+                            # the error is this line's, at the same columns
+                            e.location = _moved(e.location, line)
+                        self.collector.add(e)
+                        instructions.append(None)
+                        same_as.append(pc)
+                        continue
                 resolved[text] = [pc, None]
                 same_as.append(pc)
             else:
@@ -605,14 +644,15 @@ class Assembler:
         if kind == "label":
             word = str(node.children[0]) if node.data == "name" else ""
             if word not in self.labels:
-                raise self.error(node, f"unknown label '{word}'{_suggest(word, self.labels)}")
+                raise AsmError(f"unknown label '{word}'{_suggest(word, self.labels)}",
+                               location_of(self.source, node.meta), symbol=word)
             return ("label", self.labels[word])
         raise AssertionError(kind)
 
     def _fp32(self, node, what: str) -> float:
         """An fp32 immediate: any float whose fp32 rounding is finite, or an explicit inf/nan
         (a finite value that would silently become infinity is a mistake)."""
-        value = float(self.eval.constant(node))
+        value = float(self._float_constant(node, what))
         if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
             raise self.error(node, f"{what} is an fp32 immediate: {value!r} overflows float32 "
                                    f"(finite values lie within +-3.4028235e+38); write inf or "
@@ -657,7 +697,7 @@ class Assembler:
         if name not in symbols:
             hint = _suggest(name, symbols)
             raise AsmError(f"unknown tile '{name}'{hint}", _token_loc(self.source, name_tok),
-                           (f"declared tiles: {', '.join(symbols) or 'none'}",))
+                           (f"declared tiles: {', '.join(symbols) or 'none'}",), symbol=name)
         symbol = symbols[name]
         slices = node.children[1:] if node.data == "indexed" else []
         tile = self._access(symbol, slices, node)
@@ -898,6 +938,20 @@ def _broadcast_sources(definition: InstrDef, values: dict, symbols: dict) -> Non
                                        broadcast=True)
 
 
+def _declared_name(item) -> str | None:
+    """The name a label, .const, .hbm, .sbuf or .psum line declares (None for others)."""
+    children = getattr(item, "children", ())
+    if item.data == "label":
+        return str(children[0])
+    if item.data != "directive" or str(children[0]) not in ("const", "hbm", "sbuf", "psum") \
+            or len(children) < 2:
+        return None
+    first = children[1]
+    if getattr(first, "data", None) in ("kwarg", "name"):
+        return str(first.children[0])
+    return None
+
+
 def _moved(location: Location, line: int) -> Location:
     """``location`` on another line, same columns (built without the frozen dataclass's
     per-field ``__setattr__``: one is made per operand of every repeated line)."""
@@ -1095,17 +1149,30 @@ def lower(program: Program, same_as: list[int] | None = None,
 
 def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
     """Assemble source text into a checked, lowered ``Program`` (raises ``AsmError``)."""
+    from neuronemu.asm import macros
     from neuronemu.asm.parser import parse
 
     source = SourceFile(filename, text)
+    collector = Collector()
     # Assembly makes millions of small acyclic objects (tree nodes, tokens, rows) that stay
     # alive until it ends; the cyclic garbage collector would traverse all of them again and
     # again (it tripled the time of a 16,000-line kernel) and could free none of them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tree = parse(source, share=REUSE, templates=FAST)
-        return Assembler(source, target, load_isa()).assemble(tree)
+        # .rept / .macro: expanded as text before parsing (None: the file uses neither)
+        expanded = macros.expand(source, collector)
+        work = source if expanded is None else expanded.source
+        try:
+            tree = parse(work, share=REUSE, collector=collector, templates=FAST)
+            program = Assembler(work, target, load_isa(), collector).assemble(tree)
+        except AsmError as e:
+            if expanded is not None:
+                expanded.relocate_errors(e)
+            raise
+        if expanded is not None:
+            expanded.relocate_program(program)
+        return program
     finally:
         if collecting:
             gc.enable()

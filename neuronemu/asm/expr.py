@@ -111,6 +111,11 @@ class Evaluator:
         self.source = source
         self.constants = constants
         self._numbers: dict[str, int | float] = {}   # literal text -> value (valid ones only)
+        # integer divisions that truncated (a non-zero remainder), in evaluation order, for the
+        # float contexts that warn about them (Assembler._float_constant); and the constants
+        # whose value came from one
+        self.truncations: list[Truncation] = []
+        self.truncated_constants: dict[str, Truncation] = {}
 
     def error(self, node, message: str, notes=()) -> AsmError:
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -154,12 +159,15 @@ class Evaluator:
             if reg is not None:
                 return Affine(0, {reg: 1})
             if name in self.constants:
+                if name in self.truncated_constants:
+                    self.truncations.append(self.truncated_constants[name].used_as(name, node))
                 return Affine(self.constants[name])
             if name in BUILTIN_CONSTANTS:
                 return Affine(BUILTIN_CONSTANTS[name])
             close = difflib.get_close_matches(name, list(self.constants), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise self.error(node, f"unknown name '{name}' in expression{hint}")
+            raise AsmError(f"unknown name '{name}' in expression{hint}",
+                           location_of(self.source, node.meta), symbol=name)
         if kind in ("indexed", "call", "string", "slice", "index"):
             raise self.error(node, "expected a number or an expression here")
         raise self.error(node, "expected an expression")
@@ -190,6 +198,8 @@ class Evaluator:
         if kind == "mod":
             return Affine(a.const % b.const)
         if isinstance(a.const, int) and isinstance(b.const, int):
+            if a.const % b.const:
+                self.truncations.append(Truncation(self.source, node, a.const, b.const))
             return Affine(a.const // b.const)
         return Affine(a.const / b.const)
 
@@ -231,3 +241,64 @@ class Evaluator:
             if isinstance(number, float) and not number.is_integer():
                 raise self.error(node, f"{what} must be integers, got {number}")
         return Affine(int(value.const), {r: int(c) for r, c in value.regs.items()})
+
+
+class Truncation:
+    """An integer division ``a / b`` that truncated (``node`` in ``source``); ``constant``: the
+    ``.const`` holding its result, used at ``use`` (a name node) when it was reached that way."""
+
+    def __init__(self, source: SourceFile, node, a: int, b: int, constant: str | None = None,
+                 use=None):
+        self.source, self.node, self.a, self.b = source, node, a, b
+        self.constant, self.use = constant, use
+
+    def used_as(self, constant: str, use) -> Truncation:
+        return Truncation(self.source, self.node, self.a, self.b, constant, use)
+
+
+def _operand_text(source: SourceFile, node) -> str:
+    meta = getattr(node, "meta", node)
+    line, column, end = getattr(meta, "line", None), getattr(meta, "column", None), \
+        getattr(meta, "end_column", None)
+    if line is None or column is None or end is None or getattr(meta, "end_line", line) != line:
+        return ""
+    return source.line(line)[column - 1:end - 1]
+
+
+def truncation_warning(t: Truncation, what: str, source: SourceFile):
+    """The located warning for a truncating integer division whose result goes to ``what`` (a
+    float argument): at the division, or at the use of the .const that holds its result."""
+    from neuronemu.errors import Diagnostic
+
+    left, right = _operand_text(t.source, t.node.children[0]), \
+        _operand_text(t.source, t.node.children[1])
+    if not left or not right:   # (a node without a one-line span: cannot happen today)
+        fix = "a float operand (1.0/N)"
+    else:
+        if not re.fullmatch(r"[\w.]+", right):
+            right = f"({right})"
+        if re.fullmatch(r"-?\d+", left):
+            fix = f"{left}.0/{right}"
+        elif re.fullmatch(r"[\w.]+", left):
+            fix = f"1.0*{left}/{right}"
+        else:
+            fix = f"1.0*({left})/{right}"
+    quotient = t.a // t.b
+    exact = t.a / t.b
+    division = location_of(t.source, t.node.meta)
+    if t.constant is None:
+        return Diagnostic(f"integer division {t.a}/{t.b} is {quotient}, not {exact!r} (both "
+                          f"operands are integers: the quotient is rounded down), and {what} "
+                          f"is a float: write {fix}", division)
+    warning = Diagnostic(f"'{t.constant}' is {quotient}, not {exact!r}: its .const divides "
+                         f"the integers {t.a}/{t.b} (the quotient is rounded down), and {what} "
+                         f"is a float: write {fix} in the .const", location_of(source, t.use.meta))
+    set_related(warning, division)
+    return warning
+
+
+def set_related(warning, location) -> None:
+    """Point the note of a warning about a .const at the division (kept as a Location, so
+    macro expansion can move it to the line it came from)."""
+    warning.related = location
+    warning.notes = (f"the division is at {location}",)

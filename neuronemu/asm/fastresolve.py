@@ -40,7 +40,8 @@ class _Unsure(Exception):
 def _location(source, line: int, column: int, end_column: int | None) -> Location:
     """A ``Location`` without the frozen dataclass's per-field ``__setattr__``."""
     location = object.__new__(Location)
-    location.__dict__.update(source=source, line=line, column=column, end_column=end_column)
+    location.__dict__.update(source=source, line=line, column=column, end_column=end_column,
+                             expansion=None)
     return location
 
 
@@ -229,7 +230,8 @@ class Plan:
         start = _column_source(self.columns.anchor(node.column))
         stop = _column_source(self.columns.anchor(node.end_column))
         return [f"{var} = new(Location)", f"d = {var}.__dict__", "d['source'] = source",
-                "d['line'] = line", f"d['column'] = {start}", f"d['end_column'] = {stop}"]
+                "d['line'] = line", f"d['column'] = {start}", f"d['end_column'] = {stop}",
+                "d['expansion'] = None"]
 
     def _constant(self, var: str, value, where) -> None:
         """An argument without numbers: the same value on every line, moved to the line and
@@ -509,6 +511,7 @@ class Plan:
             "    d['line'] = line",
             "    d['column'] = node.column",
             "    d['end_column'] = node.end_column",
+            "    d['expansion'] = None",
             f"    key = ({''.join(k + ', ' for k in key)})",
             f"    if {'True or ' if always else ''}key not in passed:",
             "        if not check(values, location, key): return None",
@@ -689,9 +692,16 @@ class Resolver:
             self.plans[node.key] = False
             return None
         if plan is False:
+            warnings = self.asm.warnings
+            mark = len(warnings)
             try:
                 plan = Plan(self.asm, node, *self.lowering)
             except Exception:   # noqa: BLE001 - unsure or unforeseen: the ordinary path decides
+                plan = None
+            if len(warnings) > mark:
+                # an argument warns (an integer division in a float constant): every line must
+                # warn at its own place, so the ordinary path resolves them all
+                del warnings[mark:]
                 plan = None
             self.plans[node.key] = plan
         if plan is None:

@@ -159,22 +159,7 @@ def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
     ready = list(ready)
     for step in steps:
         payload = [[data[m.src][k] for k in m.keys] for m in step]
-        done = list(ready)
-        reductions = []
-        for i in sorted(range(len(step)), key=lambda i: (ready[step[i].src], step[i].src,
-                                                         step[i].dst)):
-            m = step[i]
-            nbytes = sum(nbytes_of(k) for k in m.keys)
-            _, arrival = network.transfer(m.src, m.dst, nbytes, ready[m.src])
-            done[m.dst] = max(done[m.dst], arrival)
-            done[m.src] = max(done[m.src], arrival)
-            if m.reduce and nbytes:
-                reductions.append((arrival, m.dst, m.src, nbytes))
-        adder_free = {}
-        for arrival, dst, _src, nbytes in sorted(reductions):
-            start = max(arrival, adder_free.get(dst, 0.0))
-            adder_free[dst] = start + network.reduce_ns(nbytes)
-            done[dst] = max(done[dst], adder_free[dst])
+        done = time_step(step, nbytes_of, ready, network)
         for i in sorted(range(len(step)), key=lambda i: (step[i].src, step[i].dst)):
             m = step[i]
             box = data[m.dst]
@@ -182,6 +167,37 @@ def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
                 box[k] = combine(box[k], value) if m.reduce else value
         ready = done
     return ready
+
+
+def time_steps(steps, nbytes_of, ready: list[float], network) -> list[float]:
+    """When each rank finishes the steps if rank r starts at ready[r]: the timing of
+    ``run_steps`` without the data (the explicit-sync replay re-times collectives with it)."""
+    ready = list(ready)
+    for step in steps:
+        ready = time_step(step, nbytes_of, ready, network)
+    return ready
+
+
+def time_step(step, nbytes_of, ready: list[float], network) -> list[float]:
+    """Book one step's messages (in order of their sender's ready time) and the receivers'
+    reductions; returns when each rank is done with the step."""
+    done = list(ready)
+    reductions = []
+    for i in sorted(range(len(step)), key=lambda i: (ready[step[i].src], step[i].src,
+                                                     step[i].dst)):
+        m = step[i]
+        nbytes = sum(nbytes_of(k) for k in m.keys)
+        _, arrival = network.transfer(m.src, m.dst, nbytes, ready[m.src])
+        done[m.dst] = max(done[m.dst], arrival)
+        done[m.src] = max(done[m.src], arrival)
+        if m.reduce and nbytes:
+            reductions.append((arrival, m.dst, m.src, nbytes))
+    adder_free = {}
+    for arrival, dst, _src, nbytes in sorted(reductions):
+        start = max(arrival, adder_free.get(dst, 0.0))
+        adder_free[dst] = start + network.reduce_ns(nbytes)
+        done[dst] = max(done[dst], adder_free[dst])
+    return done
 
 
 class Reducer:

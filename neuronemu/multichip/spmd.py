@@ -16,6 +16,15 @@ whose instruction is ready first in modelled time (ties: lowest rank):
 When no rank can go on and some have not finished, the run stops with a deadlock report that
 names each waiting rank, its line and what it waits for. Everything happens in a fixed order, so
 runs are deterministic.
+
+In sync mode ``explicit`` each rank's times come from its replay (neuronemu/timing/explicit.py),
+which keeps only the ordering semaphores give. The driver logs what each cc.* instruction did
+(which message a send posted and a recv took, which collective); ``_replay_explicit`` then
+replays all ranks together on a fresh copy of the links: a rank's replay stops at each cc.*
+event, and the event's end is worked out as above from the replayed start times of the ranks
+involved (a recv ends when the matching send's data has arrived, a collective when it has run
+from every rank's replayed arrival). The ranks still exchange only messages: a send's arrival
+time, a collective's arrivals and completions.
 """
 
 from __future__ import annotations
@@ -42,11 +51,32 @@ class CommError(RuntimeFault):
 
 
 class _Message:
-    __slots__ = ("arrival", "bits", "dtype", "pc", "shape", "src")
+    __slots__ = ("arrival", "bits", "dst", "dtype", "nbytes", "pc", "replayed", "shape", "src")
 
-    def __init__(self, src, pc, bits, dtype, shape, arrival):
+    def __init__(self, src, pc, bits, dtype, shape, arrival, dst=-1, nbytes=0):
         self.src, self.pc, self.bits, self.dtype = src, pc, bits, dtype
         self.shape, self.arrival = shape, arrival
+        self.dst, self.nbytes = dst, nbytes
+        self.replayed: float | None = None   # arrival in the explicit-sync replay
+
+
+class _Collective:
+    """What the explicit replay needs to re-time one collective: its steps and chunk sizes
+    (or a one-rank local copy of ``nbytes``, or a barrier)."""
+
+    __slots__ = ("barrier", "local", "nbytes", "nbytes_of", "steps")
+
+    def __init__(self, steps, nbytes_of, barrier: bool, local: bool, nbytes: int):
+        self.steps, self.nbytes_of = steps, nbytes_of
+        self.barrier, self.local, self.nbytes = barrier, local, nbytes
+
+    def times(self, ready: list[float], network: Network) -> list[float]:
+        """When each rank finishes, if rank r arrives at ready[r] (as _Driver._collective)."""
+        if self.barrier:
+            return C.time_steps(self.steps, lambda k: 0, [max(ready)] * len(ready), network)
+        if self.local:
+            return [ready[0] + self.nbytes / network.local_gb_s]
+        return C.time_steps(self.steps, self.nbytes_of, ready, network)
 
 
 def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: int, *,
@@ -68,7 +98,11 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
     network = Network(topology, program.target, ranks_per_chip)
     limits = RunLimits(max_instructions, timeout)
     with stop_on_sigint(limits):
-        _Driver(program, topology, ranks_per_chip, cores, network, limits).run()
+        driver = _Driver(program, topology, ranks_per_chip, cores, network, limits)
+        driver.run()
+    if program.sync_mode == "explicit" and any(driver.log):
+        _replay_explicit(program, cores, Network(topology, program.target, ranks_per_chip),
+                         driver.log)
     return cores, network
 
 
@@ -85,6 +119,12 @@ class _Driver:
         self.finished = [False] * self.world
         self.order = C.ring_order(topology, ranks_per_chip)
         self.cube = C.hypercube_order(topology, ranks_per_chip)
+        # per rank, what each cc.* instruction it carried out did, in program order (for the
+        # explicit-sync replay): ("send", message), ("recv", message, own send half or None),
+        # ("collective", _Collective shared by every rank)
+        self.log: list[list[tuple]] = [[] for _ in range(self.world)]
+        self.send_half: dict[int, _Message] = {}
+        self.timer: tuple = ((), None, False)
 
     def name(self, core: Core) -> str:
         return self.program.instructions[core.pc].definition.name
@@ -194,10 +234,14 @@ class _Driver:
         ready = self.ready[core.rank]
         nbytes = bits.size * itemsize
         _, arrival = self.network.transfer(core.rank, peer, nbytes, ready)
-        self.mail.setdefault((core.rank, peer), deque()).append(
-            _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival))
+        message = _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival, peer,
+                           nbytes)
+        self.mail.setdefault((core.rank, peer), deque()).append(message)
         if complete:
+            self.log[core.rank].append(("send", message))
             core.complete(ready, arrival, nbytes)
+        else:
+            self.send_half[core.rank] = message
         receiver = self.recv_wait.pop((core.rank, peer), None)
         if receiver is not None:
             heapq.heappush(self.actionable, (self.ready[receiver], receiver))
@@ -221,6 +265,7 @@ class _Driver:
         nbytes = message.bits.size * tile_itemsize(tile)
         if self.name(core) == "cc.sendrecv":
             nbytes *= 2  # both directions go through this rank's queue
+        self.log[core.rank].append(("recv", message, self.send_half.pop(core.rank, None)))
         core.complete(ready, max(ready, message.arrival, sent), nbytes)
 
     # --- collectives ----------------------------------------------------------------------
@@ -243,10 +288,15 @@ class _Driver:
         handler = {"cc.all_reduce": self._all_reduce, "cc.reduce_scatter": self._reduce_scatter,
                    "cc.all_gather": self._all_gather, "cc.all_to_all": self._all_to_all,
                    "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
+        self.timer = ((), None, False)
         done, nbytes = handler(ready)
-        if self.world == 1 and name != "cc.barrier":
+        local = self.world == 1 and name != "cc.barrier"
+        if local:
             # nothing crosses a link: the data is copied from src to dst by the core's DMA
             done = [ready[0] + nbytes / self.network.local_gb_s]
+        record = ("collective", _Collective(*self.timer, local, nbytes))
+        for log in self.log:
+            log.append(record)
         for core, start, end in zip(cores, ready, done, strict=True):
             core.complete(start, end, nbytes)
 
@@ -309,6 +359,7 @@ class _Driver:
         sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
         steps = (C.reduce_scatter_steps(algorithm, self.order, self.cube)
                  + C.all_gather_steps(algorithm, self.order, self.cube))
+        self.timer = (steps, sizes.__getitem__, False)
         done = C.run_steps(steps, data, sizes.__getitem__, ready, self.network, reducer.combine)
         for core, box in zip(self.cores, data, strict=True):
             flat = np.concatenate([box[q] for q in range(n)])
@@ -343,6 +394,7 @@ class _Driver:
         nbytes = src.partitions * src.free_size * itemsize
         block = dst.partitions * dst.free_size * itemsize
         steps = C.reduce_scatter_steps(self._algorithm(nbytes), self.order, self.cube)
+        self.timer = (steps, lambda q: block, False)
         done = C.run_steps(steps, data, lambda q: block, ready, self.network, reducer.combine)
         for core, box in zip(self.cores, data, strict=True):
             core.store("dst", reducer.bits(box[core.rank]))
@@ -356,6 +408,7 @@ class _Driver:
         itemsize = tile_itemsize(src)
         block = src.partitions * src.free_size * itemsize
         steps = C.all_gather_steps(self._algorithm(block * self.world), self.order, self.cube)
+        self.timer = (steps, lambda q: block, False)
         done = C.run_steps(steps, data, lambda q: block, ready, self.network, None)
         for core, box in zip(self.cores, data, strict=True):
             core.store("dst", np.concatenate([box[q] for q in range(self.world)], axis=dim))
@@ -375,8 +428,9 @@ class _Driver:
             data.append({(core.rank, j): b for j, b in enumerate(blocks)})
         itemsize = tile_itemsize(src)
         block = src.partitions * src.free_size * itemsize // self.world
-        done = C.run_steps(C.all_to_all_steps(self.world), data, lambda k: block, ready,
-                           self.network, None)
+        steps = C.all_to_all_steps(self.world)
+        self.timer = (steps, lambda k: block, False)
+        done = C.run_steps(steps, data, lambda k: block, ready, self.network, None)
         for core, box in zip(self.cores, data, strict=True):
             core.store("dst", np.concatenate([box[(i, core.rank)] for i in range(self.world)],
                                              axis=dim))
@@ -387,8 +441,9 @@ class _Driver:
         shift = self.cores[0].int_arg("shift")
         data = [{core.rank: core.load("src")} for core in self.cores]
         nbytes = src.partitions * src.free_size * tile_itemsize(src)
-        done = C.run_steps(C.permute_steps(self.world, shift), data, lambda k: nbytes, ready,
-                           self.network, None)
+        steps = C.permute_steps(self.world, shift)
+        self.timer = (steps, lambda k: nbytes, False)
+        done = C.run_steps(steps, data, lambda k: nbytes, ready, self.network, None)
         for core, box in zip(self.cores, data, strict=True):
             core.store("dst", box[(core.rank - shift) % self.world])
         return done, nbytes
@@ -396,8 +451,9 @@ class _Driver:
     def _barrier(self, ready):
         data = [{} for _ in self.cores]
         latest = max(ready)
-        done = C.run_steps(C.barrier_steps(self.world), data, lambda k: 0,
-                           [latest] * self.world, self.network, None)
+        steps = C.barrier_steps(self.world)
+        self.timer = (steps, lambda k: 0, True)
+        done = C.run_steps(steps, data, lambda k: 0, [latest] * self.world, self.network, None)
         return done, 0
 
     # --- reports --------------------------------------------------------------------------
@@ -441,6 +497,124 @@ class _Driver:
                 raise CommError(f"rank {src} sent {len(box)} message(s) to rank {dst} that "
                                 f"rank {dst} never received (a send with no matching recv)",
                                 ins.location)
+
+
+def _replay_explicit(program, cores: list[Core], network: Network, logs: list[list]) -> None:
+    """Replay every rank's events under explicit synchronisation, together: each rank's replay
+    runs until a cc.* event (its start is then known), and the event's end comes from the other
+    ranks' replayed times, on ``network`` (fresh links). Leaves each rank's result in
+    ``core.replayed`` (api._finish reports it).
+
+    Of the events stopped at, the one with the earliest start that can complete goes first
+    (links are booked in time order, as in the run): a send (its data leaves at its start), a
+    recv whose message has been sent in the replay, a collective every rank has reached. When
+    none can, the ranks stopped at a cc.* event go on with it pending (its queue holds, the
+    other tracks run on) until its end is known; a rank's replay is thereby exact while it
+    waits only on its own cc.* queue, and when other tracks run ahead of a pending event, a
+    semaphore they share with its queue may count their signals first (docs/multichip.md)."""
+    from neuronemu.timing import explicit as X
+
+    world = len(cores)
+    replays = []
+    records = []   # per rank: cc event -> its log record
+    for core, log in zip(cores, logs, strict=True):
+        n = int(core.regs[L.REG_EVENTS])
+        if n > len(core.events):
+            return   # not every event was recorded: api._finish reports it
+        rep = X.Replayer(program, core.events[:n], core.event_times[:n], core.clocks,
+                         couple=True)
+        cc = np.flatnonzero(rep.kinds[rep.events[:, 0]] & X.F_CC)
+        assert len(cc) == len(log), (len(cc), len(log))
+        replays.append(rep)
+        records.append(dict(zip(cc.tolist(), log, strict=True)))
+    waiting: dict[int, dict[int, float]] = {r: {} for r in range(world)}  # rank -> event: start
+    paused: dict[int, int] = {}            # rank -> the event its replay stopped at
+    done = [False] * world
+    todo = list(range(world))
+
+    def advance(r: int) -> None:
+        try:
+            status = replays[r].advance()
+        except RuntimeFault as error:
+            if world > 1:
+                error.message = f"rank {r}: {error.message}"
+            raise
+        if status == X.PAUSED:
+            e = replays[r].paused
+            paused[r] = e
+            waiting[r][e] = replays[r].paused_start
+        done[r] = status == X.OK
+
+    def finish(r: int, e: int, end: float) -> None:
+        del waiting[r][e]
+        if paused.get(r) == e:
+            replays[r].resolve(e, end)
+            del paused[r]
+        else:
+            replays[r].finish_pending(e, end)
+            stale = paused.pop(r, None)   # its track goes on: the replay chooses again
+            if stale is not None:
+                del waiting[r][stale]
+        todo.append(r)
+
+    def at_collective(record) -> dict[int, tuple[int, float]] | None:
+        here = {}
+        for q in range(world):
+            for e, start in waiting[q].items():
+                if records[q][e] is record:
+                    here[q] = (e, start)
+        return here if len(here) == world else None
+
+    while True:
+        for r in sorted(set(todo)):
+            advance(r)
+        todo.clear()
+        if all(done):
+            break
+        acted = False
+        for start, r, e in sorted((t, q, f) for q in range(world)
+                                  for f, t in waiting[q].items()):
+            record = records[r][e]
+            if record[0] == "send":
+                message = record[1]
+                message.replayed = network.transfer(r, message.dst, message.nbytes, start)[1]
+                finish(r, e, message.replayed)
+            elif record[0] == "recv":
+                message, half = record[1], record[2]
+                if half is not None and half.replayed is None:
+                    half.replayed = network.transfer(r, half.dst, half.nbytes, start)[1]
+                    acted = True
+                    break
+                if message.replayed is None:
+                    continue
+                finish(r, e, max(start, message.replayed,
+                                 half.replayed if half is not None else 0.0))
+            else:
+                here = at_collective(record)
+                if here is None:
+                    continue
+                ends = record[1].times([here[q][1] for q in range(world)], network)
+                for q in range(world):
+                    finish(q, here[q][0], ends[q])
+            acted = True
+            break
+        if acted:
+            continue
+        if paused:
+            for r, e in sorted(paused.items()):
+                replays[r].resolve(e, X.PENDING)
+                todo.append(r)
+            paused.clear()
+            continue
+        stuck = [(r, program.instructions[int(replays[r].events[e, 0])])
+                 for r in range(world) for e in sorted(waiting[r])]
+        raise CommError("deadlock under explicit synchronisation: the ranks' cc.* instructions "
+                        "wait for each other and none can complete", stuck[0][1].location,
+                        notes=tuple(f"rank {r} waits at {ins.location.source.name}:"
+                                    f"{ins.location.line} ({ins.definition.name})"
+                                    for r, ins in stuck))
+    for core, rep in zip(cores, replays, strict=True):
+        core.replayed = rep.result()
 
 
 def tile_itemsize(tile) -> int:

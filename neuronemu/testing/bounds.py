@@ -79,6 +79,13 @@ def assert_within_bound(actual, expected, bound, *, show: int = 10, label: str =
     if a.shape != e.shape:
         raise AssertionError(f"shapes differ: actual {a.shape}, expected {e.shape}")
     limit = np.broadcast_to(np.asarray(bound, dtype=np.float64), a.shape)
+    if not (limit >= 0).all():
+        # a negative bound would make error / bound negative and so "within": a derivation that
+        # went wrong (e.g. d * u >= 1 in gamma_d) must fail loudly, not pass every element
+        wrong = np.flatnonzero(~(limit >= 0).reshape(-1))
+        raise ValueError(f"{len(wrong)} error bound(s) are negative or NaN (first: "
+                         f"{float(limit.flat[wrong[0]])!r} at {index_text(wrong[0], a.shape)}); "
+                         f"a bound must be >= 0")
     with np.errstate(all="ignore"):
         error = np.abs(a - e)
         ratio = np.where(error == 0, 0.0, error / limit)

@@ -16,8 +16,15 @@ read/write) with one that does not happen-before it is a race, reported with bot
 and the bytes the two share. Functional results come from program order, which is one
 legal interleaving; when no race is reported every legal interleaving computes the same values.
 
-The replay itself is compiled (``_replay``); Python only prepares the per-instruction kinds and
-the segment tables, and turns the indices a race or deadlock returns into the located message. It
+Pipeline latencies are those of sync mode auto (isa/costs.toml ``latency``): a signal fires and a
+barrier passes once the results its track(s) wrote are written, and an instruction waits for the
+results of its own Vector / Scalar / GpSimd track that it touches. In a multi-rank run the ranks'
+replays run together (``Replayer`` with ``couple``; neuronemu/multichip/spmd.py): a replay stops
+at each cc.* event, whose end the driver works out from the other ranks' replayed times.
+
+The replay itself is compiled (``_setup`` and ``_run``); Python only prepares the per-instruction
+kinds and the segment tables, and turns the indices a race or deadlock returns into the located
+message. It
 was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
 version (tracking bytes instead of 64-byte blocks since) as the oracle the compiled one must
 match bit for bit, message for message.
@@ -53,10 +60,11 @@ K_WORK, K_WAIT, K_SIGNAL, K_BARRIER = 0, 1, 2, 3
 KIND_MASK = 3
 F_TENSOR_ENGINE = 4   # issues on the PE array (definition.engine == "tensor")
 F_TENSOR_OP = 8       # a tensor.* instruction: the track may issue the next one at its start
+F_CC = 16             # a cc.* instruction timed by the multi-rank driver (Replayer couple=True)
 _KINDS = {"sync.wait": K_WAIT, "sync.signal": K_SIGNAL, "sync.barrier": K_BARRIER}
 
-# what _replay returns
-OK, RACE_WRITE, RACE_READ, DEADLOCK = 0, 1, 2, 3
+# what _run returns
+OK, RACE_WRITE, RACE_READ, DEADLOCK, PAUSED, STALLED = 0, 1, 2, 3, 4, 5
 # info[] of a race: the conflicting segment, the access that found it, the earlier one's author
 R_SPACE, R_ROW, R_SEGMENT, R_EVENT, R_ARG, R_ACCESS, R_OTHER_SLOT, R_OTHER_STAMP = range(8)
 INFO_WIDTH = 8
@@ -68,35 +76,118 @@ _NEVER = np.iinfo(np.int64).max
 
 
 def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndarray) -> Replay:
-    track_col = events[:, 1]
-    present = np.zeros(L.NUM_TRACKS, dtype=bool)
-    present[track_col] = True
-    present[L.ALL_TRACKS] = False   # a barrier sits in every track's stream, it is no track
-    tracks = np.flatnonzero(present).astype(np.int64)
-    assert len(tracks) < 1 << WRITER_BITS
-    times = event_times.copy()
-    busy = np.zeros(L.NUM_TRACKS)
-    track_free = np.zeros(L.NUM_TRACKS)
-    info = np.zeros(INFO_WIDTH, dtype=np.int64)
-    events = np.ascontiguousarray(events)
-    kinds = _kinds(program)
-    breaks = _event_breaks(events, program.instrs, program.ops, kinds)
-    status, heads, queue, qstart, sems, sem_count, stamp_of = _replay(
-        events, np.ascontiguousarray(event_times), program.instrs, program.ops, kinds, tracks,
-        np.array([program.target.partitions] * 2 + [1]), breaks, times, busy, track_free, info)
-    if status == DEADLOCK:
-        raise _deadlock(program, events, tracks, heads, queue, qstart, sems, sem_count)
-    if status != OK:
-        raise _race_error(program, events, tracks, stamp_of, status, info, breaks)
-    return Replay(times, busy, track_free)
+    """Replay one run on its own: a cc.* instruction keeps the duration the run gave it (a
+    multi-rank run couples its ranks' replays instead: neuronemu/multichip/spmd.py)."""
+    replayer = Replayer(program, events, event_times, clocks)
+    status = replayer.advance()
+    assert status == OK, status
+    return replayer.result()
 
 
-def _kinds(program) -> np.ndarray:
+class Replayer:
+    """The replay of one rank's events, which can stop at its cc.* instructions.
+
+    With ``couple`` a cc.* event is not timed from the run's record: when the replay gets to
+    it (it is the ready event with the earliest start), ``advance`` returns PAUSED with the
+    event in ``paused`` and its start in ``paused_start``; the caller sets its end with
+    ``resolve(e, end)`` and advances again, which carries on exactly as if the end had been
+    known. ``resolve(e, PENDING)`` lets the replay go on with the event begun but its end not
+    known yet (its track holds); ``advance`` then returns STALLED when nothing else can start,
+    and ``finish_pending(e, end)`` supplies the end later."""
+
+    def __init__(self, program, events: np.ndarray, event_times: np.ndarray,
+                 clocks: np.ndarray, couple: bool = False) -> None:
+        self.program = program
+        self.events = events = np.ascontiguousarray(events)
+        track_col = events[:, 1]
+        present = np.zeros(L.NUM_TRACKS, dtype=bool)
+        present[track_col] = True
+        present[L.ALL_TRACKS] = False   # a barrier sits in every track's stream, it is no track
+        self.tracks = np.flatnonzero(present).astype(np.int64)
+        assert len(self.tracks) < 1 << WRITER_BITS
+        self.event_times = np.ascontiguousarray(event_times)
+        self.times = event_times.copy()
+        self.busy = np.zeros(L.NUM_TRACKS)
+        self.track_free = np.zeros(L.NUM_TRACKS)
+        self.info = np.zeros(INFO_WIDTH, dtype=np.int64)
+        self.kinds = _kinds(program, couple)
+        self.latency = latencies(program, clocks)
+        self.rows = np.array([program.target.partitions] * 2 + [1])
+        self.breaks = _event_breaks(events, program.instrs, program.ops, self.kinds)
+        self.own_dep = _own_deps(events, program.instrs, program.ops, self.kinds,
+                                 self.latency, self.breaks, self.rows)
+        self.cc_end = np.full(len(events), np.nan)
+        self.state = _setup(events, program.instrs, program.ops, self.kinds, self.tracks,
+                            self.rows, self.breaks)
+        self.paused = -1
+        self.paused_start = 0.0
+
+    def advance(self) -> int:
+        """Run until the end (OK), a cc.* event whose end is unknown (PAUSED) or, with events
+        pending, until nothing can start (STALLED). Races and deadlocks raise SyncError."""
+        program = self.program
+        status = _run(self.events, self.event_times, program.instrs, program.ops, self.kinds,
+                      self.latency, self.own_dep, self.tracks, self.breaks, self.times,
+                      self.busy, self.track_free, self.info, self.cc_end, self.state)
+        if status == PAUSED:
+            self.paused = int(self.state[-1][S_PAUSED])
+            self.paused_start = float(self.times[self.paused, 0])
+        elif status == DEADLOCK:
+            st = self.state
+            raise _deadlock(program, self.events, self.tracks, st[ST_HEADS], st[ST_QUEUE],
+                            st[ST_QSTART], st[ST_SEMS], st[ST_SEM_COUNT])
+        elif status not in (OK, STALLED):
+            raise _race_error(program, self.events, self.tracks, self.state[ST_STAMP_OF],
+                              status, self.info, self.breaks)
+        return status
+
+    def resolve(self, e: int, end: float) -> None:
+        """The end of the cc.* event e (PENDING: not known yet, the replay may go on)."""
+        self.cc_end[e] = end
+
+    def finish_pending(self, e: int, end: float) -> None:
+        """The end of a cc.* event the replay began as pending; its track goes on from there."""
+        st = self.state
+        slot = int(st[ST_SLOT_OF][self.events[e, 1]])
+        track = int(self.events[e, 1])
+        self.times[e, 1] = end
+        st[ST_FREE][slot] = end
+        st[ST_DONE][slot] = max(st[ST_DONE][slot], end)
+        self.busy[track] += end - self.times[e, 0]
+        st[-1][S_PENDING] -= 1
+
+    def result(self) -> Replay:
+        return Replay(self.times, self.busy, self.track_free)
+
+
+PENDING = np.inf
+
+
+def latencies(program, clocks: np.ndarray) -> np.ndarray:
+    """Per instruction, ns from the end of its issue interval until its result is written (the
+    pipeline latency of isa/costs.toml, as sync mode auto charges it): a sync.signal after it
+    fires then, and a reader on its own track waits for it. DMA and cc.* complete when their
+    data is there (0)."""
+    from neuronemu.isa.table import load_isa
+    from neuronemu.timing import model
+
+    costs = model.cost_table(load_isa())
+    out = np.zeros(max(len(program.instrs), 1))
+    for pc, row in enumerate(program.instrs):
+        cost = costs[row[L.I_COST]]
+        if int(cost[model.C_FORMULA]) in (model.F_FREE, model.F_DMA, model.F_NETWORK):
+            continue
+        out[pc] = cost[model.C_LATENCY] / clocks[row[L.I_TRACK]]
+    return out
+
+
+def _kinds(program, couple: bool = False) -> np.ndarray:
     kinds = np.zeros(max(len(program.instructions), 1), dtype=np.int64)
     for pc, ins in enumerate(program.instructions):
         d = ins.definition
         kinds[pc] = (_KINDS.get(d.name, K_WORK) | (F_TENSOR_ENGINE if d.engine == "tensor" else 0)
-                     | (F_TENSOR_OP if d.name.startswith("tensor.") else 0))
+                     | (F_TENSOR_OP if d.name.startswith("tensor.") else 0)
+                     | (F_CC if couple and d.name.startswith("cc.") else 0))
     return kinds
 
 
@@ -105,14 +196,17 @@ def _kinds(program) -> np.ndarray:
 # Float times follow the Python version operation for operation: ``max(a, b)`` there keeps a
 # unless b > a, so here every max is written that way, and sums run in the same order.
 
+# the replay's state (_setup), by position
+(ST_SLOT_OF, ST_W_KEY, ST_R_STAMP, ST_READERS, ST_READER_OF, ST_QSTART, ST_QUEUE, ST_SEMS,
+ ST_SEM_OF, ST_INC_BASE, ST_INC_TIME, ST_INC_CLOCK, ST_SEM_COUNT, ST_HEADS, ST_FREE, ST_DONE,
+ ST_CLOCK, ST_STAMP_OF, ST_THR, ST_PE_FREE, ST_PEND_END, ST_PEND_EV, ST_SCALARS) = range(23)
+# its scalars (the last array)
+S_NPEND, S_REMAINING, S_PAUSED, S_PENDING = range(4)
+
 
 @jit
-def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times, busy,
-            track_free, info):
-    """The discrete-event replay. Fills times / busy / track_free; returns (status, heads, queue,
-    qstart, sems, sem_count, stamp_of): on DEADLOCK the first five describe who waits for what,
-    on a race ``info`` and ``stamp_of`` (each event's own-clock stamp) name the two accesses.
-    ``rows``: memory rows of SBUF, PSUM, HBM; ``breaks``: their cuts (_event_breaks)."""
+def _setup(events, instrs, ops, kinds, tracks, rows, breaks):
+    """The replay's tables and per-track state, before any event ran."""
     n = events.shape[0]
     ntr = tracks.shape[0]
     slot_of = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
@@ -120,7 +214,6 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
         slot_of[tracks[i]] = i
     w_key, r_stamp, readers, reader_of = _tables(events, instrs, ops, kinds, slot_of, ntr, rows,
                                                  breaks)
-    tensor = slot_of[L.TENSOR_TRACK]   # -1 when the run has no Tensor events
 
     # each track's stream: its own events and every barrier, in program order
     qstart = np.zeros(ntr + 1, dtype=np.int64)
@@ -177,16 +270,41 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
 
     heads = np.zeros(ntr, dtype=np.int64)
     free = np.zeros(ntr)
+    done = np.zeros(ntr)   # when every result a track's instructions wrote so far is written
     clock = np.zeros((ntr, ntr), dtype=np.int64)
     stamp_of = np.zeros(n, dtype=np.int64)
     thr = np.empty(1 << WRITER_BITS, dtype=np.int64)
     pe_free = np.zeros(16)
     pend_end = np.empty(n)
     pend_ev = np.empty(n, dtype=np.int64)
-    npend = 0
+    scalars = np.zeros(4, dtype=np.int64)
+    scalars[S_REMAINING] = qstart[ntr]
+    scalars[S_PAUSED] = -1
+    return (slot_of, w_key, r_stamp, readers, reader_of, qstart, queue, sems, sem_of, inc_base,
+            inc_time, inc_clock, sem_count, heads, free, done, clock, stamp_of, thr, pe_free,
+            pend_end, pend_ev, scalars)
 
-    remaining = qstart[ntr]
-    while remaining > 0:
+
+@jit
+def _run(events, event_times, instrs, ops, kinds, lat, own_dep, tracks, breaks, times, busy,
+         track_free, info, cc_end, st):
+    """The discrete-event replay, from the state ``st`` (_setup) on. Fills times / busy /
+    track_free; returns OK, PAUSED (at a cc.* event whose ``cc_end`` is NaN: scalars[S_PAUSED],
+    its start in times), STALLED (nothing can start while an event is pending), DEADLOCK (the
+    state says who waits for what) or a race (``info`` and stamp_of name the two accesses).
+
+    Pipeline latencies (``lat``, ns per instruction) are those of sync mode auto: a signal
+    fires, and a barrier passes, once every result its track wrote is written (``done``); an
+    instruction that touches what an earlier instruction of its own track wrote
+    (``own_dep``) waits for that result. A signal does not hold its track: the engine issues
+    on while its last results drain."""
+    (slot_of, w_key, r_stamp, readers, reader_of, qstart, queue, _sems, sem_of, inc_base,
+     inc_time, inc_clock, sem_count, heads, free, done, clock, stamp_of, thr, pe_free, pend_end,
+     pend_ev, scalars) = st
+    ntr = tracks.shape[0]
+    tensor = slot_of[L.TENSOR_TRACK]   # -1 when the run has no Tensor events
+    npend = scalars[S_NPEND]
+    while scalars[S_REMAINING] > 0:
         # the ready head with the earliest start (the first track on ties)
         best = -1
         best_start = 0.0
@@ -197,12 +315,13 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
             e = queue[qstart[i] + heads[i]]
             tr = events[e, 1]
             kd = kinds[events[e, 0]]
+            kind = kd & KIND_MASK
             start = free[i]
             if i == tensor and tr != L.ALL_TRACKS:
                 if kd & F_TENSOR_ENGINE:
                     start, npend = _pe_earliest(e, start, instrs, ops, events, pe_free, pend_end,
                                                 pend_ev, npend)
-                elif kd & KIND_MASK != K_WAIT:  # a signal reports work that has finished
+                elif kind != K_WAIT:  # a signal reports work that has finished
                     start = _finished(free, i, tensor, pe_free)
             if tr == L.ALL_TRACKS:
                 arrived = True
@@ -213,10 +332,18 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
                 if not arrived:
                     continue
                 start = _finished(free, 0, tensor, pe_free)
+                start = max(start, done[0])
                 for u in range(1, ntr):
                     f = _finished(free, u, tensor, pe_free)
                     start = max(start, f)
-            if kd & KIND_MASK == K_WAIT:
+                    start = max(start, done[u])
+            elif kind == K_SIGNAL:
+                start = max(start, done[i])
+            elif kind == K_WORK and own_dep[e] >= 0:
+                f = own_dep[e]
+                x = times[f, 1] + lat[events[f, 0]]
+                start = max(start, x)
+            if kind == K_WAIT:
                 s = sem_of[e]
                 value = events[e, 4]
                 if sem_count[s] < value:
@@ -224,14 +351,24 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
                 if value > 0:
                     x = inc_time[inc_base[s] + value - 1]
                     start = max(start, x)
+            if start == np.inf:
+                continue   # behind a pending event
             if best < 0 or start < best_start:
                 best, best_start, best_e = i, start, e
         if best < 0:
-            return DEADLOCK, heads, queue, qstart, sems, sem_count, stamp_of
+            scalars[S_NPEND] = npend
+            if scalars[S_PENDING] > 0:
+                return STALLED
+            return DEADLOCK
         i, start, e = best, best_start, best_e
         t = tracks[i]
         kd = kinds[events[e, 0]]
         kind = kd & KIND_MASK
+        if (kd & F_CC) != 0 and np.isnan(cc_end[e]):
+            times[e, 0] = start
+            scalars[S_PAUSED] = e
+            scalars[S_NPEND] = npend
+            return PAUSED
         if kind == K_BARRIER:
             for j in range(ntr):
                 m = clock[0, j]
@@ -244,8 +381,9 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
                 heads[u] += 1
             times[e, 0] = start
             times[e, 1] = start
-            remaining -= ntr
+            scalars[S_REMAINING] -= ntr
             continue
+        issue = free[i]
         if kind == K_WAIT:
             value = events[e, 4]
             if value > 0:
@@ -254,6 +392,8 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
                     clock[i, j] = max(clock[i, j], inc_clock[row, j])
             end = start
         elif kind == K_SIGNAL:
+            if i == tensor:
+                issue = _finished(free, i, tensor, pe_free)
             s = sem_of[e]
             clock[i, i] += 1
             stamp_of[e] = clock[i, i]
@@ -270,16 +410,25 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
             clock[i, i] += 1
             stamp = clock[i, i]
             stamp_of[e] = stamp
-            duration = event_times[e, 1] - event_times[e, 0]
-            end = start + duration
-            if t == L.TENSOR_TRACK:
-                f = _finished(free, i, tensor, pe_free)
-                overlap_end = max(start, f)
-                x = end - overlap_end
-                busy[t] += max(0.0, x)   # union of overlapping matmuls
-                npend = _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend)
+            if (kd & F_CC) != 0:
+                end = cc_end[e]   # from the multi-rank driver; PENDING (inf): not known yet
+                if end == np.inf:
+                    scalars[S_PENDING] += 1
+                else:
+                    busy[t] += end - start
             else:
-                busy[t] += duration
+                duration = event_times[e, 1] - event_times[e, 0]
+                end = start + duration
+                if t == L.TENSOR_TRACK:
+                    f = _finished(free, i, tensor, pe_free)
+                    overlap_end = max(start, f)
+                    x = end - overlap_end
+                    busy[t] += max(0.0, x)   # union of overlapping matmuls
+                    npend = _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend)
+                else:
+                    busy[t] += duration
+                x = end + lat[events[e, 0]]
+                done[i] = max(done[i], x)
             # a write by track u stamped s is ordered before us iff s <= our clock[u]
             for u in range(thr.shape[0]):
                 thr[u] = _NEVER
@@ -290,18 +439,96 @@ def _replay(events, event_times, instrs, ops, kinds, tracks, rows, breaks, times
                                r_stamp, readers, reader_of, info)
             if status != OK:
                 info[R_EVENT] = e
-                return status, heads, queue, qstart, sems, sem_count, stamp_of
+                scalars[S_NPEND] = npend
+                return status
         times[e, 0] = start
         times[e, 1] = end
-        if t == L.TENSOR_TRACK and (kd & F_TENSOR_OP) != 0:
+        if kind == K_SIGNAL:
+            free[i] = issue   # the engine issues on while its results drain
+        elif t == L.TENSOR_TRACK and (kd & F_TENSOR_OP) != 0:
             free[i] = start   # tensor compute: the track issues on, the PE blocks hold
         else:
             free[i] = end
         heads[i] += 1
-        remaining -= 1
+        scalars[S_REMAINING] -= 1
+    scalars[S_NPEND] = npend
     for i in range(ntr):
         track_free[tracks[i]] = _finished(free, i, tensor, pe_free)
-    return OK, heads, queue, qstart, sems, sem_count, stamp_of
+    if scalars[S_PENDING] > 0:
+        return STALLED
+    return OK
+
+
+@jit
+def _own_deps(events, instrs, ops, kinds, lat, breaks, rows):
+    """Per event, the latest earlier event of its own track (Vector, Scalar, GpSimd: engines
+    whose pipeline latency delays their own readers, as in sync mode auto) that last wrote, in
+    program order, a byte the event reads or writes; -1 if none. Program order is the order
+    the values were computed in; in a race-free kernel it orders conflicting accesses.
+
+    One table per such track and memory space, [segment, row]: event + 1 where that track's
+    latency-bearing instruction is the last writer, else 0; so a lookup is a max over the
+    operand's segments and rows."""
+    n = events.shape[0]
+    dep = np.full(n, -1, dtype=np.int64)
+    slot = np.full(L.NUM_TRACKS, -1, dtype=np.int64)
+    nslots = 0
+    for e in range(n):
+        tr = events[e, 1]
+        if (tr != L.ALL_TRACKS and tr != L.TENSOR_TRACK and slot[tr] < 0
+                and (kinds[events[e, 0]] & KIND_MASK) == K_WORK and lat[events[e, 0]] > 0.0):
+            slot[tr] = nslots
+            nslots += 1
+    nseg0 = max(breaks[0].shape[0] - 1, 0)
+    nseg1 = max(breaks[1].shape[0] - 1, 0)
+    nseg2 = max(breaks[2].shape[0] - 1, 0)
+    last = (np.zeros((nslots, nseg0, rows[0]), dtype=np.int64),
+            np.zeros((nslots, nseg1, rows[1]), dtype=np.int64),
+            np.zeros((nslots, nseg2, rows[2]), dtype=np.int64))
+    if nslots == 0:
+        return dep
+    for e in range(n):
+        ins = instrs[events[e, 0]]
+        mine = slot[events[e, 1]] if events[e, 1] != L.ALL_TRACKS else -1
+        if lat[events[e, 0]] <= 0.0:
+            mine_writes = -1   # its writes hide earlier ones but delay no reader
+        else:
+            mine_writes = mine
+        best = 0
+        for phase in range(2):   # look up, then record the writes
+            for k in range(ins[L.I_NARGS]):
+                j = _memory_operand(events, e, k, instrs, ops, kinds)
+                if j < 0:
+                    continue
+                writing = (ins[L.I_ACCESS] >> (2 * k)) & L.ACCESS_WRITE
+                if (phase == 0 and mine < 0) or (phase == 1 and not writing):
+                    continue
+                op = ops[j]
+                space = op[L.OP_SPACE]
+                tables = last[space]
+                count = op[L.OP_PCOUNT]
+                rowstep = op[L.OP_PROWSTEP]
+                contiguous = op[L.OP_PCOLSTEP] == 0 and (rowstep == 1 or count <= 1)
+                groups = 1 if contiguous else count
+                for p in range(groups):
+                    r0 = op[L.OP_PSTART] + p * rowstep
+                    r1 = r0 + count if contiguous else r0 + 1
+                    b0, b1 = segments(breaks[space], events[e, 2 + k] + p * op[L.OP_PCOLSTEP],
+                                      op[L.OP_EXTENT])
+                    if phase == 0:
+                        table = tables[mine]
+                        for b in range(b0, b1):
+                            for r in range(r0, r1):
+                                best = max(best, table[b, r])
+                        continue
+                    for q in range(nslots):
+                        value = e + 1 if q == mine_writes else 0
+                        table = tables[q]
+                        for b in range(b0, b1):
+                            for r in range(r0, r1):
+                                table[b, r] = value
+        dep[e] = best - 1
+    return dep
 
 
 @jit
@@ -620,7 +847,7 @@ def _record(wk, rs, mine, stamp, me, r0, r1, b0, b1, writing, reading):
 
 
 def _race_error(program, events, tracks, stamp_of, status, info, breaks) -> SyncError:
-    """The message for the race _replay found. The tables keep only who last touched a segment
+    """The message for the race _run found. The tables keep only who last touched a segment
     (track and stamp); the event is the one of that track with that stamp, and its argument the
     last one of the conflicting kind that covers the segment (the last the Python version
     recorded there). The bytes reported are those the two accesses share in that row."""

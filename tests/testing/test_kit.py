@@ -195,3 +195,10 @@ def test_tie_values_by_hand():
     # float8_e4m3 around 1.0: 1, 1.125, 1.25 (3 mantissa bits) -> ties 1.0625 and 1.1875
     ties = nst.tie_values("float8_e4m3", 1.0, 1.25)
     assert ties == [1.0625, 1.1875]
+
+
+@pytest.mark.parametrize("bound", [-0.5, np.nan, np.array([1.0, -1e-9])])
+def test_a_negative_or_nan_bound_is_refused_not_passed(bound):
+    # |2 - 1| / -0.5 < 0 would count as "within" if the bound were not checked first
+    with pytest.raises(ValueError, match="negative or NaN"):
+        assert_within_bound(np.array([2.0, 1.0]), np.array([1.0, 1.0]), bound)

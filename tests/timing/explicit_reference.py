@@ -4,8 +4,12 @@ array bit for bit and every race/deadlock message with the compiled replay. Kept
 from this docstring, ``SyncError`` (imported so both raise the same class) and one deliberate
 change of behaviour (issue 14): memory is tracked per byte, brute force (a last writer and per
 track a last reader for every byte of every row), where it used to be per 64-byte block, and a
-race names the bytes the two accesses share. Do not "fix" it otherwise: it defines the expected
-behaviour."""
+race names the bytes the two accesses share; and (issue 14 part 1) pipeline latencies as sync mode
+auto charges them: a signal fires and a barrier passes once every result its track(s) wrote is
+written (an instruction's end + its cost class's latency), without holding the track, and an
+instruction touching bytes that an earlier instruction of its own Vector / Scalar / GpSimd track
+last wrote (in program order) waits for that result. Do not "fix" it otherwise: it defines the
+expected behaviour."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import numpy as np
 
 from neuronemu.exec import layout as L
 from neuronemu.exec.core import on_chip_widths
+from neuronemu.isa.table import load_isa
 from neuronemu.timing.explicit import SyncError
 
 
@@ -44,6 +49,9 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     increments: dict[int, list[tuple[float, np.ndarray]]] = {}
     times = event_times.copy()
     memory = _Accesses(program, len(tracks))
+    latency = _latency(program, clocks)
+    own = _own_deps(program, events, latency)
+    written = {t: 0.0 for t in tracks}   # when every result track t wrote so far is written
 
     def wait_target(e: int):
         """(semaphore, value) of a wait event, as the run resolved them (registers included)."""
@@ -77,7 +85,12 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
             if int(events[e, 1]) == L.ALL_TRACKS:
                 if any(head(u) != e for u in tracks):
                     continue  # not everyone has arrived
-                start = max(finished(u) for u in tracks)
+                start = max(max(finished(u), written[u]) for u in tracks)
+            elif definitions[int(events[e, 0])].definition.name == "sync.signal":
+                start = max(start, written[t])
+            elif own[e] >= 0:
+                f = own[e]
+                start = max(start, times[f, 1] + latency[int(events[f, 0])])
             target = wait_target(e)
             if target is not None:
                 sem, value = target
@@ -94,6 +107,7 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
         ins = definitions[int(events[e, 0])]
         name = ins.definition.name
         me = slot[t]
+        issue = free[t]
         if name == "sync.barrier":
             joined = np.max(np.stack([clock[u] for u in tracks]), axis=0)
             for u in tracks:
@@ -109,6 +123,8 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
                 clock[t] = np.maximum(clock[t], increments[sem][value - 1][1])
             end = start
         elif name == "sync.signal":
+            if t == L.TENSOR_TRACK:
+                issue = finished(t)
             sem = int(events[e, 2 + 1])
             clock[t][me] += 1
             previous = increments.get(sem, [])
@@ -124,6 +140,7 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
                 pe.place(e, start, end)
             else:
                 busy[t] += duration
+            written[t] = max(written[t], end + latency[int(events[e, 0])])
             row = instrs[int(events[e, 0])]
             for k in range(row[L.I_NARGS]):
                 if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
@@ -133,13 +150,64 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
                               me, clock[t], e, int(events[e, 0]), k, events)
         times[e, 0], times[e, 1] = start, end
         tensor_compute = t == L.TENSOR_TRACK and name.startswith("tensor.")
-        free[t] = start if tensor_compute else end
+        free[t] = issue if name == "sync.signal" else start if tensor_compute else end
         heads[t] += 1
         remaining -= 1
     track_free = np.zeros(L.NUM_TRACKS)
     for t in tracks:
         track_free[t] = finished(t)
     return Replay(times, busy, track_free)
+
+
+def _latency(program, clocks) -> list[float]:
+    """ns from an instruction's end until its result is written (0 for DMA, cc.*, control)."""
+    costs = load_isa().costs
+    by_code = {c.code: c for c in costs.values()}
+    out = []
+    for row in program.instrs:
+        cost = by_code[int(row[L.I_COST])]
+        if cost.formula in ("free", "dma", "network"):
+            out.append(0.0)
+        else:
+            out.append(cost.latency / clocks[int(row[L.I_TRACK])])
+    return out
+
+
+def _own_deps(program, events, latency) -> list[int]:
+    """Per event, the latest event of its own Vector / Scalar / GpSimd track that last wrote
+    (in program order) a byte it reads or writes, else -1: brute force, per byte."""
+    target = program.target
+    sbuf, psum = on_chip_widths(program, compact=True)
+    last = [np.full((target.partitions, sbuf), -1, dtype=np.int64),
+            np.full((target.partitions, psum), -1, dtype=np.int64),
+            np.full((1, max(program.hbm_bytes, 4)), -1, dtype=np.int64)]
+    deps = []
+    for e in range(len(events)):
+        track = int(events[e, 1])
+        ins = program.instructions[int(events[e, 0])]
+        row = program.instrs[int(events[e, 0])]
+        best = -1
+        ranges = []
+        work = ins.definition.name not in ("sync.wait", "sync.signal", "sync.barrier")
+        for k in range(int(row[L.I_NARGS])) if work and track != L.ALL_TRACKS else ():
+            if row[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+                continue
+            op = program.ops[row[L.I_ARGS + 2 * k + 1]]
+            if op[L.OP_PCOUNT] <= 0 or op[L.OP_SPACE] > L.SPACE_HBM:
+                continue
+            writes = (int(row[L.I_ACCESS]) >> (2 * k)) & L.ACCESS_WRITE
+            for space, r, c0, c1 in _row_ranges(op, int(events[e, 2 + k])):
+                ranges.append((space, r, c0, c1, writes))
+                for f in np.unique(last[space][r, c0:c1]):
+                    f = int(f)
+                    if (f > best and int(events[f, 1]) == track and track != L.TENSOR_TRACK
+                            and latency[int(events[f, 0])] > 0.0):
+                        best = f
+        for space, r, c0, c1, writes in ranges:
+            if writes:
+                last[space][r, c0:c1] = e
+        deps.append(best)
+    return deps
 
 
 class _Accesses:

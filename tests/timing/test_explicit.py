@@ -45,10 +45,10 @@ def test_semaphores_order_a_pipeline_like_auto_mode() -> None:
     explicit = _run(PIPELINE.format(mode="explicit"))
     auto = _run(PIPELINE.format(mode="auto"))
     assert explicit.outputs["y"].tobytes() == auto.outputs["y"].tobytes()
-    assert explicit.timing.time_ns == pytest.approx(2 * DMA_NS + SYNC_NS + EXP_NS)
-    # auto mode also waits for ScalarE's pipeline latency (200 cycles, PERF) before the store;
-    # the explicit replay does not model latencies yet (a signal fires at the issue's end)
+    # both wait for ScalarE's pipeline latency (200 cycles, PERF) before the store: in mode
+    # explicit the semaphore is raised when the activation's result is written
     assert auto.timing.time_ns == pytest.approx(2 * DMA_NS + SYNC_NS + EXP_NS + 200 / 1.2)
+    assert explicit.timing.time_ns == pytest.approx(auto.timing.time_ns)
 
 
 def test_without_dependencies_tracks_overlap() -> None:
@@ -72,7 +72,9 @@ sync.wait gpsimd, sem=7, value=1
 gpsimd.memset b, value=2.0
 """
     t = _run(source).timing
-    assert t.time_ns == pytest.approx(512 / 0.96 + (150 + 512) / 1.2)
+    # the signal fires when the memset's result is written: its 512 cycles and Vector's
+    # 100-cycle pipeline latency (isa/costs.toml) at 0.96 GHz
+    assert t.time_ns == pytest.approx((512 + 100) / 0.96 + (150 + 512) / 1.2)
 
 
 def test_racy_kernel_names_both_lines_and_the_bytes() -> None:
@@ -135,9 +137,9 @@ def test_explicit_double_buffer_matches_auto_and_math() -> None:
     auto = neuronemu.run(neuronemu.assemble_file(find_program("timing/double_buffer")))
     x = explicit.tensors["x"].astype(np.float64)
     np.testing.assert_array_equal(explicit.outputs["y"], np.maximum(2 * x, 0).astype(np.float32))
-    # the replay does not model pipeline latencies (isa/costs.toml latency) yet: a semaphore
-    # fires when the signalling engine's issue ends, so explicit mode is a little faster
-    assert 0.95 * auto.timing.time_ns < explicit.timing.time_ns <= auto.timing.time_ns
+    # a semaphore is raised when the signalling instruction's result is written (its pipeline
+    # latency, isa/costs.toml), as auto mode's readers wait for it: the same schedule
+    assert explicit.timing.time_ns == pytest.approx(auto.timing.time_ns, rel=1e-12)
     single = neuronemu.run(neuronemu.assemble_file(find_program("timing/single_buffer")))
     assert explicit.timing.time_ns < 0.7 * single.timing.time_ns
 
@@ -160,7 +162,55 @@ sync.barrier
 scalar.activation b, a, func=exp
 """
     t = _run(source).timing
-    assert t.time_ns == pytest.approx(max(512 / 0.96, (150 + 512) / 1.2) + 512 / 1.2)
+    # the barrier passes once both memsets' results are written (pipeline latencies: Vector
+    # 100 cycles at 0.96 GHz, GpSimd 60 at 1.2 GHz)
+    assert t.time_ns == pytest.approx(max((512 + 100) / 0.96, (150 + 512 + 60) / 1.2)
+                                      + 512 / 1.2)
+
+
+def test_signal_waits_for_the_result_but_does_not_hold_its_engine() -> None:
+    """ScalarE's second activation issues right after the first (the signal between them does
+    not hold the engine); the semaphore, raised when the first result is written (200 cycles
+    of latency), releases VectorE."""
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+.sbuf c float32[128, 512]
+.sbuf d float32[128, 512]
+gpsimd.memset a, value=1.0
+sync.signal gpsimd, sem=0
+sync.wait scalar, sem=0, value=1
+scalar.activation b, a, func=exp
+sync.signal scalar, sem=1
+scalar.activation c, a, func=exp
+sync.wait vector, sem=1, value=1
+vector.tensor_copy d, b
+"""
+    t = _run(source)
+    names = [t.program.instructions[int(e[0])].definition.name for e in t.timing.events]
+    starts = {}
+    for name, (start, _end, *_rest) in zip(names, t.timing.event_times, strict=True):
+        starts.setdefault(name, []).append(start)
+    memset = (150 + 512 + 60) / 1.2                 # result written: GPSIMD_START + N + latency
+    assert starts["scalar.activation"] == pytest.approx([memset, memset + 512 / 1.2])
+    assert starts["vector.tensor_copy"] == pytest.approx([memset + (512 + 200) / 1.2])
+
+
+def test_own_track_reader_waits_for_the_result() -> None:
+    """As in mode auto, an instruction reading what its own engine just wrote waits for that
+    engine's pipeline latency (Vector: 100 cycles); one on other bytes does not."""
+    source = """.sync explicit
+.sbuf a float32[128, 512]
+.sbuf b float32[128, 512]
+vector.memset a, value=1.0
+vector.memset b, value=1.0
+vector.tensor_copy b, a
+"""
+    for mode in ("explicit", "auto"):
+        t = _run(source.replace("explicit", mode)).timing
+        # memset a, memset b back to back; the copy reads a (written at 512 + 100 cycles) and
+        # writes b (written at 1024 + 100): it waits for b's write
+        assert t.time_ns == pytest.approx((1024 + 100 + 512) / 0.96), mode
 
 
 def test_barrier_behind_an_unsatisfiable_wait_deadlocks() -> None:
