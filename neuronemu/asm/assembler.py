@@ -12,12 +12,15 @@ import gc
 import math
 import re
 from dataclasses import replace
+from itertools import chain
 
 import numpy as np
 
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
+from neuronemu.asm.fastparse import TemplateLine
+from neuronemu.asm.fastresolve import Resolver
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
 from neuronemu.exec import layout as L
@@ -52,6 +55,9 @@ FP32_OVERFLOW = 2 ** 128 - 2 ** 103
 # Reuse the resolution of an identical instruction line or operand text (False: resolve every
 # line and operand afresh; tests compare the two)
 REUSE = True
+# Resolve the lines of a template (same text but for the numbers) from a plan made once
+# (asm/fastresolve.py; False: resolve every line the ordinary way; tests compare the two)
+FAST = True
 MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
@@ -81,6 +87,7 @@ class Assembler:
         self.eval = Evaluator(source, self.constants)
         self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
         self._tiles: dict[tuple[int, str], Tile] = {}   # (id of ArgDef, operand text) -> tile
+        self.lowered: dict[int, tuple] = {}   # id(Instruction) -> rows made by its plan
 
     def error(self, node, message, notes=()):
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -118,7 +125,7 @@ class Assembler:
                           instructions, self.labels, warnings=self.warnings,
                           sync_mode=self.sync_mode,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
-        lower(program, same_as)
+        lower(program, same_as, self.lowered)
         return program
 
     def _choose_topology(self, items):
@@ -419,32 +426,37 @@ class Assembler:
         used), so each distinct line text is resolved once and an identical line reuses the
         result, moved to its own line. The first occurrence is the one checked, so an error is
         still reported at the first line that has it."""
-        resolved: dict[str, tuple[int, list[str]]] = {}
+        resolved: dict[str, list] = {}   # line text -> [pc, located args (when reused)]
         instructions: list[Instruction] = []
         same_as: list[int] = []
         line_of = self.source.line
+        fast = Resolver(self, lower, _is_dense).resolve if FAST else None
         for pc, node in enumerate(statements):
             line = node.meta.line
-            text = line_of(line)
+            template = type(node) is TemplateLine
+            text = node.text if template else line_of(line)
             first = resolved.get(text) if REUSE else None
             if first is None:
-                try:
-                    instruction = self._instruction(node)
-                except AsmError as e:   # reported; the next lines are checked all the same
-                    if e.location is not None and e.location.line != line:
-                        # the parser shares the children of identical lines (fastparse):
-                        # the error is this line's, at the same columns
-                        e.location = _moved(e.location, line)
-                    self.collector.add(e)
-                    instructions.append(None)
-                    same_as.append(pc)
-                    continue
-                located = [name for name, v in instruction.args.items()
-                           if isinstance(v, (Tile, Immediate))]
-                resolved[text] = (pc, located)
+                instruction = fast(node) if fast is not None and template else None
+                if instruction is None:
+                    try:
+                        instruction = self._instruction(node)
+                    except AsmError as e:   # reported; the next lines are checked all the same
+                        if e.location is not None and e.location.line != line:
+                            # the parser shares the children of identical lines (fastparse):
+                            # the error is this line's, at the same columns
+                            e.location = _moved(e.location, line)
+                        self.collector.add(e)
+                        instructions.append(None)
+                        same_as.append(pc)
+                        continue
+                resolved[text] = [pc, None]
                 same_as.append(pc)
             else:
                 origin, located = first
+                if located is None:
+                    located = first[1] = [name for name, v in instructions[origin].args.items()
+                                          if isinstance(v, (Tile, Immediate))]
                 instruction = _moved_instruction(instructions[origin], located, line)
                 same_as.append(origin)
             instructions.append(instruction)
@@ -992,12 +1004,15 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-def lower(program: Program, same_as: list[int] | None = None) -> None:
+def lower(program: Program, same_as: list[int] | None = None,
+          lowered: dict[int, tuple] | None = None) -> None:
     """Fill ``program.instrs/ops/imms`` from the checked instructions.
 
     ``same_as[pc]`` (optional) names an earlier instruction with the same arguments (from an
     identical line): its rows are copied, with this line and its own operand and immediate
-    indices, instead of being lowered again."""
+    indices, instead of being lowered again. ``lowered[id(instruction)]`` (optional) holds rows
+    a template's plan made (asm/fastresolve.py): (instruction row with operand and immediate
+    indices from 0, ops rows, imms, operand index slots, immediate index slots)."""
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
@@ -1055,6 +1070,21 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
             continue
+        made = lowered.get(id(ins)) if lowered else None
+        if made is not None:
+            row, made_ops, made_imms, operand_slots, float_slots = made
+            ops_from, imms_from = len(ops), len(imms)
+            for slot in operand_slots:
+                row[slot] += ops_from
+            for slot in float_slots:
+                row[slot] += imms_from
+            ops.extend(made_ops)
+            imms.extend(made_imms)
+            rows.append(row)
+            if same_as is not None:
+                copies[pc] = (ops_from, len(ops), imms_from, len(imms), operand_slots,
+                              float_slots)
+            continue
         ops_from, imms_from = len(ops), len(imms)
         d = ins.definition
         row = [0] * L.INSTR_WIDTH
@@ -1109,8 +1139,11 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
             copies[pc] = (ops_from, len(ops), imms_from, len(imms),
                           [k + 1 for k in slots if row[k] == L.TAG_OPERAND],
                           [k + 1 for k in slots if row[k] == L.TAG_FLOAT])
-    program.instrs = np.array(rows, dtype=np.int64).reshape(-1, L.INSTR_WIDTH)
-    program.ops = np.array(ops, dtype=np.int64).reshape(-1, L.OP_WIDTH)
+    # fromiter with the count: no discovery of the nested lists' shape (a third faster)
+    program.instrs = np.fromiter(chain.from_iterable(rows), np.int64,
+                                 len(rows) * L.INSTR_WIDTH).reshape(-1, L.INSTR_WIDTH)
+    program.ops = np.fromiter(chain.from_iterable(ops), np.int64,
+                              len(ops) * L.OP_WIDTH).reshape(-1, L.OP_WIDTH)
     program.imms = np.array(imms + [0.0], dtype=np.float64)
 
 
@@ -1131,7 +1164,7 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
         expanded = macros.expand(source, collector)
         work = source if expanded is None else expanded.source
         try:
-            tree = parse(work, share=REUSE, collector=collector)
+            tree = parse(work, share=REUSE, collector=collector, templates=FAST)
             program = Assembler(work, target, load_isa(), collector).assemble(tree)
         except AsmError as e:
             if expanded is not None:

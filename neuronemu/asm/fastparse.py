@@ -29,12 +29,20 @@ _TOKEN = re.compile(
     r"|([A-Za-z_][A-Za-z0-9_]*)"                                            # 3 NAME
     r"|([-+*/%:,.=\[\]()])"                                                 # 4 punctuation
     r")")
-# what may not follow a NUMBER (lark would lex it apart)
-_GLUED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+# what may not follow a NUMBER (lark would lex it apart). A name may: lark lexes NUMBER NAME
+# as two tokens as this tokenizer does, which are two arguments of a directive
+# (".topology trn2.48xlarge") and a syntax error anywhere else (the parser here refuses it).
+_GLUED = frozenset("0123456789.")
 _SUM_START = frozenset(("-", "+", "[", "("))
 _OPERAND_END = frozenset((",", "]", ")", ":", ""))   # what may follow a complete operand
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _MAX_DEPTH = 100   # deeper nesting goes to lark (this parser recurses)
+# A number that is surely one NUMBER token (not glued to a name, a number or a '.'): the places
+# where two lines of the same template (``TemplateLine``) may differ. ASCII digits only.
+_NUMBER_SPLIT = re.compile(
+    r"(?=[0-9.])(?<![A-Za-z0-9_.])"   # (the lookahead first: cheaper where no number starts)
+    r"(0x[0-9A-Fa-f]+|0b[01]+|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+    r"(?![A-Za-z0-9_.])")
 
 
 class Reject(Exception):
@@ -77,6 +85,65 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.data!r}, {self.children!r})"
+
+
+class TemplateLine(Node):
+    """An instruction line alone on its line, with its *template*: the line's code (before any
+    comment) cut at its numbers, ``parts`` = [text, number, text, number, ..., text]. Two lines
+    whose texts between the numbers are equal tokenize to the same kinds of tokens (every number
+    is one NUMBER token, never glued to its neighbours), so they parse to the same tree but for
+    the numbers and the columns after them: the assembler resolves such lines from a plan made
+    once per template (asm/fastresolve.py). ``children`` is parsed on first use only."""
+
+    __slots__ = ("_children", "key", "parts", "text")
+
+    def __init__(self, text: str, line: int, column: int, end_column: int, key: tuple,
+                 parts: list[str], children: list | None = None):
+        self.data = "instruction"
+        self.text = text
+        self.line = self.end_line = line
+        self.column = column
+        self.end_column = end_column
+        self.key = key
+        self.parts = parts
+        self._children = children
+
+    @property
+    def children(self) -> list:
+        if self._children is None:
+            # same kinds of tokens as the template's first line, which parsed: this parses too
+            self._children = parse_line(self.text, self.line)[0].children
+        return self._children
+
+
+def _number_columns(node, found: list[int]) -> list[int]:
+    """The start columns of every NUMBER token under ``node``, in any order."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Token):
+            if item.type == "NUMBER":
+                found.append(item.column)
+        elif item is not None:
+            stack.extend(item.children)
+    return found
+
+
+def _template(line: str, number: int, parsed: list[Node], parts: list[str]) -> TemplateLine | None:
+    """``parsed`` (the items of ``line``) as the first line of its template, when it is one
+    instruction whose NUMBER tokens are exactly the numbers ``parts`` cut out."""
+    if len(parsed) != 1 or parsed[0].data != "instruction":
+        return None
+    node = parsed[0]
+    starts, column = [], 1
+    for i in range(1, len(parts), 2):
+        column += len(parts[i - 1])
+        starts.append(column)
+        column += len(parts[i])
+    if sorted(_number_columns(node, [])) != starts:
+        return None
+    return TemplateLine(line, number, node.column, node.end_column, tuple(parts[0::2]), parts,
+                        node.children)
 
 
 class _Line:
@@ -305,13 +372,17 @@ def _slice_item(t: _Line) -> Node:
     return Node("slice", [lo, hi, step], t.line, t.starts[first], t.ends[t.pos - 1])
 
 
-def parse_text(text: str, share: bool = True) -> Node | None:
+def parse_text(text: str, share: bool = True, templates: bool = False) -> Node | None:
     """The ``start`` tree of a whole file, or ``None`` when some line is not accepted.
 
     ``share``: a repeated instruction line reuses the children parsed first (see above);
-    False parses every line afresh (every position exact, as the differential test needs)."""
+    False parses every line afresh (every position exact, as the differential test needs).
+    ``templates``: an instruction line alone on its line is a ``TemplateLine``; one whose
+    template was seen before is not parsed (its children are parsed if they are asked for)."""
     items: list[Node] = []
     seen: dict[str, Node] = {}   # line text -> its instruction node (lines without a label)
+    known: dict[tuple, tuple] = {}   # template -> itself (one key object: cheap lookups later)
+    split = _NUMBER_SPLIT.split
     try:
         for number, line in enumerate(text.split("\n"), 1):
             stripped = line.lstrip(" \t\f")
@@ -322,7 +393,22 @@ def parse_text(text: str, share: bool = True) -> Node | None:
                 items.append(Node("instruction", first.children, number, first.column,
                                   first.end_column))
                 continue
+            parts = None
+            if templates and '"' not in line:
+                hash_at = line.find("#")
+                code = line if hash_at < 0 else line[:hash_at]
+                parts = split(code)
+                key = known.get(tuple(parts[0::2]))
+                if key is not None:   # spans from its first token to the end of its last
+                    items.append(TemplateLine(line, number, len(line) - len(stripped) + 1,
+                                              len(code.rstrip(" \t\f")) + 1, key, parts))
+                    continue
             parsed = parse_line(line, number)
+            if parts is not None:
+                template = _template(line, number, parsed, parts)
+                if template is not None:
+                    known[template.key] = template.key
+                    parsed = [template]
             items.extend(parsed)
             if share and len(parsed) == 1 and parsed[0].data == "instruction":
                 seen[line] = parsed[0]

@@ -39,16 +39,18 @@ def _describe(terminal: str) -> str:
     return terminal.lower()
 
 
-def parse(source: SourceFile, share: bool = True, collector: Collector | None = None):
+def parse(source: SourceFile, share: bool = True, collector: Collector | None = None,
+          templates: bool = False):
     """Parse a whole file; raise ``AsmError`` pointing at the first syntax error.
 
     The fast parser (asm/fastparse.py) builds the tree of almost every file; whatever it does
     not accept goes to lark, which defines the language and words its syntax errors. ``share``:
-    repeated instruction lines share their children (``fastparse.parse_text``).
+    repeated instruction lines share their children; ``templates``: instruction lines are cut
+    at their numbers (``fastparse.parse_text``).
 
     With a ``collector``, every syntax error is reported to it instead, and the tree of the
     other lines is returned: see ``_parse_lines``."""
-    tree = parse_text(source.text, share)
+    tree = parse_text(source.text, share, templates)
     if tree is not None:
         return tree
     if collector is None:

@@ -1,0 +1,301 @@
+"""Lines that share a template (the same text but for their numbers) are resolved from a plan
+made once per template (neuronemu/asm/fastresolve.py, issue 17 item 7). The program must be
+exactly the one the ordinary path gives (assembler.FAST = False): the same instructions (every
+Tile, Immediate and Location), the same lowered arrays, and the same error, at the same place,
+for a bad line."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronemu.api import assemble
+from neuronemu.asm import assembler, fastparse, fastresolve
+from neuronemu.errors import AsmError
+from neuronemu.programs import bundled_programs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _asm_speed():
+    spec = importlib.util.spec_from_file_location("asm_speed", ROOT / "tools" / "asm_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _assemble(text: str, fast: bool, monkeypatch, reuse: bool = True):
+    monkeypatch.setattr(assembler, "FAST", fast)
+    monkeypatch.setattr(assembler, "REUSE", reuse)
+    try:
+        return assemble(text, "k.s")
+    except AsmError as e:
+        return e.render() if hasattr(e, "render") else str(e)
+    finally:
+        monkeypatch.setattr(assembler, "FAST", True)
+        monkeypatch.setattr(assembler, "REUSE", True)
+
+
+def _same(text: str, monkeypatch, reuse: bool = True):
+    """Assemble ``text`` both ways; the fast program (or error text)."""
+    fast = _assemble(text, True, monkeypatch, reuse)
+    slow = _assemble(text, False, monkeypatch, reuse)
+    assert type(fast) is type(slow)
+    if isinstance(fast, str):
+        assert fast == slow
+        return fast
+    assert [w.render() for w in fast.warnings] == [w.render() for w in slow.warnings]
+    assert len(fast.instructions) == len(slow.instructions)
+    for a, b in zip(fast.instructions, slow.instructions, strict=True):
+        assert a == b   # dataclass equality: every Tile and Immediate with its Location
+    for field in ("instrs", "ops", "imms"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field))
+    return fast
+
+
+@pytest.mark.parametrize("name", sorted(bundled_programs()))
+def test_bundled_programs_equal_the_ordinary_path(name, monkeypatch):
+    _same(bundled_programs()[name].read_text(), monkeypatch)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "repeated", "comments"])
+def test_speed_kernels_equal_the_ordinary_path(kind, tmp_path, monkeypatch):
+    paths = _asm_speed().generate(tmp_path, 1500)
+    program = _same(paths[kind].read_text(), monkeypatch)
+    assert not isinstance(program, str)
+
+
+def test_distinct_lines_take_the_fast_path(tmp_path, monkeypatch):
+    """The template path really answers the distinct-line kernel (not the fallback)."""
+    text = _asm_speed().generate(tmp_path, 400)["distinct"].read_text()
+    tree = fastparse.parse_text(text, templates=True)
+    lines = [n for n in tree.children if type(n) is fastparse.TemplateLine]
+    assert len(lines) == 394 and sum(n._children is None for n in lines) == 394 - 7
+    calls = []
+    ordinary = assembler.Assembler._instruction
+    monkeypatch.setattr(assembler.Assembler, "_instruction",
+                        lambda self, node: calls.append(node) or ordinary(self, node))
+    assemble(text, "k.s")
+    assert [n.line for n in calls] == [n.line for n in lines[:7]]   # the first of each template
+
+
+HEADER = """\
+.const W = 64
+.const F = 1.5
+.hbm a bfloat16[128, 4096] input
+.hbm b float32[4, 8, 256] input
+.hbm c bfloat16[128, 4096] output
+.sbuf at bfloat16[128, 2048]
+.sbuf bt bfloat16[128, 2048]
+.sbuf ct float32[128, 4, 64]
+.psum pt float32[128, 512]
+"""
+# one template per line; {n} is filled with numbers, some of them out of range
+TEMPLATES = [
+    "    dma.copy at[:, {a}:{a} + 64], a[:, 64*{b}:64*{b}+64], queue={q}",
+    "    dma.copy at[{p}:{p}+1, {a}:{a}+W], a[{p}:{p}+1, {a}:{a} + W]",
+    "    vector.tensor_tensor at[0:{p}, {a}:{a}+8], at[0:{p}, 0:8], bt[0:{p}, {a}:{a}+8], op=add",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, scale={f}",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, scale=-{f}",
+    "    vector.tensor_scalar at[0:{p}, {a}:{a}+{w}], bt[0:{p}, 0:{w}], op0=multiply, operand0={f}",
+    "    ctrl.mov r1, {n}",
+    "    ctrl.mov r{r}, {n}",
+    "    dma.copy ct[0:4, {i}, 0:{w}:{s}], b[:, {j}, 0:{w}:{s}]",
+    "    dma.copy ct[{p}, :, {i}], b[{i}, 0:1, {j}:{j} + 4]",
+    "    vector.tensor_copy at[:, {a}:{a} - {w} + {w}*2:{s}], bt[:, 0:{w}:{s}]",
+    "    vector.tensor_copy pt[:, {a}:{a}+{w}], at[:, {a}: {a} + {w}]   # comment {n}",
+    "    vector.tensor_copy at[:, r1*64 + {a}:r1*64+{a}+{w}], bt[:, 0:{w}]",
+    "    vector.tensor_copy at[:, {a}:{a}+{w}], bt[:, 1*{a}:{a}*1+{w}]",
+    "    vector.memset at[0:{p}, {a}:{a}+{w}], value={f}",
+    "    vector.tensor_copy at[:, {x}:{x}+4], bt[:, 0:4]",
+    "    gpsimd.iota at[:, {a}:{a}+{w}], base={n}, channel_multiplier={q}",
+    "    dma.copy at[0:{p}, {a}:{a}+64], a[{i}:{i}+1, {a}:{a}+64]   # partition broadcast",
+    "    dma.copy at[0:{p}, 0:{w}], a[{i}, {a}:{a}+{w}]",
+    "    sync.barrier   # no arguments, no numbers in the code: {n}",
+    "    sync.barrier track={i}",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, scale={f}, bias=F",
+    "    scalar.activation at[:, {a}:{a}+128], bt[:, 0:128], func=exp, bias={f}, scale=F",
+]
+
+
+def _numbers(rng: random.Random) -> dict[str, str]:
+    def pick(*choices):
+        return str(rng.choice(choices))
+    return {
+        "a": pick(0, 1, 7, 64, 1000, 1984, 2040, 2047, 2048, 3000, rng.randrange(2100)),
+        "b": pick(0, 5, 63, 64, 65, rng.randrange(70)),
+        "q": pick(0, 3, 15, 16, 99),
+        "p": pick(0, 1, 2, 64, 127, 128, 129, rng.randrange(1, 129)),
+        "f": pick("0.5", "2", "0", "0.0", "1e3", "3.5e38", "3.4e38", "1e999", "0x10",
+                  "12.", ".25", "1.5e-3"),
+        "n": pick(0, 1, 42, 2 ** 63 - 1, 2 ** 63, 2 ** 64, "0x7f", "0b101", 10 ** 40, "1.0",
+                  "007"),
+        "r": pick(0, 1, 63, 64),
+        "w": pick(1, 2, 8, 63, 64, 65, 0),
+        "i": pick(0, 1, 3, 4, 7, 8),
+        "j": pick(0, 1, 7, 8, 255, 256),
+        "s": pick(1, 2, 3, 0, 64),
+        "x": pick("00000000000000000000000000000000000000000001", "0x10", "0b1", "1.0",
+                  "99999999999999999999", "2.5", 5),
+    }
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_distinct_lines_equal_the_ordinary_path(seed, monkeypatch):
+    """Many lines per template with random numbers, some out of bounds or out of range: the
+    good ones together give the same program both ways (identical-line reuse on and off), and
+    each bad one after a few good ones the same error."""
+    rng = random.Random(seed)
+    good = bad = 0
+    resolvers = []
+    made = fastresolve.Resolver.__init__
+
+    def recording(self, *args):
+        made(self, *args)
+        resolvers.append(self)
+    monkeypatch.setattr(fastresolve.Resolver, "__init__", recording)
+    for template in TEMPLATES:
+        lines = [template.format(**_numbers(rng)) for _ in range(20)]
+        ok = [line for line in lines
+              if not isinstance(_assemble(HEADER + line + "\n", False, monkeypatch), str)]
+        if ok:
+            resolvers.clear()
+            program = _same(HEADER + "\n".join(ok) + "\n", monkeypatch, reuse=bool(seed % 2))
+            assert len(program.instructions) == len(ok)
+            # a plan was made for two distinct lines (none of the templates holds what the
+            # plans refuse by design, registers in an index)
+            plans = [p for r in resolvers for p in r.plans.values()]
+            assert "r1*64" in template or "r{r}" in template or len(set(ok)) < 2 \
+                or any(plans), template
+        for line in [line for line in lines if line not in ok][:6]:
+            error = _same(HEADER + "\n".join(ok[:3] + [line]) + "\n", monkeypatch)
+            assert isinstance(error, str) and "error" in error
+            bad += 1
+        good += len(ok)
+    assert good > 100 and bad > 20
+
+
+def test_locations_follow_the_numbers_of_each_line():
+    """Hand-checked columns of a line whose numbers are longer than its template's."""
+    second_line = "    dma.copy at[:, 1000:1000+64], a[:, 64*20:64*20+64], queue=12"
+    text = HEADER + "    dma.copy at[:, 0:0+64], a[:, 64*1:64*1+64], queue=1\n" + second_line + "\n"
+    tree = fastparse.parse_text(text, templates=True)
+    assert tree.children[-1]._children is None   # not parsed: resolved from the plan
+    program = assemble(text, "k.s")
+    second = program.instructions[1]
+    dst, src = second.args["dst"], second.args["src"]
+    assert (second.location.line, second.location.column, second.location.end_column) == \
+        (11, 5, 65)
+    assert (dst.location.line, dst.location.column, dst.location.end_column) == (11, 14, 33)
+    assert (src.location.column, src.location.end_column) == (35, 55)
+    assert second_line[13:32] == "at[:, 1000:1000+64]" and second_line[34:54].startswith("a[")
+    assert dst.base == program.allocations["at"].offset + 1000 * 2 and src.base == 20 * 64 * 2
+    assert dst.free_dims == ((2, 64),) and dst.spec[1] == ("slice", 1000, (), 64, 1)
+    assert second.args["queue"] == 12
+
+
+def _same_tree(a, b, path="") -> None:
+    """Equal fastparse trees: kinds, texts and every position (a TemplateLine parses its
+    children when they are asked for)."""
+    if isinstance(a, fastparse.Token) or isinstance(b, fastparse.Token):
+        assert (str(a), a.type, a.line, a.column, a.end_column) == \
+            (str(b), b.type, b.line, b.column, b.end_column), path
+        return
+    if a is None or b is None:
+        assert a is b, path
+        return
+    assert (a.data, a.line, a.column, a.end_column) == (b.data, b.line, b.column, b.end_column), \
+        path
+    assert len(a.children) == len(b.children), path
+    for i, (x, y) in enumerate(zip(a.children, b.children, strict=True)):
+        _same_tree(x, y, f"{path}/{a.data}[{i}]")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_template_lines_parse_like_every_other_line(seed, tmp_path):
+    """parse_text with templates: the lines it does not parse give, when asked, the tree
+    parsing them gives (tests/fuzz/test_fastparse.py checks that one against lark)."""
+    rng = random.Random(seed)
+    texts = [_asm_speed().generate(tmp_path, 300)["distinct"].read_text()]
+    texts += [p.read_text() for p in bundled_programs().values()]
+    for template in TEMPLATES:
+        texts.append(HEADER + "".join(f"{template.format(**_numbers(rng))}   # {k}\n"
+                                      for k in range(8)))
+    unparsed = 0
+    for text in texts:
+        plain = fastparse.parse_text(text, share=False)
+        templated = fastparse.parse_text(text, share=False, templates=True)
+        assert (plain is None) == (templated is None)
+        if plain is None:
+            continue
+        unparsed += sum(type(n) is fastparse.TemplateLine and n._children is None
+                        for n in templated.children)
+        _same_tree(templated, plain)
+    assert unparsed > 300
+
+
+def test_shape_checks_remembered_per_shape(monkeypatch):
+    """A shape that passed the checks passes again without them; one that failed fails again,
+    at its own line, with the ordinary path's message."""
+    lines = [f"    vector.tensor_copy at[0:{p}, {7 * k}:{7 * k}+{w}], bt[0:{p}, 0:{w + k % 2}]"
+             for k, (p, w) in enumerate([(128, 8), (64, 8), (128, 8), (128, 9), (64, 8)] * 3)]
+    good = [line for k, line in enumerate(lines) if k % 2 == 0]
+    program = _same(HEADER + "\n".join(good) + "\n", monkeypatch)
+    assert [i.args["dst"].shape for i in program.instructions] == \
+        [(128, 8), (128, 8), (64, 8), (64, 8), (128, 9), (128, 8), (128, 8), (64, 8)]
+    for k in (1, 3, 5, 7):
+        error = _same(HEADER + "\n".join(good[:4] + [lines[k]]) + "\n", monkeypatch)
+        assert "shape mismatch" in error and "k.s:14:" in error
+
+
+def test_rept_and_macro_expansions(monkeypatch):
+    """.rept bodies with \\+ and macro uses with numbers make template lines in the expanded
+    text; their locations go back to the file (asm/macros.py) the same either way."""
+    text = HEADER + """\
+.macro move dst, src, col, q=0
+    dma.copy \\dst[:, \\col:\\col+64], \\src[:, \\col*2:\\col*2+64], queue=\\q
+.endm
+.rept 16
+    vector.tensor_scalar at[0:64, \\+*8:\\+*8+8], bt[0:64, 0:8], op0=multiply, operand0=\\+.5
+    move at, a, \\+*3, q=\\+
+.endr
+    move bt, a, 7
+    move bt, a, 700, q=2
+"""
+    calls = []
+    ordinary = assembler.Assembler._instruction
+    monkeypatch.setattr(assembler.Assembler, "_instruction",
+                        lambda self, node: calls.append(node) or ordinary(self, node))
+    program = _same(text, monkeypatch)
+    assert len(program.instructions) == 34
+    fast_calls = len(calls) - 34   # the ordinary path resolves all 34 lines once
+    assert fast_calls <= 4         # the first line of each template
+    third = program.instructions[3]   # repetition 1 of the macro's line (file line 11)
+    assert (third.location.line, third.location.expansion is not None) == (11, True)
+    assert third.args["dst"].spec[1] == ("slice", 3, (), 64, 1) and third.args["queue"] == 1
+
+
+def test_warnings_of_every_line(monkeypatch):
+    """An integer division in a float argument warns at every line (a template whose plan
+    would warn once is left to the ordinary path)."""
+    lines = "".join(f"    scalar.activation at[:, {8 * k}:{8 * k}+8], bt[:, 0:8], func=exp, "
+                    f"scale=ONE/W\n" for k in range(6))   # no number in the argument
+    program = _same(HEADER + ".const ONE = 1\n" + lines, monkeypatch)
+    assert len(program.warnings) == 6
+    assert [w.location.line for w in program.warnings] == list(range(11, 17))
+
+
+def test_every_error_of_template_lines(monkeypatch):
+    """Bad lines among good lines of the same templates: every error, in order, the same."""
+    lines = []
+    for k in range(30):
+        start = 2040 + k if k % 7 == 3 else 8 * k   # out of bounds now and then
+        lines.append(f"    vector.tensor_copy at[:, {start}:{start}+16], bt[:, 0:{16 + (k % 11 == 5)}]")
+        lines.append(f"    dma.copy at[:, {8 * k}:{8 * k}+64], a[:, 64*{k}:64*{k}+64], "
+                     f"queue={k if k != 20 else 16}")
+    error = _same(HEADER + "\n".join(lines) + "\n", monkeypatch)
+    assert error.count("error:") >= 7 and "out of bounds" in error and "shape mismatch" in error
