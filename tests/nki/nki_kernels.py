@@ -255,3 +255,44 @@ def mlp_relu_nl(xT, w):
         h = nl.matmul(x_sb, w_sb, transpose_x=True)
         nl.store(y[t * P:(t + 1) * P, :], nl.relu(h, dtype=nl.float32))
     return y
+
+
+def layernorm_affine(x, gamma, beta, eps=1e-5):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta per row, gamma and beta [1, D] broadcast
+    to the partitions by DMA; a last tile of fewer than 128 rows uses partitions 0..n-1 only."""
+    rows, d = x.shape
+    chunks = d // 512
+    y = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.shared_hbm)
+    g = nl.load(gamma.broadcast_to((P, d)))
+    b = nl.load(beta.broadcast_to((P, d)))
+    for t in range((rows + P - 1) // P):
+        n = min(P, rows - t * P)
+        x_sb = nl.ndarray((P, d), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_sb[0:n], src=x[t * P:t * P + n])
+        stats = nl.ndarray((P, 6 * chunks), dtype=nl.float32, buffer=nl.sbuf)
+        for c in range(chunks):
+            nisa.bn_stats(dst=stats[0:n, 6 * c:6 * (c + 1)],
+                          data=x_sb[0:n, 512 * c:512 * (c + 1)])
+        mv = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(dst=mv[0:n], data=stats[0:n])
+        rstd = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=rstd[0:n], data=mv[0:n, 1:2], op0=nl.add, operand0=eps,
+                           op1=nl.power, operand1=-0.5)
+        centred = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=centred[0:n], data=x_sb[0:n], op0=nl.subtract,
+                                  operand0=mv[0:n, 0:1], op1=nl.multiply, operand1=g[0:n])
+        y_sb = nl.ndarray((P, d), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=y_sb[0:n], data=centred[0:n], op0=nl.multiply,
+                                  operand0=rstd[0:n], op1=nl.add, operand1=b[0:n])
+        nisa.dma_copy(dst=y[t * P:t * P + n], src=y_sb[0:n])
+    return y
+
+
+def two_outputs(x):
+    """(x + 1, x * 2): a kernel returning a tuple of outputs."""
+    plus = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="plus")
+    twice = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="twice")
+    t = nl.load(x)
+    nl.store(plus, t + 1.0)
+    nl.store(twice, 2.0 * t)
+    return plus, twice

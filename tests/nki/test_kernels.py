@@ -219,3 +219,51 @@ def test_mlp_relu_nl():
     ref = np.maximum(a @ b, 0)
     # relu is exact and monotone: |relu(y) - relu(y*)| <= |y - y*|
     assert_within_bound(run.outputs, ref, matmul_error_bound(a, b))
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_layernorm_affine_with_a_partial_tile(target):
+    x = (1 + 3 * rng(21).normal(size=(1000, 1024))).astype(BF16)
+    g = (1 + 0.5 * rng(22).normal(size=(1, 1024))).astype(np.float32)
+    b = (0.5 * rng(23).normal(size=(1, 1024))).astype(np.float32)
+    run = nki.run(K.layernorm_affine, x, g, b, target=target)
+    x64, g64, b64 = f64(x), f64(g), f64(b)
+    # the statistics as layernorm_bound derives them; then (x - mean) * g, * rstd, + b: one
+    # rounding each (3 u on the product, u on the sum), the bf16 store half a bf16 ulp
+    k = x.shape[1] + 24
+    mean = x64.mean(axis=1, keepdims=True)
+    var = x64.var(axis=1, keepdims=True)
+    mean_bound = k * U * np.abs(x64).mean(axis=1, keepdims=True)
+    var_rel = k * U + (k * U) ** 2 * (1.0 + mean ** 2 / var)
+    rstd = 1.0 / np.sqrt(var + 1e-5)
+    rstd_rel = 1.01 * (var_rel / 2 + 4 * U)
+    core = (x64 - mean) * rstd * g64
+    ref = core + b64
+    fp32 = 1.01 * (rstd * mean_bound * np.abs(g64) + np.abs(core) * (rstd_rel + 3 * U)
+                   + U * np.abs(ref))
+    assert_within_bound(run.outputs, ref, fp32 + U_BF16 * (np.abs(ref) + fp32))
+    # the last tile's 104 rows stay on partitions 0..103
+    assert "x[896:1000, 0:1024]" in run.asm
+
+
+def test_a_kernel_may_return_several_outputs():
+    x = rng(24).normal(size=(128, 64)).astype(np.float32)
+    plus, twice = nki.simulate(K.two_outputs)(x)
+    assert_ulp_close(plus, f64(x) + 1, ulps=0.5)
+    np.testing.assert_array_equal(twice, x * 2)
+
+
+@pytest.mark.parametrize("name", ["cumsum_scan", "causal_attention", "rmsnorm_isa"])
+def test_more_kernels_on_trn3_match_trn2_bit_for_bit(name):
+    """Same instructions, same fp32 arithmetic: trn3 changes the timing, not the values."""
+    g = rng(25)
+    args = {"cumsum_scan": (g.normal(size=(128, 2048)).astype(np.float32),),
+            "causal_attention": tuple(g.normal(size=shape).astype(BF16)
+                                      for shape in ((128, 256), (128, 256), (256, 128))),
+            "rmsnorm_isa": (g.normal(size=(256, 512)).astype(BF16),
+                            g.normal(size=(1, 512)).astype(BF16))}[name]
+    kernel = getattr(K, name)
+    a, b = nki.run(kernel, *args, target="trn2"), nki.run(kernel, *args, target="trn3")
+    np.testing.assert_array_equal(np.asarray(a.outputs).view(np.uint8),
+                                  np.asarray(b.outputs).view(np.uint8))
+    assert a.time_ns != b.time_ns
