@@ -136,14 +136,15 @@ def alu_name(op, what: str = "op") -> str:
 
 
 def reduce_name(op, what: str = "op") -> str:
-    name = getattr(op, "_nki_reduce", None) or {"add": "add", "maximum": "maximum",
-                                               "minimum": "minimum", "multiply": "multiply"
-                                               }.get(getattr(op, "_nki_alu", None) or (
-                                                   op if isinstance(op, str) else None))
+    """neuronemu's reduce_op name for an NKI reduction operator (nl.add, nl.max, np.max, ...)."""
+    names = {"add": "add", "maximum": "maximum", "amax": "maximum", "max": "maximum",
+             "minimum": "minimum", "amin": "minimum", "min": "minimum",
+             "multiply": "multiply", "average": "average"}
+    name = getattr(op, "_nki_reduce", None)
     if name is None:
-        name = {"add": "add", "maximum": "maximum", "amax": "maximum", "max": "maximum",
-                "minimum": "minimum", "amin": "minimum", "min": "minimum",
-                "multiply": "multiply"}.get(getattr(op, "__name__", None))
+        key = op if isinstance(op, str) else (getattr(op, "_nki_alu", None)
+                                              or getattr(op, "__name__", None))
+        name = names.get(key)
     if name is None:
         fail(f"{what}={getattr(op, '__name__', op)!r} is not a reduction neuronemu has "
              f"(nl.add, nl.maximum/nl.max, nl.minimum/nl.min, nl.multiply)", unsupported=True)
