@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -210,7 +211,7 @@ class JitKernel:
     """What ``@nki.jit`` makes: calling it traces and runs the kernel on neuronemu and returns
     its outputs; ``last_run`` keeps the last ``KernelRun`` (timing, assembly)."""
 
-    def __init__(self, func, **options):
+    def __init__(self, func: Callable, **options) -> None:
         self.func = func
         self.options = options
         self.last_run: KernelRun | None = None
@@ -233,7 +234,7 @@ _JIT_IGNORED = {"mode", "platform_target", "show_compiler_tb", "debug_kernel",
                 "additional_compile_opt", "experimental_flags", "enable_out_of_bound_check"}
 
 
-def jit(func=None, **options):
+def jit(func=None, **options) -> JitKernel | Callable[[Callable], JitKernel]:
     """``@nki.jit`` / ``@nki.jit(...)``. NKI's compiler options are accepted and ignored;
     neuronemu options (``target``, ``dma_queues``, ``seed``) are honoured
     (``platform_target='trn3'`` selects the target too)."""
@@ -246,7 +247,7 @@ def jit(func=None, **options):
     return JitKernel(func, **ours)
 
 
-def simulate(kernel, **options):
+def simulate(kernel, **options) -> Callable[..., object]:
     """``nki.simulate(kernel)(*args)``: run on neuronemu and return the kernel's outputs as
     numpy / ml_dtypes arrays. ``options``: ``target``, ``dma_queues``, ``seed``."""
     fn = _kernel_function(kernel)

@@ -258,3 +258,25 @@ def test_neuronemu_nki_is_the_top_layer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+@nki.jit
+def double_tile(t):
+    """A jitted helper: called from a kernel being traced, it is inlined."""
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=out, data=t, op0=nl.multiply, operand0=2.0)
+    return out
+
+
+def calls_a_jitted_helper(x):
+    out = nl.ndarray((128, 64), x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, double_tile(nl.load(x[0:128, :])))
+    return out
+
+
+def test_jitted_helpers_inline_into_the_kernel_being_traced():
+    run = nki.run(calls_a_jitted_helper, X)
+    np.testing.assert_array_equal(run.outputs, X[0:128] * 2)
+    helper_line = line_of(double_tile.func, "nisa.tensor_scalar")
+    assert f"# test_frontend.py:{helper_line}" in run.asm   # the helper's own line
+    assert double_tile.last_run is None
