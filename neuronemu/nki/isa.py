@@ -368,6 +368,32 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
             _onchip(data1, "data1"), **kw)
 
 
+def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False,
+                         reduce_cmd=reduce_cmd.idle, reduce_init=None, reduce_res_negate=False,
+                         name=None):
+    """dst = data op0 operand0 and reduce_res[P, 1] = reduce_op over dst's fp32 values
+    (``vector.tensor_scalar_reduce``)."""
+    tr = tracer()
+    if reverse0:
+        fail("tensor_scalar_reduce(reverse0=True) is not supported", unsupported=True)
+    if reduce_cmd not in ("idle", "reset_reduce") or reduce_init is not None:
+        fail("tensor_scalar_reduce accumulating across instructions (reduce_cmd, reduce_init) "
+             "is not supported", unsupported=True)
+    if reduce_res_negate:
+        fail("tensor_scalar_reduce(reduce_res_negate=True) is not supported", unsupported=True)
+    tr.emit("vector.tensor_scalar_reduce", _onchip(dst, "dst"), _onchip(data, "data"),
+            op0=alu_name(op0, "op0"), operand0=_scalar(operand0, "operand0"),
+            reduce_op=reduce_name(reduce_op, "reduce_op"),
+            reduce_res=_onchip(reduce_res, "reduce_res"))
+    _mark_written(dst)
+
+
+def tensor_partition_reduce(dst, op, data, name=None):
+    """dst[0, ...] = op over the partitions of data (``gpsimd.partition_reduce``)."""
+    tracer().emit("gpsimd.partition_reduce", _onchip(dst, "dst"), _onchip(data, "data"),
+                  op=reduce_name(op))
+
+
 def bn_stats(dst, data, name=None):
     """(count, mean, var*count) of even and odd elements (``vector.bn_stats``)."""
     tracer().emit("vector.bn_stats", _onchip(dst, "dst"), _onchip(data, "data"))

@@ -138,3 +138,24 @@ def test_scalar_arguments_pass_through_and_kernels_see_python_values():
         return out
 
     np.testing.assert_array_equal(nki.simulate(kernel)(A, 2.0, shift=1.0), A * 2 + 1)
+
+
+def test_tensor_scalar_reduce_and_partition_reduce():
+    def kernel(x):
+        t = nl.load(x)
+        y = nl.ndarray(t.shape, nl.float32, buffer=nl.sbuf)
+        rowmax = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=y, data=t, op0=nl.multiply, operand0=3.0,
+                                  reduce_op=nl.max, reduce_res=rowmax)
+        colsum = nl.ndarray((1, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=colsum, op=nl.add, data=t)
+        o1, o2, o3 = out_like(x), out_like(x, (128, 1)), out_like(x, (1, 64))
+        nl.store(o1, y)
+        nl.store(o2, rowmax)
+        nl.store(o3, colsum)
+        return o1, o2, o3
+
+    o1, o2, o3 = nki.simulate(kernel)(A)
+    np.testing.assert_array_equal(o1, A * 3)
+    np.testing.assert_array_equal(o2[:, 0], (A * 3).max(axis=1))
+    np.testing.assert_array_equal(o3[0], A.sum(axis=0))   # small integers: exact
