@@ -96,6 +96,13 @@ def user_site() -> Site:
     return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
 
 
+def ap_supported() -> bool:
+    """Whether this neuronemu's assembler has raw access-pattern operands (``ap(...)``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("neuronemu.asm.apattern") is not None
+
+
 def fail(message: str, *notes: str, unsupported: bool = False):
     """Raise an NkiError located at the kernel's current line."""
     cls = NkiUnsupported if unsupported else NkiError
@@ -229,10 +236,13 @@ class NkiTensor:
         self._base_shape = tuple(base_shape)
         self._index = (tuple((0, n, 1) for n in base_shape) if index is None else tuple(index))
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
+        self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
 
     # -- numpy-like attributes
     @property
     def shape(self) -> tuple[int, ...]:
+        if self._ap is not None:
+            return tuple(c for _, c in self._ap[0])
         dims = tuple(e[1] for e in self._index if not isinstance(e, int))
         if self._broadcast is not None:
             return (self._broadcast,) + dims[1:]
@@ -240,6 +250,8 @@ class NkiTensor:
 
     @property
     def dtype(self) -> np.dtype:
+        if self._ap is not None and self._ap[2] is not None:
+            return dtype_tables()[0][self._ap[2]]
         return dtype_tables()[0][self._buffer.slot.dtype]
 
     @property
@@ -274,6 +286,9 @@ class NkiTensor:
 
     # -- indexing
     def __getitem__(self, key) -> NkiTensor:
+        if self._ap is not None:
+            fail("indexing an .ap() view is not supported; fold the slice into the pattern",
+                 unsupported=True)
         if self._broadcast is not None:
             fail("indexing a broadcast view is not supported; slice before broadcast_to",
                  unsupported=True)
@@ -335,7 +350,8 @@ class NkiTensor:
 
     # -- views
     def _is_whole(self) -> bool:
-        return self._index == tuple((0, n, 1) for n in self._base_shape) and self._broadcast is None
+        return (self._index == tuple((0, n, 1) for n in self._base_shape)
+                and self._broadcast is None and self._ap is None)
 
     def reshape(self, *shape) -> NkiTensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -364,9 +380,32 @@ class NkiTensor:
         fail(f"broadcast_to {list(shape)} from {list(self.shape)}: only a one-partition row "
              f"[1, ...] broadcast across partitions (by DMA) is supported", unsupported=True)
 
-    def ap(self, *args, **kwargs):
-        fail("Tensor.ap() access patterns are not supported yet (they need the assembler's "
-             "raw access-pattern operands)", unsupported=True)
+    def ap(self, pattern, offset: int = 0, dtype=None, **kwargs) -> NkiTensor:
+        """A raw access pattern over this tensor's buffer (NKI ``.ap()``): ``pattern`` is
+        [[step, count], ...], the partition pair first, steps in elements of the flat
+        row-major buffer from the first element of this view plus ``offset``. Lowered to the
+        assembler's ``ap(...)`` operand, when the assembler has it."""
+        for key in kwargs:
+            fail(f"Tensor.ap({key}=...) is not supported (static patterns only)",
+                 unsupported=True)
+        if not ap_supported():
+            fail("Tensor.ap() needs the assembler's raw access-pattern operands, which this "
+                 "neuronemu does not have yet", unsupported=True)
+        if self._ap is not None or self._broadcast is not None:
+            fail("Tensor.ap() of an .ap() or broadcast view is not supported", unsupported=True)
+        try:
+            pairs = [(int(step), int(count)) for step, count in pattern]
+        except (TypeError, ValueError):
+            fail(f"pattern must be a list of [step, count] pairs, got {pattern!r}")
+        if not pairs or any(c < 1 or st < 0 for st, c in pairs):
+            fail(f"pattern {pattern!r}: counts must be >= 1 and steps >= 0")
+        strides = [math.prod(self._base_shape[i + 1:]) for i in range(len(self._base_shape))]
+        start = 0
+        for e, stride in zip(self._index, strides):
+            start += (e if isinstance(e, int) else e[0]) * stride
+        view = NkiTensor(self._buffer, self._base_shape)
+        view._ap = (pairs, start + int(offset), None if dtype is None else dtype_name(dtype))
+        return view
 
     @property
     def T(self):
@@ -422,6 +461,10 @@ class NkiTensor:
     # -- operand text
     def operand(self, tracer: Tracer) -> str:
         slot = self._buffer.slot
+        if self._ap is not None:
+            pairs, offset, dtype = self._ap
+            text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
+            return f"ap({slot.name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
         if slot.kind == "hbm":
             if slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
@@ -443,7 +486,10 @@ class NkiTensor:
         return f"{slot.name}[{', '.join(parts)}]"
 
     def region(self) -> tuple:
-        """Per base dim (start, stop) covered (steps ignored: a conservative box)."""
+        """Per base dim (start, stop) covered (steps ignored: a conservative box; an .ap()
+        view counts as the whole buffer)."""
+        if self._ap is not None:
+            return tuple((0, n) for n in self._base_shape)
         out = []
         for e in self._index:
             if isinstance(e, int):
