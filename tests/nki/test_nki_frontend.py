@@ -54,7 +54,7 @@ def test_a_loop_body_tile_gets_two_slots_and_every_instruction_its_line():
     assert [d.split()[1] for d in decls] == [f"sb_L{alloc_line}_0", f"sb_L{alloc_line}_1"]
     body = [line for line in run.asm.splitlines() if line.startswith("    ")]
     load_line = line_of(copy_kernel, "src=x[t")
-    assert body[0].endswith(f"# test_frontend.py:{load_line}")
+    assert body[0].endswith(f"# test_nki_frontend.py:{load_line}")
     # slots alternate 0, 1, 0, 1: double buffering, as the previous tile is still bound
     assert [b.split()[1].rstrip(",")[-1] for b in body[::2]] == ["0", "1", "0", "1"]
     # DMA queues: round-robin in program order
@@ -227,7 +227,7 @@ def test_the_timeline_names_kernel_lines():
     events = [e for e in run.chrome_trace()["traceEvents"] if e.get("ph") == "X"]
     assert len(events) == 8
     load_line = line_of(copy_kernel, "src=x[t")
-    assert events[0]["args"]["source"] == f"test_frontend.py:{load_line}"
+    assert events[0]["args"]["source"] == f"test_nki_frontend.py:{load_line}"
     assert events[0]["args"]["asm_source"].startswith("copy_kernel.nki.s:")
     json.dumps(run.chrome_trace())
 
@@ -287,7 +287,7 @@ def test_jitted_helpers_inline_into_the_kernel_being_traced():
     run = nki.run(calls_a_jitted_helper, X)
     np.testing.assert_array_equal(run.outputs, X[0:128] * 2)
     helper_line = line_of(double_tile.func, "nisa.tensor_scalar")
-    assert f"# test_frontend.py:{helper_line}" in run.asm   # the helper's own line
+    assert f"# test_nki_frontend.py:{helper_line}" in run.asm   # the helper's own line
     assert double_tile.last_run is None
 
 
@@ -307,3 +307,13 @@ def test_access_patterns_lower_to_ap_operands():
     run = nki.run(free_dims_swapped, x)
     assert "ap(sb_L" in run.asm
     np.testing.assert_array_equal(run.outputs, x.transpose(0, 2, 1))
+
+
+def test_the_error_docs_nki_md_shows_is_the_one_this_file_gives():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "nki.md").read_text()
+    with pytest.raises(AsmError) as info:
+        nki.run(shape_mismatch, X)
+    shown = info.value.render().replace(str(Path(__file__).resolve().parents[2]) + "/", "")
+    assert "\n".join("  " + line for line in shown.splitlines()) in doc
