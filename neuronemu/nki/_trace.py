@@ -1,0 +1,705 @@
+"""The tracer behind ``neuronemu.nki``: proxy tensors, the call-site allocator, the emitter.
+
+A kernel runs as ordinary Python with ``NkiTensor`` proxies for its arguments. Every
+``nki.isa`` call (and every ``nki.language`` wrapper, which expands to ``nki.isa`` calls)
+appends one neuronemu instruction, as text, to the current ``Tracer``, together with the user's
+Python frame that made the call. Python control flow runs natively: ``range``/``affine_range``
+loops unroll, ``if`` on Python values is resolved, exactly as the NKI compiler's
+specialisation stage does. At the end the tracer writes an assembly file whose every
+instruction carries a ``# kernel.py:LINE`` comment, and keeps the map generated line -> Python
+frame that ``map_error`` uses to point assembler and run-time diagnostics at the kernel's line.
+
+On-chip allocation: each ``nl.ndarray(buffer=nl.sbuf/psum)`` call site owns a ring of
+physical slots (``.sbuf``/``.psum`` declarations). A slot is free again when the Python object
+that owned it is garbage collected (a weakref finaliser), so ``t = nl.ndarray(...)`` in a loop
+body gets two slots (the previous iteration's ``t`` is still bound while the next one is
+allocated): double buffering, as the compiler gives ``affine_range`` bodies. A list of tiles
+kept alive gets one slot per tile. Placement mirrors the assembler's bump allocator (4-byte
+alignment, PSUM tiles never straddle a 2 KiB bank), so capacity errors are reported here, at
+the allocating Python line, before anything is assembled.
+"""
+
+from __future__ import annotations
+
+import linecache
+import math
+import os
+import sys
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neuronemu.errors import NeuronemuError
+from neuronemu.source import Location, SourceFile
+
+NKI_VERSION = "0.6.0"
+"""The NKI dialect mirrored: ``import nki`` (NKI 0.2+ "beta 2" API) as of Neuron SDK 2.32."""
+
+HOOKS: dict = {}
+"""``nl`` and ``nisa`` modules, registered by them on import (tensor operators call them; an
+import from here would be a cycle)."""
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_ALIGN = 4
+
+
+class NkiError(NeuronemuError):
+    """A kernel uses the API wrongly or outside the supported subset; located at the kernel's
+    Python line (``location``), with the generated assembly line in a note when one exists."""
+
+    exit_code = 3
+
+
+class NkiUnsupported(NkiError, NotImplementedError):
+    """An NKI call or feature this front end does not implement (yet)."""
+
+
+# ------------------------------------------------------------------------------------------
+# where in the user's code
+
+
+@dataclass(frozen=True)
+class Site:
+    """One Python frame of the kernel (the innermost frame outside this package)."""
+
+    filename: str
+    line: int
+    function: str
+    column: int = 1
+    end_column: int | None = None
+
+    def short(self) -> str:
+        return f"{os.path.basename(self.filename)}:{self.line}"
+
+    def location(self) -> Location:
+        text = "".join(linecache.getlines(self.filename))
+        return Location(SourceFile(self.filename, text), self.line, self.column, self.end_column)
+
+
+def user_site() -> Site:
+    """The innermost frame that is not neuronemu.nki's own code: the kernel line being traced."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(os.path.abspath(
+            frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame = frame.f_back
+    if frame is None:   # called from inside the package only (cannot happen from a kernel)
+        return Site("<unknown>", 1, "<unknown>")
+    line, column, end_column = frame.f_lineno, 1, None
+    try:   # exact columns of the call expression (Python 3.11+)
+        positions = list(frame.f_code.co_positions())
+        pos = positions[frame.f_lasti // 2]
+        if pos[0] is not None and pos[0] == pos[1] and pos[2] is not None:
+            line, column, end_column = pos[0], pos[2] + 1, pos[3] + 1
+    except (AttributeError, IndexError, TypeError):
+        pass
+    return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
+
+
+def ap_supported() -> bool:
+    """Whether this neuronemu's assembler has raw access-pattern operands (``ap(...)``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("neuronemu.asm.apattern") is not None
+
+
+def fail(message: str, *notes: str, unsupported: bool = False):
+    """Raise an NkiError located at the kernel's current line."""
+    cls = NkiUnsupported if unsupported else NkiError
+    raise cls(message, user_site().location(), tuple(notes))
+
+
+# ------------------------------------------------------------------------------------------
+# dtypes
+
+
+def _dtype_tables():
+    from neuronemu.numerics import dtypes
+
+    by_name, by_numpy = {}, {}
+    for name in dtypes.names():
+        try:
+            npd = dtypes.numpy_dtype(name)
+        except (AttributeError, TypeError):
+            continue
+        by_name[name] = npd
+        if name != "tfloat32":
+            by_numpy.setdefault(npd, name)
+    return by_name, by_numpy
+
+
+_DTYPES: tuple[dict, dict] | None = None
+
+
+def dtype_tables() -> tuple[dict, dict]:
+    global _DTYPES
+    if _DTYPES is None:
+        _DTYPES = _dtype_tables()
+    return _DTYPES
+
+
+def dtype_name(dtype) -> str:
+    """neuronemu's name of a numpy / ml_dtypes dtype (or of a dtype name)."""
+    by_name, by_numpy = dtype_tables()
+    if isinstance(dtype, str) and dtype in by_name:
+        return dtype
+    try:
+        npd = np.dtype(dtype)
+    except TypeError:
+        npd = None
+    if npd is not None and npd in by_numpy:
+        return by_numpy[npd]
+    fail(f"dtype {dtype!r} is not a neuronemu dtype", f"dtypes: {', '.join(by_name)}")
+    raise AssertionError
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    return dtype_tables()[0][dtype_name(dtype)]
+
+
+# ------------------------------------------------------------------------------------------
+# memory
+
+
+class Space:
+    """A memory buffer kind: ``nl.sbuf``, ``nl.psum``, ``nl.hbm`` (shared/private alike)."""
+
+    def __init__(self, name: str, kind: str):
+        self.name = name
+        self.kind = kind   # "sbuf" | "psum" | "hbm"
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+@dataclass
+class Slot:
+    """One physical on-chip declaration (``.sbuf``/``.psum``) or HBM tensor."""
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    site: Site
+    offset: int = 0
+    free: bool = False
+    role: str = "scratch"          # HBM: input | output | scratch
+    used_shape: tuple[int, ...] | None = None
+    used_site: Site | None = None
+
+    @property
+    def bytes_per_partition(self) -> int:
+        from neuronemu.numerics import dtypes
+
+        return math.prod(self.shape[1:]) * dtypes.get(self.dtype).itemsize
+
+
+class Buffer:
+    """What one ``nl.ndarray`` (or kernel argument) allocated; frees its slot when dropped."""
+
+    def __init__(self, slot: Slot):
+        self.slot = slot
+        self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
+        if slot.kind != "hbm":
+            weakref.finalize(self, _release, slot)
+
+
+def _release(slot: Slot) -> None:
+    slot.free = True
+
+
+# ------------------------------------------------------------------------------------------
+# tensors
+
+
+class DynSlice:
+    """``nl.ds(start, size)``: the slice start:start+size (static ints only)."""
+
+    def __init__(self, start, size, step: int = 1):
+        if not all(isinstance(v, (int, np.integer)) for v in (start, size, step)):
+            fail("nl.ds with a run-time (register) start is not supported; loops are unrolled, "
+                 "so use Python ints", unsupported=True)
+        self.start, self.size, self.step = int(start), int(size), int(step)
+
+    def as_slice(self) -> slice:
+        return slice(self.start, self.start + self.size * self.step, self.step)
+
+
+class NkiTensor:
+    """A view of a buffer: per base dim, an int (dim dropped) or (start, size, step)."""
+
+    __array_priority__ = 1000   # numpy scalars on the left defer to our operators
+
+    def __init__(self, buffer: Buffer, base_shape: tuple[int, ...], index=None,
+                 broadcast: int | None = None):
+        self._buffer = buffer
+        self._base_shape = tuple(base_shape)
+        self._index = (tuple((0, n, 1) for n in base_shape) if index is None else tuple(index))
+        self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
+        self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
+
+    # -- numpy-like attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self._ap is not None:
+            return tuple(c for _, c in self._ap[0])
+        dims = tuple(e[1] for e in self._index if not isinstance(e, int))
+        if self._broadcast is not None:
+            return (self._broadcast,) + dims[1:]
+        return dims
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self._ap is not None and self._ap[2] is not None:
+            return dtype_tables()[0][self._ap[2]]
+        return dtype_tables()[0][self._buffer.slot.dtype]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def buffer(self) -> Space:
+        return SPACES[self._buffer.slot.kind]
+
+    @property
+    def kind(self) -> str:
+        return self._buffer.slot.kind
+
+    def __repr__(self) -> str:
+        return (f"NkiTensor({self.kind} {self._buffer.slot.name}{list(self.shape)} "
+                f"{self._buffer.slot.dtype})")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        fail("the truth value of a tensor is a run-time value; a traced kernel's Python "
+             "control flow can only depend on Python values (shapes, loop indices)",
+             "use nl.fori_loop / nisa.* selects for data-dependent control flow (not supported "
+             "here)", unsupported=True)
+        return False
+
+    def __iter__(self):
+        fail("iterating over a tensor is not supported; index it with t[i] or slices",
+             unsupported=True)
+
+    # -- indexing
+    def __getitem__(self, key) -> NkiTensor:
+        if self._ap is not None:
+            fail("indexing an .ap() view is not supported; fold the slice into the pattern",
+                 unsupported=True)
+        if self._broadcast is not None:
+            fail("indexing a broadcast view is not supported; slice before broadcast_to",
+                 unsupported=True)
+        if not isinstance(key, tuple):
+            key = (key,)
+        view_dims = [i for i, e in enumerate(self._index) if not isinstance(e, int)]
+        if sum(1 for k in key if k is Ellipsis) > 1:
+            fail("an index can only have a single ellipsis ('...')")
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            fill = len(view_dims) - (len(key) - 1)
+            key = key[:at] + (slice(None),) * fill + key[at + 1:]
+        if len(key) > len(view_dims):
+            fail(f"too many indices for a tensor of shape {list(self.shape)}: {len(key)}")
+        index = list(self._index)
+        for k, dim in zip(key, view_dims):
+            start, size, step = index[dim]
+            if isinstance(k, DynSlice):
+                k = k.as_slice()
+            if isinstance(k, (int, np.integer)):
+                k = int(k)
+                if not -size <= k < size:
+                    fail(f"index {k} is out of bounds for dim {view_dims.index(dim)} of size "
+                         f"{size}")
+                k %= size
+                index[dim] = start + k * step
+            elif isinstance(k, slice):
+                for v in (k.start, k.stop, k.step):
+                    if v is not None and not isinstance(v, (int, np.integer)):
+                        fail(f"slice bounds must be Python ints, not {type(v).__name__} "
+                             f"(loops are unrolled: loop variables are ints)", unsupported=True)
+                if k.step is not None and k.step <= 0:
+                    fail("slice steps must be positive", unsupported=True)
+                if (k.start is not None and not -size <= k.start <= size) or (
+                        k.stop is not None and not -size <= k.stop <= size):
+                    fail(f"slice {k.start}:{k.stop} is out of bounds for dim "
+                         f"{view_dims.index(dim)} of size {size}")
+                s0, s1, st = k.indices(size)
+                n = len(range(s0, s1, st))
+                if n == 0:
+                    fail(f"slice {k.start}:{k.stop} of a dim of size {size} is empty")
+                index[dim] = (start + s0 * step, n, step * st)
+            else:
+                fail(f"unsupported index {k!r} (ints, slices, nl.ds and ... are supported)",
+                     unsupported=True)
+        return NkiTensor(self._buffer, self._base_shape, index)
+
+    def __setitem__(self, key, value):
+        if isinstance(value, NkiTensor):
+            isa = HOOKS["nisa"]
+            dst = self[key]
+            if dst.kind == "hbm" or value.kind == "hbm":
+                isa.dma_copy(dst, value)
+            else:
+                isa.tensor_copy(dst, value)
+            return
+        fail("assigning a Python value into a tensor is not supported; use nisa.memset",
+             unsupported=True)
+
+    # -- views
+    def _is_whole(self) -> bool:
+        return (self._index == tuple((0, n, 1) for n in self._base_shape)
+                and self._broadcast is None and self._ap is None)
+
+    def reshape(self, *shape) -> NkiTensor:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = tuple(math.prod(self.shape) // known if s == -1 else s for s in shape)
+        if math.prod(shape) != math.prod(self.shape):
+            fail(f"cannot reshape a tensor of shape {list(self.shape)} into {list(shape)}")
+        if shape == self.shape:
+            return self
+        if self.kind != "hbm" or not self._is_whole():
+            fail("reshape is supported only for whole HBM tensors (an on-chip or sliced view "
+                 "needs the assembler's access-pattern operands, not landed yet)",
+                 unsupported=True)
+        return NkiTensor(self._buffer, shape)
+
+    def broadcast_to(self, shape) -> NkiTensor:
+        shape = tuple(int(s) for s in shape)
+        if shape == self.shape:
+            return self
+        if (len(shape) == len(self.shape) and self.shape[0] == 1 and shape[1:] == self.shape[1:]
+                and self._broadcast is None):
+            return NkiTensor(self._buffer, self._base_shape, self._index, broadcast=shape[0])
+        fail(f"broadcast_to {list(shape)} from {list(self.shape)}: only a one-partition row "
+             f"[1, ...] broadcast across partitions (by DMA) is supported", unsupported=True)
+
+    def ap(self, pattern, offset: int = 0, dtype=None, **kwargs) -> NkiTensor:
+        """A raw access pattern over this tensor's buffer (NKI ``.ap()``): ``pattern`` is
+        [[step, count], ...], the partition pair first, steps in elements of the flat
+        row-major buffer from the first element of this view plus ``offset``. Lowered to the
+        assembler's ``ap(...)`` operand, when the assembler has it."""
+        for key in kwargs:
+            fail(f"Tensor.ap({key}=...) is not supported (static patterns only)",
+                 unsupported=True)
+        if not ap_supported():
+            fail("Tensor.ap() needs the assembler's raw access-pattern operands, which this "
+                 "neuronemu does not have yet", unsupported=True)
+        if self._ap is not None or self._broadcast is not None:
+            fail("Tensor.ap() of an .ap() or broadcast view is not supported", unsupported=True)
+        try:
+            pairs = [(int(step), int(count)) for step, count in pattern]
+        except (TypeError, ValueError):
+            fail(f"pattern must be a list of [step, count] pairs, got {pattern!r}")
+        if not pairs or any(c < 1 or st < 0 for st, c in pairs):
+            fail(f"pattern {pattern!r}: counts must be >= 1 and steps >= 0")
+        strides = [math.prod(self._base_shape[i + 1:]) for i in range(len(self._base_shape))]
+        start = 0
+        for e, stride in zip(self._index, strides):
+            start += (e if isinstance(e, int) else e[0]) * stride
+        view = NkiTensor(self._buffer, self._base_shape)
+        view._ap = (pairs, start + int(offset), None if dtype is None else dtype_name(dtype))
+        return view
+
+    @property
+    def T(self):
+        fail("t.T (a transposed view) is not supported; use nisa.nc_transpose / nl.transpose",
+             unsupported=True)
+
+    def view(self, dtype):
+        fail("Tensor.view(dtype) (reinterpreting a buffer) is not supported yet",
+             unsupported=True)
+
+    # -- arithmetic: the nl.* convenience layer
+    def _nl(self):
+        return HOOKS["nl"]
+
+    def __add__(self, other):
+        return self._nl().add(self, other)
+
+    def __radd__(self, other):
+        return self._nl().add(other, self)
+
+    def __sub__(self, other):
+        return self._nl().subtract(self, other)
+
+    def __rsub__(self, other):
+        return self._nl().subtract(other, self)
+
+    def __mul__(self, other):
+        return self._nl().multiply(self, other)
+
+    def __rmul__(self, other):
+        return self._nl().multiply(other, self)
+
+    def __truediv__(self, other):
+        return self._nl().divide(self, other)
+
+    def __rtruediv__(self, other):
+        return self._nl().divide(other, self)
+
+    def __pow__(self, other):
+        return self._nl().power(self, other)
+
+    def __neg__(self):
+        return self._nl().negative(self)
+
+    def __matmul__(self, other):
+        fail("'@' on tiles is not supported; use nl.matmul or nisa.nc_matmul", unsupported=True)
+
+    def __iadd__(self, other):
+        fail("'+=' into a tile (the NKI 0.1 PSUM accumulation idiom) is not supported; in the "
+             "0.2+ dialect call nisa.nc_matmul(dst=psum_tile, ...) again (it accumulates) or "
+             "nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.add)", unsupported=True)
+
+    # -- operand text
+    def operand(self, tracer: Tracer) -> str:
+        slot = self._buffer.slot
+        if self._ap is not None:
+            pairs, offset, dtype = self._ap
+            text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
+            return f"ap({slot.name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+        if slot.kind == "hbm":
+            if slot.used_shape is None:
+                slot.used_shape, slot.used_site = self._base_shape, user_site()
+            elif slot.used_shape != self._base_shape:
+                fail(f"HBM tensor '{slot.name}' is used with shape {list(self._base_shape)} here "
+                     f"and with shape {list(slot.used_shape)} at {slot.used_site.short()}; one HBM "
+                     f"tensor can have one shape until the assembler's access-pattern syntax "
+                     f"lands", unsupported=True)
+        if self._index == tuple((0, n, 1) for n in self._base_shape):
+            return slot.name
+        parts = []
+        for e in self._index:
+            if isinstance(e, int):
+                parts.append(str(e))
+            else:
+                start, size, step = e
+                stop = start + (size - 1) * step + 1
+                parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
+        return f"{slot.name}[{', '.join(parts)}]"
+
+    def region(self) -> tuple:
+        """Per base dim (start, stop) covered (steps ignored: a conservative box; an .ap()
+        view counts as the whole buffer)."""
+        if self._ap is not None:
+            return tuple((0, n) for n in self._base_shape)
+        out = []
+        for e in self._index:
+            if isinstance(e, int):
+                out.append((e, e + 1))
+            else:
+                out.append((e[0], e[0] + (e[1] - 1) * e[2] + 1))
+        return tuple(out)
+
+
+SPACES = {"sbuf": Space("sbuf", "sbuf"), "psum": Space("psum", "psum"),
+          "hbm": Space("hbm", "hbm")}
+
+
+# ------------------------------------------------------------------------------------------
+# the tracer
+
+
+@dataclass
+class Emitted:
+    text: str
+    site: Site
+
+
+@dataclass
+class Tracer:
+    target: str = "trn2"
+    dma_queues: tuple[int, ...] = tuple(range(16))
+    instructions: list[Emitted] = field(default_factory=list)
+    hbm: list[Slot] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    rings: dict = field(default_factory=dict)
+    prefixes: dict = field(default_factory=dict)
+    next_offset: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
+    peak: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
+    dma_count: int = 0
+    names: set = field(default_factory=set)
+
+    @property
+    def target_data(self):
+        from neuronemu.isa.table import load_isa
+
+        return load_isa().targets[self.target]
+
+    # -- naming
+    def unique(self, base: str) -> str:
+        import re
+
+        base = re.sub(r"[^A-Za-z0-9_]", "_", base) or "t"
+        if base[0].isdigit() or re.fullmatch(r"r\d+", base) or base in (
+                "inf", "nan", "true", "false"):
+            base = "t_" + base
+        name, k = base, 1
+        while name in self.names:
+            name = f"{base}_{k}"
+            k += 1
+        self.names.add(name)
+        return name
+
+    # -- HBM
+    def hbm_tensor(self, name: str, dtype: str, shape, role: str, site: Site) -> NkiTensor:
+        slot = Slot(self.unique(name), "hbm", dtype, tuple(shape), site, role=role)
+        self.hbm.append(slot)
+        return NkiTensor(Buffer(slot), tuple(shape))
+
+    # -- on-chip
+    def onchip(self, kind: str, dtype: str, shape: tuple[int, ...], site: Site,
+               name: str = "") -> NkiTensor:
+        tdata = self.target_data
+        if len(shape) < 2:
+            fail(f"on-chip tensors are at least 2-D [partitions, free...], got {list(shape)}")
+        if len(shape) > 5:
+            fail(f"on-chip tensors have at most 4 free dims, got {list(shape)}")
+        if shape[0] > tdata.partitions:
+            fail(f"{shape[0]} partitions requested; {kind.upper()} has {tdata.partitions} "
+                 f"(the first dim of an on-chip tensor is the partition dim)")
+        if any(s <= 0 for s in shape):
+            fail(f"tensor dims must be positive, got {list(shape)}")
+        key = (site.filename, site.line, site.column, kind, dtype, shape)
+        ring = self.rings.setdefault(key, [])
+        for slot in ring:
+            if slot.free:
+                slot.free = False
+                return NkiTensor(Buffer(slot), shape)
+        if key not in self.prefixes:
+            tag = {"sbuf": "sb", "psum": "ps"}[kind]
+            self.prefixes[key] = self.unique(f"{name or tag}_L{site.line}")
+        prefix = self.prefixes[key]
+        slot = Slot(f"{prefix}_{len(ring)}", kind, dtype, shape, site)
+        if not self._place(slot):
+            # out of room: borrow a free slot of the same type from another call site
+            for other in self.slots:
+                if (other.free and other.kind == kind and other.dtype == dtype
+                        and other.shape == shape):
+                    other.free = False
+                    return NkiTensor(Buffer(other), shape)
+            self._overflow(slot)
+        self.names.add(slot.name)
+        ring.append(slot)
+        self.slots.append(slot)
+        return NkiTensor(Buffer(slot), shape)
+
+    def _place(self, slot: Slot) -> bool:
+        tdata = self.target_data
+        size = slot.bytes_per_partition
+        offset = -(-self.next_offset[slot.kind] // _ALIGN) * _ALIGN
+        capacity = (tdata.sbuf_partition_bytes if slot.kind == "sbuf"
+                    else tdata.psum_partition_bytes)
+        if slot.kind == "psum":
+            bank = tdata.psum_bank_bytes
+            if size > bank or offset // bank != (offset + size - 1) // bank:
+                offset = -(-offset // bank) * bank
+        if offset + size > capacity:
+            return False
+        slot.offset = offset
+        self.next_offset[slot.kind] = offset + size
+        self.peak[slot.kind] = offset + size
+        return True
+
+    def _overflow(self, slot: Slot):
+        tdata = self.target_data
+        kind = slot.kind
+        capacity = tdata.sbuf_partition_bytes if kind == "sbuf" else tdata.psum_partition_bytes
+        per_site: dict = {}
+        for s in self.slots:
+            if s.kind == kind:
+                k = s.site.short()
+                n, b = per_site.get(k, (0, 0))
+                per_site[k] = (n + 1, b + s.bytes_per_partition)
+        used = "; ".join(f"{k}: {n} slot(s), {b} B" for k, (n, b) in
+                         sorted(per_site.items(), key=lambda kv: -kv[1][1]))
+        fail(f"{kind.upper()} overflow on {self.target}: this {list(slot.shape)} {slot.dtype} "
+             f"tile needs {slot.bytes_per_partition} bytes per partition, "
+             f"{self.next_offset[kind]} of {capacity} are taken",
+             f"allocated by call site (bytes per partition): {used}",
+             "a tile stays allocated while a Python variable or list still refers to it; "
+             "smaller tiles or fewer live tiles make the kernel fit")
+
+    # -- instructions
+    def emit(self, mnemonic: str, *operands: str, **kwargs) -> None:
+        args = list(operands) + [f"{k}={v}" for k, v in kwargs.items() if v is not None]
+        self.instructions.append(Emitted(f"{mnemonic} {', '.join(args)}", user_site()))
+
+    def next_queue(self) -> int:
+        q = self.dma_queues[self.dma_count % len(self.dma_queues)]
+        self.dma_count += 1
+        return q
+
+    # -- the assembly file
+    def assembly(self, name: str, kernel_site: Site) -> tuple[str, dict[int, Site]]:
+        header = (f"# generated by neuronemu.nki (NKI {NKI_VERSION} dialect) from "
+                  f"{kernel_site.short()} ({kernel_site.function}); do not edit")
+        policy = ("# DMA queue policy: round-robin over queues "
+                  f"{','.join(map(str, self.dma_queues))} in program order")
+        lines = [header, policy, f".target {self.target}"]
+        source_map: dict[int, Site] = {}
+        for slot in self.hbm:
+            if slot.role == "scratch" and slot.used_shape is None:
+                continue
+            shape = slot.used_shape or slot.shape
+            dims = ", ".join(map(str, shape))
+            lines.append(f".hbm {slot.name} {slot.dtype}[{dims}] {slot.role}")
+            source_map[len(lines)] = slot.site
+        for slot in self.slots:
+            dims = ", ".join(map(str, slot.shape))
+            lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}]    "
+                         f"# {slot.site.short()}")
+            source_map[len(lines)] = slot.site
+        for ins in self.instructions:
+            lines.append(f"    {ins.text}    # {ins.site.short()}")
+            source_map[len(lines)] = ins.site
+        return "\n".join(lines) + "\n", source_map
+
+
+_CURRENT: list[Tracer] = []
+
+
+def tracer() -> Tracer:
+    if not _CURRENT:
+        fail("nki.isa / nki.language calls need a kernel being traced: call the kernel through "
+             "nki.simulate(kernel)(...), an @nki.jit kernel, or neuronemu.nki.run")
+    return _CURRENT[-1]
+
+
+def scalar_text(value) -> str:
+    """An fp32 immediate as assembly text."""
+    v = float(value)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)
+
+
+def map_location(location: Location | None, asm_name: str,
+                 source_map: dict[int, Site]) -> tuple[Location | None, str | None]:
+    """The kernel's Python location for a location in the generated assembly, and a note that
+    names the generated line (None, None when the location is not in the generated file)."""
+    if location is None or location.source.name != asm_name:
+        return None, None
+    site = source_map.get(location.line)
+    if site is None:
+        return None, None
+    text = location.source.line(location.line).strip()
+    return site.location(), f"generated instruction {asm_name}:{location.line}: {text}"
+
+
+def map_error(error: NeuronemuError, asm_name: str, source_map: dict[int, Site]) -> None:
+    """Point ``error`` (and every error it lists) at the kernel's Python line, in place."""
+    for err in error.errors:
+        loc, note = map_location(err.location, asm_name, source_map)
+        if loc is not None:
+            err.location = loc
+            err.notes = tuple(err.notes) + (note,)

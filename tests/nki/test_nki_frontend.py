@@ -1,0 +1,319 @@
+"""neuronemu.nki's tracer: allocation, PSUM accumulation, DMA queues, reshapes, and every error
+or warning pointing at the kernel's Python line."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import neuronemu.nki.isa as nisa
+import neuronemu.nki.language as nl
+from neuronemu import AsmError, nki
+from neuronemu.nki import NkiError, NkiUnsupported
+from neuronemu.nki._trace import ap_supported
+
+
+def line_of(func, text: str) -> int:
+    """The file line of the first line of ``func`` that contains ``text``."""
+    lines, first = inspect.getsourcelines(func)
+    for i, line in enumerate(lines):
+        if text in line:
+            return first + i
+    raise AssertionError(text)
+
+
+def copy_kernel(x):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    for t in range(x.shape[0] // 128):
+        tile = nl.ndarray((128, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x[t * 128:(t + 1) * 128, :])
+        nisa.dma_copy(dst=out[t * 128:(t + 1) * 128, :], src=tile)
+    return out
+
+
+X = np.arange(512 * 64, dtype=np.float32).reshape(512, 64)
+
+
+def test_simulate_and_jit_return_numpy_outputs():
+    np.testing.assert_array_equal(nki.simulate(copy_kernel)(X), X)
+    jitted = nki.jit(copy_kernel)
+    np.testing.assert_array_equal(jitted(X), X)
+    assert jitted.last_run.time_ns > 0
+    assert nki.jit(platform_target="trn3")(copy_kernel).options == {"target": "trn3"}
+
+
+def test_a_loop_body_tile_gets_two_slots_and_every_instruction_its_line():
+    run = nki.run(copy_kernel, X)
+    decls = [line for line in run.asm.splitlines() if line.startswith(".sbuf")]
+    alloc_line = line_of(copy_kernel, "tile = nl.ndarray")
+    assert [d.split()[1] for d in decls] == [f"sb_L{alloc_line}_0", f"sb_L{alloc_line}_1"]
+    body = [line for line in run.asm.splitlines() if line.startswith("    ")]
+    load_line = line_of(copy_kernel, "src=x[t")
+    assert body[0].endswith(f"# test_nki_frontend.py:{load_line}")
+    # slots alternate 0, 1, 0, 1: double buffering, as the previous tile is still bound
+    assert [b.split()[1].rstrip(",")[-1] for b in body[::2]] == ["0", "1", "0", "1"]
+    # DMA queues: round-robin in program order
+    assert [b.split("queue=")[1].split()[0] for b in body] == [str(q) for q in range(8)]
+    assert all(run.trace.source_map[n].function == "copy_kernel"
+               for n, text in enumerate(run.asm.splitlines(), 1) if text.startswith("    "))
+
+
+def test_dma_queue_policy_is_an_option():
+    run = nki.run(copy_kernel, X, dma_queues=[3, 5])
+    queues = [line.split("queue=")[1].split()[0] for line in run.asm.splitlines()
+              if "queue=" in line]
+    assert queues == ["3", "5"] * 4
+
+
+def kept_tiles(x):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    tiles = []
+    for t in range(4):
+        tile = nl.ndarray((128, 64), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x[t * 128:(t + 1) * 128, :])
+        tiles.append(tile)
+    for t, tile in enumerate(tiles):
+        nisa.dma_copy(dst=out[t * 128:(t + 1) * 128, :], src=tile)
+    return out
+
+
+def test_tiles_kept_alive_get_their_own_slots():
+    run = nki.run(kept_tiles, X)
+    assert sum(line.startswith(".sbuf") for line in run.asm.splitlines()) == 4
+    np.testing.assert_array_equal(run.outputs, X)
+
+
+def too_big(x):
+    tiles = []
+    for _ in range(200):
+        tiles.append(nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf))   # 2 KiB each
+
+
+def test_sbuf_overflow_names_the_allocating_line():
+    with pytest.raises(NkiError) as info:
+        nki.trace(too_big, X)
+    err = info.value
+    assert err.location.line == line_of(too_big, "tiles.append")
+    assert err.location.source.name == __file__
+    text = err.render()
+    assert "SBUF overflow on trn2" in text and "tiles.append(nl.ndarray" in text
+    assert "112 slot(s)" in text   # 229376 / 2048 = 112 tiles fit
+
+
+def psum_accumulate(a, b):
+    out = nl.ndarray((128, 128), nl.float32, buffer=nl.shared_hbm)
+    a_sb = nl.load(a)
+    b_sb = nl.load(b)
+    acc = nl.zeros((128, 128), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=a_sb, moving=b_sb)       # accumulates onto the zeros
+    nisa.nc_matmul(dst=acc, stationary=a_sb, moving=b_sb)
+    nl.store(out, acc)
+    return out
+
+
+def test_psum_writes_after_a_memset_accumulate():
+    a = np.eye(128, dtype=np.float32)
+    b = np.full((128, 128), 1.5, np.float32)
+    run = nki.run(psum_accumulate, a, b)
+    np.testing.assert_array_equal(run.outputs, 3.0)
+    assert run.asm.count("accumulate=true") == 2
+
+
+def shape_mismatch(x):
+    a = nl.load(x[0:128, :])
+    b = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=b, data1=a, data2=a, op=nl.add)
+
+
+def test_assembler_errors_point_at_the_kernel_line():
+    with pytest.raises(AsmError) as info:
+        nki.run(shape_mismatch, X)
+    err = info.value
+    assert err.location.source.name == __file__
+    assert err.location.line == line_of(shape_mismatch, "nisa.tensor_tensor")
+    text = err.render()
+    assert "nisa.tensor_tensor(dst=b" in text
+    assert "note: generated instruction shape_mismatch.nki.s:" in text
+
+
+def unsupported_call(x):
+    t = nl.load(x[0:128, :])
+    nl.device_print("t", t)
+
+
+def masked_load(x):
+    return nl.load(x[0:128, :], mask=None)
+
+
+def data_dependent_if(x):
+    t = nl.load(x[0:128, :])
+    if t:
+        pass
+
+
+def access_pattern(x):
+    t = nl.load(x[0:128, :])
+    u = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t.ap([[64, 128], [1, 64]]))
+
+
+def transposed_view(x):
+    t = nl.load(x[0:128, 0:64])
+    return t.T
+
+
+def zero_one_partition_broadcast_compute(x):
+    g = nl.load(x[0:1, :])
+    nisa.tensor_tensor(dst=g, data1=g.broadcast_to((128, 64)), data2=g, op=nl.add)
+
+
+@pytest.mark.parametrize("kernel, text, message", [
+    (unsupported_call, "nl.device_print", "nki.language.device_print is not supported"),
+    (masked_load, "mask=None", "mask= (NKI 0.1 predicates) is not supported"),
+    (data_dependent_if, "if t:", "the truth value of a tensor is a run-time value"),
+    pytest.param(access_pattern, "t.ap(", "needs the assembler's raw access-pattern operands",
+                 marks=pytest.mark.skipif(ap_supported(), reason="the assembler has ap()")),
+    (transposed_view, "return t.T", "t.T (a transposed view) is not supported"),
+    (zero_one_partition_broadcast_compute, "nisa.tensor_tensor",
+     "can only be a DMA source"),
+])
+def test_unsupported_calls_fail_loudly_at_the_kernel_line(kernel, text, message):
+    with pytest.raises(NkiUnsupported) as info:
+        nki.trace(kernel, X)
+    err = info.value
+    assert isinstance(err, NotImplementedError)
+    assert err.location.source.name == __file__
+    assert err.location.line == line_of(kernel, text)
+    assert message in err.message
+    assert text in err.render()
+
+
+def test_unknown_isa_call_fails_at_its_line():
+    def kernel(x):
+        nisa.nc_stream_shuffle(x, x, [0] * 32)
+
+    with pytest.raises(NkiUnsupported, match="nki.isa.nc_stream_shuffle is not supported") as info:
+        nki.trace(kernel, X)
+    assert info.value.location.line == line_of(kernel, "nc_stream_shuffle")
+
+
+def test_calls_outside_a_trace_are_errors():
+    with pytest.raises(NkiError, match="need a kernel being traced"):
+        nl.ndarray((128, 4), nl.float32)
+
+
+def unwritten_read(x):
+    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_run_warnings_point_at_the_kernel_line():
+    run = nki.run(unwritten_read, X)
+    assert run.result.warnings
+    w = run.result.warnings[0]
+    assert w.location.source.name == __file__
+    assert w.location.line == line_of(unwritten_read, "nisa.dma_copy")
+
+
+def test_the_timeline_names_kernel_lines():
+    run = nki.run(copy_kernel, X)
+    events = [e for e in run.chrome_trace()["traceEvents"] if e.get("ph") == "X"]
+    assert len(events) == 8
+    load_line = line_of(copy_kernel, "src=x[t")
+    assert events[0]["args"]["source"] == f"test_nki_frontend.py:{load_line}"
+    assert events[0]["args"]["asm_source"].startswith("copy_kernel.nki.s:")
+    json.dumps(run.chrome_trace())
+
+
+def reshaped(x):
+    n = x.shape[0] // 128
+    x3 = x.reshape((n, 128, x.shape[1]))
+    out = nl.ndarray((n, 128, x.shape[1]), x.dtype, buffer=nl.shared_hbm)
+    for i in range(n):
+        t = nl.load(x3[i])
+        nl.store(out[i], t)
+    return out
+
+
+def test_whole_hbm_tensors_reshape():
+    out = nki.simulate(reshaped)(X)
+    np.testing.assert_array_equal(out, X.reshape(4, 128, 64))
+
+
+def test_same_seed_same_everything():
+    a, b = nki.run(copy_kernel, X), nki.run(copy_kernel, X)
+    assert a.asm == b.asm and a.time_ns == b.time_ns
+
+
+def test_neuronemu_nki_is_the_top_layer():
+    """Nothing in neuronemu imports neuronemu.nki, and importing it loads neither numba nor
+    lark (numpy it may)."""
+    from pathlib import Path
+
+    root = Path(nki.__file__).resolve().parents[1]
+    for path in root.rglob("*.py"):
+        if "nki" in path.relative_to(root).parts[:1]:
+            continue
+        assert "neuronemu.nki" not in path.read_text(), path
+    code = ("import sys, neuronemu.nki; "
+            "print([m for m in ('numba', 'lark', 'neuronemu.api') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+@nki.jit
+def double_tile(t):
+    """A jitted helper: called from a kernel being traced, it is inlined."""
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=out, data=t, op0=nl.multiply, operand0=2.0)
+    return out
+
+
+def calls_a_jitted_helper(x):
+    out = nl.ndarray((128, 64), x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, double_tile(nl.load(x[0:128, :])))
+    return out
+
+
+def test_jitted_helpers_inline_into_the_kernel_being_traced():
+    run = nki.run(calls_a_jitted_helper, X)
+    np.testing.assert_array_equal(run.outputs, X[0:128] * 2)
+    helper_line = line_of(double_tile.func, "nisa.tensor_scalar")
+    assert f"# test_nki_frontend.py:{helper_line}" in run.asm   # the helper's own line
+    assert double_tile.last_run is None
+
+
+def free_dims_swapped(x):
+    """u[p, f, j] = t[p, j, f] by an access pattern over t [128, 4, 16]."""
+    out = nl.ndarray((128, 16, 4), x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    u = nl.ndarray((128, 16, 4), x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t.ap([[64, 128], [1, 16], [16, 4]]))
+    nl.store(out, u)
+    return out
+
+
+@pytest.mark.skipif(not ap_supported(), reason="the assembler has no ap() operands yet")
+def test_access_patterns_lower_to_ap_operands():
+    x = X[0:128].reshape(128, 4, 16)
+    run = nki.run(free_dims_swapped, x)
+    assert "ap(sb_L" in run.asm
+    np.testing.assert_array_equal(run.outputs, x.transpose(0, 2, 1))
+
+
+def test_the_error_docs_nki_md_shows_is_the_one_this_file_gives():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "nki.md").read_text()
+    with pytest.raises(AsmError) as info:
+        nki.run(shape_mismatch, X)
+    shown = info.value.render().replace(str(Path(__file__).resolve().parents[2]) + "/", "")
+    assert "\n".join("  " + line for line in shown.splitlines()) in doc

@@ -1,0 +1,161 @@
+"""One lowering at a time: small kernels whose results are computed by hand or exactly by numpy
+(every value below is exact in fp32 / bf16, so equality is the right check)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import neuronemu.nki.isa as nisa
+import neuronemu.nki.language as nl
+from neuronemu import nki
+
+BF16 = ml_dtypes.bfloat16
+A = (np.arange(128 * 64, dtype=np.float32).reshape(128, 64) % 13) - 6   # small exact integers
+
+
+def out_like(x, shape=None, dtype=None):
+    return nl.ndarray(shape or x.shape, dtype or x.dtype, buffer=nl.shared_hbm)
+
+
+def test_nl_matmul_transposes_x_on_tensore_when_asked_to():
+    def kernel(x, y):
+        out = out_like(x, (128, 64), nl.float32)
+        nl.store(out, nl.matmul(nl.load(x), nl.load(y)))          # x [M=128, K=128]
+        return out
+
+    x = (np.arange(128 * 128) % 5 - 2).reshape(128, 128).astype(np.float32)
+    y = (np.arange(128 * 64) % 3 - 1).reshape(128, 64).astype(np.float32)
+    run = nki.run(kernel, x, y)
+    np.testing.assert_array_equal(run.outputs, x @ y)    # small integers: exact in fp32
+    assert run.result.instructions["tensor"] == 2         # the transpose, then the matmul
+
+
+def test_nl_transpose_negative_and_reversed_scalar_operands():
+    def kernel(x):
+        t = nl.load(x)
+        tt = nl.ndarray((64, 128), x.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=tt, data=t)
+        o1 = out_like(x, (64, 128))
+        nl.store(o1, nl.negative(nl.copy(tt)))
+        o2 = out_like(x)
+        nl.store(o2, 10.0 - t)                       # tensor_scalar with reverse0
+        o3 = out_like(x)
+        nl.store(o3, nl.greater(t, 0.0))             # comparisons give 1.0 / 0.0
+        return o1, o2, o3
+
+    o1, o2, o3 = nki.simulate(kernel)(A)
+    np.testing.assert_array_equal(o1, -A.T)
+    np.testing.assert_array_equal(o2, 10.0 - A)
+    np.testing.assert_array_equal(o3, (A > 0).astype(np.float32))
+
+
+def test_reductions_of_trailing_axes_and_mean():
+    def kernel(x):
+        t = nl.load(x)                                   # [128, 4, 16]
+        s = nl.ndarray((128, 4), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=t, axis=2)
+        m = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=m, op=nl.max, data=t, axis=(1, 2), negate=True)
+        o1, o2, o3 = out_like(x, (128, 4)), out_like(x, (128, 1)), out_like(x, (128, 1))
+        nl.store(o1, s)
+        nl.store(o2, m)
+        nl.store(o3, nl.mean(t, axis=(1, 2)))
+        return o1, o2, o3
+
+    x = A.reshape(128, 4, 16)
+    o1, o2, o3 = nki.simulate(kernel)(x)
+    np.testing.assert_array_equal(o1, x.sum(axis=2))
+    np.testing.assert_array_equal(o2[:, 0], -x.max(axis=(1, 2)))
+    np.testing.assert_allclose(o3[:, 0], x.mean(axis=(1, 2)), rtol=2**-22)
+
+
+def test_reducing_a_non_trailing_axis_is_refused():
+    def kernel(x):
+        t = nl.load(x)
+        s = nl.ndarray((128, 16), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=t, axis=1)
+
+    with pytest.raises(nki.NkiError, match="must be the last free axes"):
+        nki.trace(kernel, A.reshape(128, 4, 16))
+
+
+def test_iota_affine_select_memset_and_engine_choices():
+    def kernel(x):
+        idx = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.iota(dst=idx, pattern=[[1, 64]], offset=3, channel_multiplier=100)
+        sel = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        ones = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=ones, value=1.0, engine=nisa.gpsimd_engine)
+        # keep where p - i >= 0 (lower triangle), else -5
+        nisa.affine_select(dst=sel, pattern=[[-1, 64]], offset=0, channel_multiplier=1,
+                           on_true_tile=ones, on_false_value=-5.0, cmp_op=nl.greater_equal)
+        cp = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=cp, src=sel, engine=nisa.scalar_engine)
+        o1, o2 = out_like(x, (128, 64), nl.float32), out_like(x, (128, 64), nl.float32)
+        nl.store(o1, idx)
+        nl.store(o2, cp)
+        return o1, o2
+
+    run = nki.run(kernel, A)
+    o1, o2 = run.outputs
+    p, i = np.mgrid[0:128, 0:64]
+    np.testing.assert_array_equal(o1, 3 + 100 * p + i)
+    np.testing.assert_array_equal(o2, np.where(p - i >= 0, 1.0, -5.0))
+    assert run.result.instructions["gpsimd"] == 3 and run.result.instructions["scalar"] == 1
+
+
+def test_iota_patterns_that_are_not_affine_in_the_flat_index_are_refused():
+    def kernel(x):
+        idx = nl.ndarray((128, 4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.iota(dst=idx, pattern=[[1, 4], [4, 16]], offset=0)
+
+    with pytest.raises(nki.NkiUnsupported, match="not affine in the flattened free index"):
+        nki.trace(kernel, A)
+
+
+def test_dma_transpose_and_accumulate_on_trn3():
+    def kernel(x, y):
+        t = nl.ndarray((64, 128), x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=x)
+        acc = nl.load(y)
+        nisa.dma_copy(dst=acc, src=t, dst_rmw_op=nl.add)
+        out = out_like(y)
+        nl.store(out, acc)
+        return out
+
+    x = A.astype(BF16)
+    y = np.ones((64, 128), BF16)
+    out = nki.simulate(kernel, target="trn3")(x, y)
+    np.testing.assert_array_equal(out.astype(np.float32), A.T + 1)
+
+
+def test_scalar_arguments_pass_through_and_kernels_see_python_values():
+    def kernel(x, scale, shift=0.5):
+        out = out_like(x)
+        nl.store(out, nl.load(x) * scale + shift)
+        return out
+
+    np.testing.assert_array_equal(nki.simulate(kernel)(A, 2.0, shift=1.0), A * 2 + 1)
+
+
+def test_tensor_scalar_reduce_and_partition_reduce():
+    def kernel(x):
+        t = nl.load(x)
+        y = nl.ndarray(t.shape, nl.float32, buffer=nl.sbuf)
+        rowmax = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=y, data=t, op0=nl.multiply, operand0=3.0,
+                                  reduce_op=nl.max, reduce_res=rowmax)
+        colsum = nl.ndarray((1, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=colsum, op=nl.add, data=t)
+        o1, o2, o3 = out_like(x), out_like(x, (128, 1)), out_like(x, (1, 64))
+        nl.store(o1, y)
+        nl.store(o2, rowmax)
+        nl.store(o3, colsum)
+        return o1, o2, o3
+
+    o1, o2, o3 = nki.simulate(kernel)(A)
+    np.testing.assert_array_equal(o1, A * 3)
+    np.testing.assert_array_equal(o2[:, 0], (A * 3).max(axis=1))
+    np.testing.assert_array_equal(o3[0], A.sum(axis=0))   # small integers: exact
