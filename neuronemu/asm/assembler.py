@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from neuronemu.asm.apattern import access_pattern, is_access_pattern
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
@@ -583,7 +584,8 @@ class Assembler:
         if kind == "tile":
             return self._tile(definition, arg, node)
         if kind == "scalar":
-            if node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols():
+            if (node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols()
+                    or is_access_pattern(node)):
                 return self._tile(definition, arg, node)
             return Immediate(self._fp32(node, what), location_of(self.source, node.meta))
         if kind == "number":
@@ -676,9 +678,11 @@ class Assembler:
         return tile
 
     def _new_tile(self, definition, arg, node) -> Tile:
+        if is_access_pattern(node):   # ap(NAME, [[step, count], ...], offset, dtype)
+            return access_pattern(self, definition, arg, node)
         if node.data not in ("name", "indexed"):
             raise self.error(node, f"{definition.name} argument '{arg.name}' must be a tile, e.g. "
-                                   f"x or x[0:128, 0:512]")
+                                   f"x, x[0:128, 0:512] or ap(x, [[512, 128], [1, 512]])")
         name_tok = node.children[0]
         name = str(name_tok)
         symbols = self._tile_symbols()
