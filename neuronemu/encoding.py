@@ -23,6 +23,8 @@ _ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE, _INT_LIST = range(8)
 _ROLES = ("input", "output", "scratch")
 _COMPRESSED = 0x80  # role byte flag: the tensor is stored compressed (docs/dma.md)
 _SPACES = ("sbuf", "psum")
+_PLACED = 0x80   # allocation space byte flag: at=OFFSET (docs/language.md "Placement and aliases")
+_ALIAS = 0x40    # allocation space byte flag: alias=BUFFER
 
 
 class _Writer:
@@ -138,13 +140,20 @@ def encode(program: Program) -> bytes:
         w.text(t.init[0])
         w.pack("B", len(t.init) - 1)
         w.pack(f"{len(t.init) - 1}d", *t.init[1:])
+    symbols = {t.name: i for i, t in enumerate(tensors)}
+    symbols.update({a.name: len(tensors) + i for i, a in enumerate(allocations)})
     w.pack("I", len(allocations))
     for a in allocations:
         w.text(a.name)
-        w.pack("BBB", _SPACES.index(a.space), dtypes.get(a.dtype).code, len(a.shape))
+        # the space byte's flags: at= (u64 offset) and alias= (u32 symbol) follow the shape
+        space = _SPACES.index(a.space) | (_PLACED if a.placed else 0) | (
+            _ALIAS if a.alias is not None else 0)
+        w.pack("BBB", space, dtypes.get(a.dtype).code, len(a.shape))
         w.pack(f"{len(a.shape)}Q", *a.shape)
-    symbols = {t.name: i for i, t in enumerate(tensors)}
-    symbols.update({a.name: len(tensors) + i for i, a in enumerate(allocations)})
+        if a.placed:
+            w.pack("Q", a.offset)
+        if a.alias is not None:
+            w.pack("I", symbols[a.alias])
     w.pack("I", len(program.instructions))
     for ins in program.instructions:
         d = ins.definition
@@ -338,11 +347,18 @@ def _decode_allocation(r: _Reader, names: list[str]) -> str:
     from neuronemu.numerics import dtypes
 
     aname = r.name_field("an allocation name")
-    space = r.code("B", "memory space code", lambda v: _SPACES[v])
+    flags = r.code("B", "memory space code",
+                   lambda v: (_SPACES[v & ~(_PLACED | _ALIAS)], v & (_PLACED | _ALIAS)))
+    space, flags = flags
     dtype = r.code("B", "dtype code", dtypes.by_code).name
     shape = _decode_shape(r, f"allocation '{aname}'", 2, _MAX_TILE_DIMS)
+    options = ""
+    if flags & _PLACED:
+        options += f" at={r.one('Q', 'an allocation offset')}"
+    if flags & _ALIAS:
+        options += f" alias={r.code('I', 'alias symbol index', lambda i: names[i])}"
     names.append(aname)
-    return f".{space} {aname} {dtype}{shape}"
+    return f".{space} {aname} {dtype}{shape}{options}"
 
 
 def _affine_text(start: int, regs: list[tuple[int, int]]) -> str:

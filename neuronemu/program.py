@@ -62,6 +62,10 @@ class Allocation:
     shape: tuple[int, ...]          # (partitions, *free)
     offset: int                     # byte offset inside every partition
     location: Location
+    # docs/language.md "Placement and aliases": the buffer whose bytes this one shares
+    # (alias=NAME; None for a buffer of its own), and whether at= gave the offset
+    alias: str | None = None
+    placed: bool = False
 
     @property
     def bytes_per_partition(self) -> int:
