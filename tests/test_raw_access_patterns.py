@@ -228,3 +228,73 @@ def test_the_language_doc_example_runs() -> None:
     want = _pattern(W.ravel(), [[256, 128], [32768, 4], [1, 256]])
     want[:, 0] = W[5]
     np.testing.assert_array_equal(result.outputs["y"], want)
+
+
+@pytest.mark.parametrize("r1, fails", [(1, False), (2, True)])
+def test_a_register_offset_leaving_the_row_is_a_located_fault(r1: int, fails: bool) -> None:
+    """r1*32 + 1 + 63 must stay inside the 128 elements of a partition: r1 = 1 reaches 96,
+    r1 = 2 would reach 128 (the next partition's first element): a fault, not a carry."""
+    source = f"""
+.hbm x float32[128, 128] input
+.hbm y float32[128, 64] output
+.sbuf t float32[128, 128]
+.sbuf u float32[128, 64]
+    dma.copy t, x
+    ctrl.mov r1, {r1}
+    vector.tensor_copy u, ap(t, [[128, 128], [1, 64]], r1*32 + 1)
+    dma.copy y, u
+"""
+    if not fails:
+        result = _run(source, x=X)
+        np.testing.assert_array_equal(result.outputs["y"], X[:, 33:97])
+        return
+    with pytest.raises(neuronemu.RuntimeFault) as info:
+        _run(source, x=X)
+    assert "ap.s:8:27: error:" in info.value.render()
+    assert "leaves 't' at run time (r1 = 2)" in str(info.value)
+
+
+def _random_patterns(seed: int, count: int, on_chip: bool):
+    """Random in-bounds patterns over a [128, 256] buffer (flat 32768 elements): on chip the
+    partition step is the row (256), in HBM any step; free steps 0..40, counts 1..6."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        free = [(int(rng.integers(0, 41)), int(rng.integers(1, 7)))
+                for _ in range(int(rng.integers(1, 5)))]
+        span = sum(s * (c - 1) for s, c in free)
+        if span >= 256:
+            continue
+        pcount = int(rng.integers(1, 129))
+        if on_chip:
+            p0 = int(rng.integers(0, 129 - pcount))
+            offset = p0 * 256 + int(rng.integers(0, 256 - span))
+            out.append(([(256, pcount), *free], offset))
+        else:
+            pstep = int(rng.integers(0, 300))
+            last = (pcount - 1) * pstep + span
+            if last >= 32768:
+                continue
+            out.append(([(pstep, pcount), *free], int(rng.integers(0, 32768 - last))))
+    return out
+
+
+@pytest.mark.parametrize("on_chip", [True, False], ids=["sbuf", "hbm"])
+def test_random_patterns_name_the_elements_numpy_strides_name(on_chip: bool) -> None:
+    patterns = _random_patterns(11 if on_chip else 12, 10, on_chip)
+    x = np.random.default_rng(1).normal(size=(128, 256)).astype(np.float32)
+    lines = [".hbm x float32[128, 256] input", ".sbuf t float32[128, 256]", "dma.copy t, x"]
+    for k, (pattern, offset) in enumerate(patterns):
+        pcount, free = pattern[0][1], int(np.prod([c for _, c in pattern[1:]]))
+        text = ", ".join(f"[{s}, {c}]" for s, c in pattern)
+        lines[:0] = [f".hbm y{k} float32[{pcount}, {free}] output",
+                     f".sbuf u{k} float32[{pcount}, {free}]"]
+        if on_chip:
+            lines.append(f"vector.tensor_copy u{k}, ap(t, [{text}], {offset})")
+        else:
+            lines.append(f"dma.copy u{k}, ap(x, [{text}], {offset}), queue={k % 16}")
+        lines.append(f"dma.copy y{k}, u{k}")
+    result = _run("\n".join(lines) + "\n", x=x)
+    for k, (pattern, offset) in enumerate(patterns):
+        want = _pattern(x.ravel(), pattern, offset).reshape(pattern[0][1], -1)
+        np.testing.assert_array_equal(result.outputs[f"y{k}"], want, err_msg=str(pattern))
