@@ -11,6 +11,7 @@ import pytest
 
 import neuronemu
 from neuronemu import encoding
+from neuronemu.exec import layout as L
 
 
 def _run(source: str, **inputs: np.ndarray) -> neuronemu.Result:
@@ -298,3 +299,18 @@ def test_random_patterns_name_the_elements_numpy_strides_name(on_chip: bool) -> 
     for k, (pattern, offset) in enumerate(patterns):
         want = _pattern(x.ravel(), pattern, offset).reshape(pattern[0][1], -1)
         np.testing.assert_array_equal(result.outputs[f"y{k}"], want, err_msg=str(pattern))
+
+
+def test_lines_differing_only_in_numbers_each_resolve_their_own_pattern() -> None:
+    """Many ap lines of one shape (the assembler may resolve such a family of lines from one
+    plan): each gives the operand of the slice naming its elements."""
+    offsets = [(p0, f0) for p0 in (0, 32, 96) for f0 in (0, 1, 7, 64, 95)]
+    lines = [".sbuf t float32[128, 128]", ".sbuf c float32[32, 16]"]
+    for p0, f0 in offsets:
+        lines.append(f"    vector.tensor_copy c, ap(t, [[128, 32], [2, 16]], {p0 * 128 + f0})")
+        lines.append(f"    vector.tensor_copy c, t[{p0}:{p0 + 32}, {f0}:{f0 + 31}:2]")
+    program = neuronemu.assemble("\n".join(lines) + "\n", filename="ap.s")
+    data = [program.ops[program.instrs[pc][4 + 2 * 1 + 1]] for pc in range(len(offsets) * 2)]
+    for k, (p0, f0) in enumerate(offsets):
+        assert (data[2 * k] == data[2 * k + 1]).all(), (p0, f0)
+        assert data[2 * k][L.OP_PSTART] == p0 and data[2 * k][L.OP_BASE] == f0 * 4
