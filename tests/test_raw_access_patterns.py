@@ -314,3 +314,23 @@ def test_lines_differing_only_in_numbers_each_resolve_their_own_pattern() -> Non
     for k, (p0, f0) in enumerate(offsets):
         assert (data[2 * k] == data[2 * k + 1]).all(), (p0, f0)
         assert data[2 * k][L.OP_PSTART] == p0 and data[2 * k][L.OP_BASE] == f0 * 4
+
+
+def test_a_written_interleaved_pattern_that_names_each_element_once_is_allowed() -> None:
+    """Steps (2, 3), counts (3, 2) name 0, 3, 2, 5, 4, 7: distinct, though the sorted-steps
+    test alone would refuse it (the enumeration decides)."""
+    result = _run("""
+.hbm x float32[128, 6] input
+.hbm y float32[128, 8] output
+.sbuf t float32[128, 6]
+.sbuf u float32[128, 8]
+dma.copy t, x
+vector.memset u, value=-1
+vector.tensor_copy ap(u, [[8, 128], [2, 3], [3, 2]]), t
+dma.copy y, u
+""", x=X[:, :6].copy())
+    want = np.full((128, 8), -1, np.float32)
+    for i in range(3):
+        for j in range(2):
+            want[:, 2 * i + 3 * j] = X[:, 2 * i + j]
+    np.testing.assert_array_equal(result.outputs["y"], want)

@@ -203,26 +203,25 @@ def _pattern(asm, node, fail) -> list[tuple[int, int]]:
 
 def _check_distinct(pattern, node, fail, what) -> None:
     """A written pattern must name every element once (two writes of one element in one
-    instruction have no defined order)."""
+    instruction have no defined order). Cheap sufficient test first (each step passes beyond
+    everything the smaller steps reach: true of every row-major pattern), then, when it fails,
+    the elements themselves are enumerated (up to _ENUMERATE_LIMIT)."""
     counts = [c for _, c in pattern]
     total = math.prod(counts)
     if total <= 1:
+        return
+    reach = 0
+    for s, c in sorted(p for p in pattern if p[1] > 1):
+        if s <= reach:
+            break
+        reach += s * (c - 1)
+    else:
         return
     if total <= _ENUMERATE_LIMIT:
         index = np.zeros(1, dtype=np.int64)
         for s, c in pattern:
             index = (index[:, None] + s * np.arange(c, dtype=np.int64)[None, :]).ravel()
         if np.unique(index).size == total:
-            return
-    else:
-        reach = 0   # sufficient: each step passes everything the smaller steps reach
-        ok = True
-        for s, c in sorted(p for p in pattern if p[1] > 1):
-            if s <= reach:
-                ok = False
-                break
-            reach += s * (c - 1)
-        if ok:
             return
     raise fail(node,
                f"{what} is written, but its pattern names some elements more than once "
