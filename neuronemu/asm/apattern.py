@@ -14,6 +14,7 @@ the jitted loaders, dependency tracking) needs to know it was written this way. 
 
 from __future__ import annotations
 
+import difflib
 import math
 
 import numpy as np
@@ -53,7 +54,7 @@ def access_pattern(asm, definition, arg, node) -> Tile:
     name = str(buffer.children[0])
     symbols = asm._tile_symbols()
     if name not in symbols:
-        close = [s for s in symbols if s.lower() == name.lower()]
+        close = difflib.get_close_matches(name, list(symbols), n=1)
         raise AsmError(f"unknown tile '{name}'"
                        + (f"; did you mean '{close[0]}'?" if close else ""),
                        location_of(source, buffer.meta),
