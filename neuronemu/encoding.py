@@ -23,6 +23,8 @@ _ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE, _INT_LIST = range(8)
 _ROLES = ("input", "output", "scratch")
 _COMPRESSED = 0x80  # role byte flag: the tensor is stored compressed (docs/dma.md)
 _SPACES = ("sbuf", "psum")
+_PLACED = 0x80   # allocation space byte flag: at=OFFSET (docs/language.md "Placement and aliases")
+_ALIAS = 0x40    # allocation space byte flag: alias=BUFFER
 
 
 class _Writer:
@@ -138,13 +140,20 @@ def encode(program: Program) -> bytes:
         w.text(t.init[0])
         w.pack("B", len(t.init) - 1)
         w.pack(f"{len(t.init) - 1}d", *t.init[1:])
+    symbols = {t.name: i for i, t in enumerate(tensors)}
+    symbols.update({a.name: len(tensors) + i for i, a in enumerate(allocations)})
     w.pack("I", len(allocations))
     for a in allocations:
         w.text(a.name)
-        w.pack("BBB", _SPACES.index(a.space), dtypes.get(a.dtype).code, len(a.shape))
+        # the space byte's flags: at= (u64 offset) and alias= (u32 symbol) follow the shape
+        space = _SPACES.index(a.space) | (_PLACED if a.placed else 0) | (
+            _ALIAS if a.alias is not None else 0)
+        w.pack("BBB", space, dtypes.get(a.dtype).code, len(a.shape))
         w.pack(f"{len(a.shape)}Q", *a.shape)
-    symbols = {t.name: i for i, t in enumerate(tensors)}
-    symbols.update({a.name: len(tensors) + i for i, a in enumerate(allocations)})
+        if a.placed:
+            w.pack("Q", a.offset)
+        if a.alias is not None:
+            w.pack("I", symbols[a.alias])
     w.pack("I", len(program.instructions))
     for ins in program.instructions:
         d = ins.definition
@@ -169,6 +178,9 @@ def _encode_arg(w: _Writer, arg, value, symbols: dict[str, int], isa) -> None:
         w.pack("BIB", _TILE, symbols[value.symbol], len(value.spec))
         for item in value.spec:
             kind, start, regs = item[0], item[1], item[2]
+            if kind == "ap":   # ap(NAME, pattern, offset, dtype): asm/apattern.py
+                _encode_ap(w, item)
+                continue
             w.pack("BqB", 0 if kind == "slice" else 1, start, len(regs))
             for r, c in regs:
                 w.pack("Bq", r, c)
@@ -188,6 +200,43 @@ def _encode_arg(w: _Writer, arg, value, symbols: dict[str, int], isa) -> None:
         w.pack("Bq", tag, int(v))
     else:
         w.pack("Bq", _INT, int(value))
+
+
+_NO_DTYPE = 0xFF   # an ap item without a dtype view
+
+
+def _encode_ap(w: _Writer, item) -> None:
+    """Tile item kind 2: an access pattern as written (docs/encoding.md)."""
+    from neuronemu.numerics import dtypes
+
+    _, start, regs, pattern, dtype = item
+    w.pack("BqB", 2, start, len(regs))
+    for r, c in regs:
+        w.pack("Bq", r, c)
+    w.pack("B", len(pattern))
+    for step, count in pattern:
+        w.pack("QQ", step, count)
+    w.pack("B", dtypes.get(dtype).code if dtype else _NO_DTYPE)
+
+
+def _decode_ap(r: _Reader, symbol: str) -> str:
+    from neuronemu.numerics import dtypes
+
+    start = r.one("q", "an access pattern offset")
+    regs = [r.unpack("Bq", "a register term") for _ in range(r.one("B", "the register count"))]
+    for reg, _ in regs:
+        if reg >= NUM_REGISTERS:
+            raise r.fail(f"register r{reg} does not exist (r0..r{NUM_REGISTERS - 1})",
+                         r.offset - 9)
+    at = r.offset
+    pairs = r.one("B", "the number of access pattern pairs")
+    if not 1 <= pairs <= _MAX_TILE_DIMS:
+        raise r.fail(f"an access pattern of {pairs} pairs (must be 1 to {_MAX_TILE_DIMS})", at)
+    pattern = [r.unpack("QQ", "an access pattern step and count") for _ in range(pairs)]
+    dtype = r.code("B", "dtype code",
+                   lambda v: "" if v == _NO_DTYPE else dtypes.by_code(v).name)
+    text = f"{symbol}, [{', '.join(f'[{s}, {c}]' for s, c in pattern)}], {_affine_text(start, regs)}"
+    return f"ap({text}{', ' + dtype if dtype else ''})"
 
 
 def is_encoded(data: bytes) -> bool:
@@ -298,11 +347,18 @@ def _decode_allocation(r: _Reader, names: list[str]) -> str:
     from neuronemu.numerics import dtypes
 
     aname = r.name_field("an allocation name")
-    space = r.code("B", "memory space code", lambda v: _SPACES[v])
+    flags = r.code("B", "memory space code",
+                   lambda v: (_SPACES[v & ~(_PLACED | _ALIAS)], v & (_PLACED | _ALIAS)))
+    space, flags = flags
     dtype = r.code("B", "dtype code", dtypes.by_code).name
     shape = _decode_shape(r, f"allocation '{aname}'", 2, _MAX_TILE_DIMS)
+    options = ""
+    if flags & _PLACED:
+        options += f" at={r.one('Q', 'an allocation offset')}"
+    if flags & _ALIAS:
+        options += f" alias={r.code('I', 'alias symbol index', lambda i: names[i])}"
     names.append(aname)
-    return f".{space} {aname} {dtype}{shape}"
+    return f".{space} {aname} {dtype}{shape}{options}"
 
 
 def _affine_text(start: int, regs: list[tuple[int, int]]) -> str:
@@ -316,7 +372,9 @@ def _decode_tile(r: _Reader, names: list[str]) -> str:
     symbol = r.code("I", "symbol index", lambda i: names[i])
     items = []
     for _ in range(r.one("B", "the number of tile indices")):
-        kind = r.code("B", "tile index kind", lambda v: ("slice", "index")[v])
+        kind = r.code("B", "tile index kind", lambda v: ("slice", "index", "ap")[v])
+        if kind == "ap":   # the whole operand (an ap item is the tile's only item)
+            return _decode_ap(r, symbol)
         start = r.one("q", "an index start")
         regs = [r.unpack("Bq", "a register term") for _ in range(r.one("B", "the register count"))]
         for reg, _ in regs:

@@ -62,6 +62,10 @@ class Allocation:
     shape: tuple[int, ...]          # (partitions, *free)
     offset: int                     # byte offset inside every partition
     location: Location
+    # docs/language.md "Placement and aliases": the buffer whose bytes this one shares
+    # (alias=NAME; None for a buffer of its own), and whether at= gave the offset
+    alias: str | None = None
+    placed: bool = False
 
     @property
     def bytes_per_partition(self) -> int:
@@ -88,7 +92,9 @@ class Tile:
     window: tuple[int, int]         # column window of the symbol, for register-offset bounds
     location: Location
     # the operand as written, canonical: per given dim ("slice", start, regs, count, step) or
-    # ("index", start, regs), regs = ((register, coefficient), ...); used by the binary encoding
+    # ("index", start, regs), regs = ((register, coefficient), ...); or for an access-pattern
+    # operand one item ("ap", offset, regs, ((step, count), ...), view dtype or "")
+    # (asm/apattern.py); used by the binary encoding
     spec: tuple = ()
     compressed: bool = False        # a tile of a compressed HBM tensor: whole blocks per row
     # partition broadcast (DMA sources only, docs/dma.md): every one of ``partitions`` logical
@@ -133,6 +139,8 @@ class Tile:
         dims): each dim of the declared shape that a slice keeps or that the operand leaves
         unwritten, minus integer-indexed dims, minus the partition dim (on chip the first dim,
         in HBM the first kept one)."""
+        if self.spec and self.spec[0][0] == "ap":   # ap(...): the pattern's free counts
+            return tuple(c for _, c in self.spec[0][3][1:])
         kept = []
         for i, size in enumerate(declared_shape):
             if i < len(self.spec):

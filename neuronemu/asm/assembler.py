@@ -16,11 +16,13 @@ from itertools import chain
 
 import numpy as np
 
+from neuronemu.asm.apattern import access_pattern, is_access_pattern
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.fastresolve import Resolver
+from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
 from neuronemu.exec import layout as L
@@ -377,9 +379,9 @@ class Assembler:
             values[1] += 0.0   # -0.0 -> 0.0: numpy refuses a std whose sign bit is set
 
     def _onchip(self, node, space, args):
-        usage = f".{space} NAME DTYPE[partitions, free dims...]"
+        usage = f".{space} NAME DTYPE[partitions, free dims...] [at=BYTE_OFFSET] [alias=BUFFER]"
         positional, keywords = self._split_args(args)
-        if len(positional) != 2 or positional[0].data != "name" or keywords:
+        if len(positional) != 2 or positional[0].data != "name":
             raise self.error(node, f"usage: {usage}")
         name_tok = positional[0].children[0]
         name = str(name_tok)
@@ -394,27 +396,8 @@ class Assembler:
         if shape[0] > self.target.partitions:
             raise self.error(positional[1], f"{shape[0]} partitions requested; {space.upper()} "
                                             f"has {self.target.partitions}")
-        itemsize = dtypes.get(dtype).itemsize
-        size = math.prod(shape[1:]) * itemsize  # exact: no int64 wrap
-        capacity = (self.target.sbuf_partition_bytes if space == "sbuf"
-                    else self.target.psum_partition_bytes)
-        offset = -(-self.next_offset[space] // _ALIGN) * _ALIGN
-        if space == "psum":
-            bank = self.target.psum_bank_bytes
-            # a tile that fits in a bank never straddles two; larger tiles start on a bank
-            straddles = offset // bank != (offset + size - 1) // bank
-            if size > bank or straddles:
-                offset = -(-offset // bank) * bank
-        if offset + size > capacity:
-            used = ", ".join(f"{a.name} {a.bytes_per_partition}"
-                             for a in self.allocations.values() if a.space == space)
-            raise self.error(node, f"{space.upper()} overflow on {self.target.name}: '{name}' needs "
-                                   f"{size} bytes per partition at offset {offset}, but "
-                                   f"{space.upper()} has {capacity} bytes per partition",
-                             (f"already allocated (bytes per partition): {used or 'nothing'}",))
-        self.next_offset[space] = offset + size
-        self.allocations[name] = Allocation(name, space, dtype, shape, offset,
-                                            location_of(self.source, node.meta))
+        # placement, at= and alias= (asm/placement.py)
+        self.allocations[name] = place(self, node, space, name, dtype, shape, keywords)
 
     # ----------------------------------------------------------------- pass 2: instructions
     def _instructions(self, statements) -> tuple[list[Instruction], list[int]]:
@@ -595,7 +578,8 @@ class Assembler:
         if kind == "tile":
             return self._tile(definition, arg, node)
         if kind == "scalar":
-            if node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols():
+            if (node.data in ("indexed", "name") and str(node.children[0]) in self._tile_symbols()
+                    or is_access_pattern(node)):
                 return self._tile(definition, arg, node)
             return Immediate(self._fp32(node, what), location_of(self.source, node.meta))
         if kind == "number":
@@ -688,9 +672,11 @@ class Assembler:
         return tile
 
     def _new_tile(self, definition, arg, node) -> Tile:
+        if is_access_pattern(node):   # ap(NAME, [[step, count], ...], offset, dtype)
+            return access_pattern(self, definition, arg, node)
         if node.data not in ("name", "indexed"):
             raise self.error(node, f"{definition.name} argument '{arg.name}' must be a tile, e.g. "
-                                   f"x or x[0:128, 0:512]")
+                                   f"x, x[0:128, 0:512] or ap(x, [[512, 128], [1, 512]])")
         name_tok = node.children[0]
         name = str(name_tok)
         symbols = self._tile_symbols()

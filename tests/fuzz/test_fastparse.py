@@ -101,7 +101,8 @@ _PIECES = ("a", "b_1", "r1", "r64", "dma", "copy", "vector", "x", "e", "e5", "in
 _SHAPES = ("dma.copy a[0:64, 1:2], b, queue=1", ".hbm a float32[128, 512] input",
            "lp: ctrl.jump lp",
            "vector.tensor_scalar x[:, ::2], x[-1+2*(3), 4:], op0=add, operand0=-0.5", ".const N = (1 + 2) * -3 % 4 / 5", "x: .sbuf t bfloat16[128, 8]",
-           "a.b c(1, 2), [1, 2, 3], [], f(), d[::3], e[1:], g[:2:1], +-+1")
+           "a.b c(1, 2), [1, 2, 3], [], f(), d[::3], e[1:], g[:2:1], +-+1",
+           "dma.copy t, ap(w, [[256, 128], [32768, 4], [1, 256]], r1*8 + 2, int32), queue=2")
 
 
 @st.composite
