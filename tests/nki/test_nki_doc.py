@@ -4,12 +4,14 @@ the page shows and writes the timeline it describes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "nki.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "nki.md"
 
 
 def test_the_doc_kernel_prints_what_the_page_shows(tmp_path):
@@ -17,8 +19,11 @@ def test_the_doc_kernel_prints_what_the_page_shows(tmp_path):
     code = re.search(r"```python\n# file: swiglu.py\n(.*?)```", text, re.DOTALL).group(1)
     shown = re.search(r"`python swiglu.py` prints.*?```text\n(.*?)```", text, re.DOTALL).group(1)
     (tmp_path / "swiglu.py").write_text(code)
+    # this checkout's package, whichever neuronemu the interpreter has installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     out = subprocess.run([sys.executable, "swiglu.py"], cwd=tmp_path, capture_output=True,
-                         text=True, check=True).stdout
+                         text=True, check=True, env=env).stdout
     assert out == shown
     trace = json.loads((tmp_path / "swiglu_trace.json").read_text())
     sources = {e["args"]["source"] for e in trace["traceEvents"] if e.get("ph") == "X"}
