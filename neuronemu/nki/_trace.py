@@ -96,13 +96,6 @@ def user_site() -> Site:
     return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
 
 
-def ap_supported() -> bool:
-    """Whether this neuronemu's assembler has raw access-pattern operands (``ap(...)``)."""
-    import importlib.util
-
-    return importlib.util.find_spec("neuronemu.asm.apattern") is not None
-
-
 def fail(message: str, *notes: str, unsupported: bool = False):
     """Raise an NkiError located at the kernel's current line."""
     cls = NkiUnsupported if unsupported else NkiError
@@ -384,13 +377,10 @@ class NkiTensor:
         """A raw access pattern over this tensor's buffer (NKI ``.ap()``): ``pattern`` is
         [[step, count], ...], the partition pair first, steps in elements of the flat
         row-major buffer from the first element of this view plus ``offset``. Lowered to the
-        assembler's ``ap(...)`` operand, when the assembler has it."""
+        assembler's ``ap(...)`` operand."""
         for key in kwargs:
             fail(f"Tensor.ap({key}=...) is not supported (static patterns only)",
                  unsupported=True)
-        if not ap_supported():
-            fail("Tensor.ap() needs the assembler's raw access-pattern operands, which this "
-                 "neuronemu does not have yet", unsupported=True)
         if self._ap is not None or self._broadcast is not None:
             fail("Tensor.ap() of an .ap() or broadcast view is not supported", unsupported=True)
         try:

@@ -15,7 +15,6 @@ import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
 from neuronemu import AsmError, nki
 from neuronemu.nki import NkiError, NkiUnsupported
-from neuronemu.nki._trace import ap_supported
 
 
 def line_of(func, text: str) -> int:
@@ -156,12 +155,6 @@ def data_dependent_if(x):
         pass
 
 
-def access_pattern(x):
-    t = nl.load(x[0:128, :])
-    u = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=u, src=t.ap([[64, 128], [1, 64]]))
-
-
 def transposed_view(x):
     t = nl.load(x[0:128, 0:64])
     return t.T
@@ -176,8 +169,6 @@ def zero_one_partition_broadcast_compute(x):
     (unsupported_call, "nl.device_print", "nki.language.device_print is not supported"),
     (masked_load, "mask=None", "mask= (NKI 0.1 predicates) is not supported"),
     (data_dependent_if, "if t:", "the truth value of a tensor is a run-time value"),
-    pytest.param(access_pattern, "t.ap(", "needs the assembler's raw access-pattern operands",
-                 marks=pytest.mark.skipif(ap_supported(), reason="the assembler has ap()")),
     (transposed_view, "return t.T", "t.T (a transposed view) is not supported"),
     (zero_one_partition_broadcast_compute, "nisa.tensor_tensor",
      "can only be a DMA source"),
@@ -301,7 +292,6 @@ def free_dims_swapped(x):
     return out
 
 
-@pytest.mark.skipif(not ap_supported(), reason="the assembler has no ap() operands yet")
 def test_access_patterns_lower_to_ap_operands():
     x = X[0:128].reshape(128, 4, 16)
     run = nki.run(free_dims_swapped, x)
