@@ -241,6 +241,26 @@ def same_dtype_or_fp32(ctx, dst, src):
                           f"{src}'s dtype {tiles[src].dtype}")
 
 
+@rule
+def pe_transpose_dtypes(ctx, dst, data):
+    """tensor.transpose's dtypes. NeuronCore-v3+ (transpose mode): dst in data's dtype (the bits
+    move) or float32. NeuronCore-v2 has no transpose mode: the PE array multiplies data by an
+    identity, so data must be a matmul input dtype and dst is what every trn1 matmul writes."""
+    if ctx.target.name != "trn1":
+        same_dtype_or_fp32(ctx, dst, data)
+        return
+    tiles = dict(_tiles(ctx, [dst, data]))
+    name = ctx.definition.name
+    if data in tiles and tiles[data].dtype not in ctx.target.matmul_input_dtypes:
+        accepted = ", ".join(ctx.target.matmul_input_dtypes)
+        _fail(tiles[data], f"{data} has dtype {tiles[data].dtype}; {name} is a matmul with an "
+                           f"identity on trn1 and accepts {accepted}")
+    if dst in tiles and tiles[dst].dtype not in ctx.target.matmul_psum_dtypes:
+        _fail(tiles[dst], f"{name} is a matmul with an identity on trn1 and writes "
+                          f"{' or '.join(ctx.target.matmul_psum_dtypes)} into PSUM, like "
+                          f"tensor.matmul; {dst} is {tiles[dst].dtype}")
+
+
 _FP32_FAMILY = ("float32", "tfloat32")
 
 
