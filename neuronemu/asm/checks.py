@@ -487,6 +487,42 @@ def collective_op(ctx, name):
     _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
 
 
+# ALU operators each engine runs (NKI "Supported Math Operators" table: add and multiply on
+# GpSimd and Scalar, the rest on Vector only; tensor_tensor's page: power runs on GpSimd; the
+# tensor_scalar page: the Scalar engine runs the pairs below)
+_GPSIMD_ALU = {"tensor_tensor": ("add", "multiply", "power"), "tensor_scalar": ("add", "multiply")}
+_SCALAR_PAIRS = (("multiply", "add"), ("multiply", "bypass"), ("add", "bypass"))
+
+
+@rule
+def engine_alu_ops(ctx, *names):
+    """The operators of a tensor_tensor / tensor_scalar that runs on GpSimd or Scalar rather
+    than Vector (nki engine=...): GpSimd takes add, multiply (tensor_tensor: power too), op1 may
+    be bypass; Scalar takes the pairs (multiply, add), (multiply, bypass), (add, bypass)."""
+    from neuronemu.isa.table import load_isa
+
+    alu = load_isa().enums["alu_op"]
+    engine, _, base = ctx.definition.name.partition(".")
+    used = [(n, alu.name_of(ctx.args[n])) for n in names if ctx.args.get(n) is not None]
+    if engine == "scalar":
+        pair = tuple(op for _, op in used)
+        if pair not in _SCALAR_PAIRS:
+            shown = ", ".join(f"{n}={op}" for n, op in used)
+            bad = used[0][0] if used[0][1] not in ("multiply", "add") else used[-1][0]
+            _fail(ctx.at(bad),
+                  f"{ctx.definition.name} runs the operator pairs the Scalar engine has: "
+                  + ", ".join(f"({a}, {b})" for a, b in _SCALAR_PAIRS)
+                  + f"; got {shown} (vector.tensor_scalar takes any)")
+        return
+    allowed = _GPSIMD_ALU[base]
+    for i, (name, op) in enumerate(used):
+        if op in allowed or (i > 0 and op == "bypass"):
+            continue
+        _fail(ctx.at(name), f"{name}={op}: {ctx.definition.name} runs {', '.join(allowed)}"
+                            f"{' (op1 also bypass)' if base == 'tensor_scalar' else ''} on the "
+                            f"GpSimd engine; vector.{base} takes any operator")
+
+
 @rule
 def compare_op(ctx, name):
     _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
