@@ -15,6 +15,7 @@ ENTRIES = {
     0x0201: 'scalar__activation',  # scalar.activation
     0x0202: 'scalar__activate2',  # scalar.activate2
     0x0203: 'scalar__activation_reduce',  # scalar.activation_reduce
+    0x0204: 'elementwise__tensor_scalar',  # scalar.tensor_scalar
     0x0301: 'gpsimd__iota',  # gpsimd.iota
     0x0302: 'gpsimd__affine_select',  # gpsimd.affine_select
     0x0303: 'elementwise__memset',  # gpsimd.memset
@@ -30,6 +31,8 @@ ENTRIES = {
     0x030d: 'random__rand_set_state',  # gpsimd.rand_set_state
     0x030e: 'elementwise__tensor_copy',  # gpsimd.tensor_copy_dynamic_src
     0x030f: 'elementwise__tensor_copy',  # gpsimd.tensor_copy_dynamic_dst
+    0x0310: 'elementwise__tensor_tensor',  # gpsimd.tensor_tensor
+    0x0311: 'elementwise__tensor_scalar',  # gpsimd.tensor_scalar
     0x0401: 'dma__copy',  # dma.copy
     0x0402: 'dma__compress',  # dma.compress
     0x0403: 'dma__decompress',  # dma.decompress

@@ -1115,6 +1115,9 @@ def lower(program: Program, same_as: list[int] | None = None,
                 row[L.I_FLAGS] |= L.DMA_HWDGE
         if d.engine == "tensor":
             row[L.I_FLAGS] |= _tensor_flags(ins.args, program.target, isa)
+            # NeuronCore-v2 transposes through a plain matmul with an identity (nc_transpose)
+            if d.name == "tensor.transpose" and program.target.name == "trn1":
+                row[L.I_FLAGS] |= L.PE_TRANSPOSE_MATMUL
         if d.engine == "sync":
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
             track = ins.args.get("track")

@@ -241,6 +241,26 @@ def same_dtype_or_fp32(ctx, dst, src):
                           f"{src}'s dtype {tiles[src].dtype}")
 
 
+@rule
+def pe_transpose_dtypes(ctx, dst, data):
+    """tensor.transpose's dtypes. NeuronCore-v3+ (transpose mode): dst in data's dtype (the bits
+    move) or float32. NeuronCore-v2 has no transpose mode: the PE array multiplies data by an
+    identity, so data must be a matmul input dtype and dst is what every trn1 matmul writes."""
+    if ctx.target.name != "trn1":
+        same_dtype_or_fp32(ctx, dst, data)
+        return
+    tiles = dict(_tiles(ctx, [dst, data]))
+    name = ctx.definition.name
+    if data in tiles and tiles[data].dtype not in ctx.target.matmul_input_dtypes:
+        accepted = ", ".join(ctx.target.matmul_input_dtypes)
+        _fail(tiles[data], f"{data} has dtype {tiles[data].dtype}; {name} is a matmul with an "
+                           f"identity on trn1 and accepts {accepted}")
+    if dst in tiles and tiles[dst].dtype not in ctx.target.matmul_psum_dtypes:
+        _fail(tiles[dst], f"{name} is a matmul with an identity on trn1 and writes "
+                          f"{' or '.join(ctx.target.matmul_psum_dtypes)} into PSUM, like "
+                          f"tensor.matmul; {dst} is {tiles[dst].dtype}")
+
+
 _FP32_FAMILY = ("float32", "tfloat32")
 
 
@@ -465,6 +485,42 @@ def activation_reduce_op(ctx, name):
 @rule
 def collective_op(ctx, name):
     _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
+
+
+# ALU operators each engine runs (NKI "Supported Math Operators" table: add and multiply on
+# GpSimd and Scalar, the rest on Vector only; tensor_tensor's page: power runs on GpSimd; the
+# tensor_scalar page: the Scalar engine runs the pairs below)
+_GPSIMD_ALU = {"tensor_tensor": ("add", "multiply", "power"), "tensor_scalar": ("add", "multiply")}
+_SCALAR_PAIRS = (("multiply", "add"), ("multiply", "bypass"), ("add", "bypass"))
+
+
+@rule
+def engine_alu_ops(ctx, *names):
+    """The operators of a tensor_tensor / tensor_scalar that runs on GpSimd or Scalar rather
+    than Vector (nki engine=...): GpSimd takes add, multiply (tensor_tensor: power too), op1 may
+    be bypass; Scalar takes the pairs (multiply, add), (multiply, bypass), (add, bypass)."""
+    from neuronemu.isa.table import load_isa
+
+    alu = load_isa().enums["alu_op"]
+    engine, _, base = ctx.definition.name.partition(".")
+    used = [(n, alu.name_of(ctx.args[n])) for n in names if ctx.args.get(n) is not None]
+    if engine == "scalar":
+        pair = tuple(op for _, op in used)
+        if pair not in _SCALAR_PAIRS:
+            shown = ", ".join(f"{n}={op}" for n, op in used)
+            bad = used[0][0] if used[0][1] not in ("multiply", "add") else used[-1][0]
+            _fail(ctx.at(bad),
+                  f"{ctx.definition.name} runs the operator pairs the Scalar engine has: "
+                  + ", ".join(f"({a}, {b})" for a, b in _SCALAR_PAIRS)
+                  + f"; got {shown} (vector.tensor_scalar takes any)")
+        return
+    allowed = _GPSIMD_ALU[base]
+    for i, (name, op) in enumerate(used):
+        if op in allowed or (i > 0 and op == "bypass"):
+            continue
+        _fail(ctx.at(name), f"{name}={op}: {ctx.definition.name} runs {', '.join(allowed)}"
+                            f"{' (op1 also bypass)' if base == 'tensor_scalar' else ''} on the "
+                            f"GpSimd engine; vector.{base} takes any operator")
 
 
 @rule

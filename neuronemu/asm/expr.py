@@ -192,7 +192,9 @@ class Evaluator:
 
     def _divide(self, node, kind: str, a: Affine, b: Affine) -> Affine:
         if not (a.is_const and b.is_const):
-            raise self.error(node, f"'{'/' if kind == 'div' else '%'}' needs constant operands")
+            symbol = "/" if kind == "div" else "%"
+            raise self.error(node, f"'{symbol}' needs constant operands"
+                                   + self._regroup_hint(node, symbol, a, b))
         if b.const == 0:
             raise self.error(node, "division by zero in constant expression")
         if kind == "mod":
@@ -202,6 +204,41 @@ class Evaluator:
                 self.truncations.append(Truncation(self.source, node, a.const, b.const))
             return Affine(a.const // b.const)
         return Affine(a.const / b.const)
+
+    def _text(self, node) -> str | None:
+        """The source text of a one-line node (None when it spans lines)."""
+        meta = getattr(node, "meta", node)
+        line, end_line = getattr(meta, "line", None), getattr(meta, "end_line", None)
+        if line is None or line != end_line:
+            return None
+        return self.source.line(line)[meta.column - 1:meta.end_column - 1].strip()
+
+    def _regroup_hint(self, node, symbol: str, a: Affine, b: Affine) -> str:
+        """How to say it with constant operands: ``*`` and ``/`` group left to right, so
+        ``r1*RB/2`` is ``(r1*RB)/2``, a register divided; ``r1*(RB/2)`` divides constants
+        only (the same value when RB is a multiple of 2)."""
+        if not b.is_const:
+            return ": a register may not be a divisor (compute it with ctrl.div / ctrl.rem)"
+        left, right = node.children
+        if symbol == "/" and getattr(left, "data", None) == "mul":
+            factors = [self.affine(child) for child in left.children]
+            texts = [self._text(child) for child in left.children] + [self._text(right)]
+            if not any(f.is_const for f in factors) or None in texts:
+                return ""
+            k = 1 if factors[1].is_const else 0   # the constant factor
+            reg_text, const_text, div_text = texts[1 - k], texts[k], texts[2]
+            c, d = factors[k].const, b.const
+            if isinstance(c, int) and isinstance(d, int) and d and c % d == 0:
+                return (f": '{self._text(node)}' groups as ({self._text(left)}){symbol}"
+                        f"{div_text}, a register divided; write {reg_text}*({const_text}"
+                        f"{symbol}{div_text}) (the same value, {c} being a multiple of {d}) or "
+                        f"name {const_text}{symbol}{div_text} with a .const")
+        if symbol == "%":
+            return (": the left operand depends on registers, which an expression cannot take "
+                    "a remainder of; use a .const or compute it with ctrl.rem")
+        return (": the left operand depends on registers, and registers cannot be divided in "
+                "an expression; divide the constants first (e.g. r1*(RB/2) for r1*RB/2), use a "
+                ".const, or compute it with ctrl.div")
 
     def _in_range(self, node, result: Affine, operands: list[Affine]) -> Affine:
         """An integer result within the limit, and no float overflow from finite operands."""

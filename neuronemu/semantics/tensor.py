@@ -145,11 +145,46 @@ def _select_columns(source, rows):
 
 @jit
 def transpose(ins, ops, imms, mems, regs, fmt, table):
-    """dst[F, P] = data[P, F]: bit moves when dtypes match (v3+ is_transpose), else fp32 values."""
+    """dst[F, P] = data[P, F]. NeuronCore-v3+: bits move when dtypes match (is_transpose), else
+    the fp32 values. NeuronCore-v2 (PE_TRANSPOSE_MATMUL): the identity matmul of
+    _identity_product, written as fp32."""
     dst = ops[arg_value(ins, 0)]
     src = ops[arg_value(ins, 1)]
-    if dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
+    if ins[L.I_FLAGS] & L.PE_TRANSPOSE_MATMUL:
+        store_f32(dst, mems, regs, fmt, _identity_product(load_f32(src, mems, regs, fmt, table)))
+    elif dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
         store_bits(dst, mems, regs, load_bits(src, mems, regs).T.copy())
     else:
         store_f32(dst, mems, regs, fmt, load_f32(src, mems, regs, fmt, table).T.copy())
     return L.STATUS_OK
+
+
+@jit
+def _identity_product(data):
+    """out[f, p] = sum over k = 0, 1, ..., P-1 of data[k, f] * identity[k, p], each product and
+    partial sum in fp32 from +0.0 in k order: tensor.matmul of stationary data and an identity
+    moving, which is how NeuronCore-v2's PE array transposes (not bit-accurate for NaN/Inf).
+
+    A column of data holding only finite values sums to its values exactly, except that -0.0
+    becomes +0.0 (+0.0 + -0.0 = +0.0), so only the other columns are summed term by term: a NaN
+    or Inf at [k, f] times the identity's zeros is NaN, which fills row f of out (an Inf alone
+    in its column stays Inf at [f, k], where the other products are finite times 0)."""
+    p_size, f_size = data.shape
+    out = np.empty((f_size, p_size), dtype=np.float32)
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    for f in range(f_size):
+        finite = True
+        for k in range(p_size):
+            if not np.isfinite(data[k, f]):
+                finite = False
+                break
+        for p in range(p_size):
+            if finite:
+                out[f, p] = zero + data[p, f]
+            else:
+                total = zero
+                for k in range(p_size):
+                    total = total + data[k, f] * (one if k == p else zero)
+                out[f, p] = total
+    return out
