@@ -34,6 +34,7 @@ from neuronemu.exec.jit import jit
 # a smaller one is not worth a compile (~0.6 s, once per machine) on a cold first run (the
 # README's vector_add draws two of 64K).
 MIN_FAST = 1 << 17
+WORDS = 1 << 15
 
 _KI = np.asarray(ki_double, dtype=np.uint64)
 _WI = np.asarray(wi_double, dtype=np.float64)
@@ -110,11 +111,14 @@ def normal(rng: np.random.Generator, loc: float, scale: float, count: int) -> np
         return rng.normal(loc, scale, size=count)
     out = np.empty(count, dtype=np.float64)
     loc, scale = float(loc), float(scale)
-    # every value takes at least one word, and a value that ran out of words needs more than
-    # it was given, so drawing one word per value still to do never draws past the last value
-    words = rng.bit_generator.random_raw(count)
-    done, used = _normals(words, out, 0, loc, scale)
+    # Every value takes at least one word, and a value that ran out of words needs more than
+    # it was given, so drawing at most one word per value still to do never draws past the
+    # last value. Words come in chunks of WORDS: a 256 KiB buffer the allocator reuses costs
+    # no page faults, a fresh 2 MiB one per tensor costs ~500.
+    done, words = 0, np.empty(0, dtype=np.uint64)
     while done < count:
-        words = np.concatenate([words[used:], rng.bit_generator.random_raw(count - done)])
+        fresh = rng.bit_generator.random_raw(min(count - done, WORDS))
+        words = fresh if words.size == 0 else np.concatenate([words, fresh])
         done, used = _normals(words, out, done, loc, scale)
+        words = words[used:]
     return out
