@@ -20,25 +20,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.np.random._constants import (  # numpy's ziggurat tables, as numba ships them
-    fi_double,
-    ki_double,
-    wi_double,
-    ziggurat_nor_inv_r,
-    ziggurat_nor_r,
-)
 
 from neuronemu.exec.jit import jit
+
+try:   # numpy's ziggurat tables, as numba ships them (a private module: guarded)
+    from numba.np.random._constants import (
+        fi_double,
+        ki_double,
+        wi_double,
+        ziggurat_nor_inv_r,
+        ziggurat_nor_r,
+    )
+except ImportError:   # pragma: no cover - a numba without them: numpy's own call
+    ki_double = wi_double = fi_double = None
+    ziggurat_nor_r = ziggurat_nor_inv_r = 0.0
 
 # Below this many values numpy's own call is used: a tensor of 128K values saves ~3 ms a run,
 # a smaller one is not worth a compile (~0.6 s, once per machine) on a cold first run (the
 # README's vector_add draws two of 64K).
 MIN_FAST = 1 << 17
 WORDS = 1 << 15
-
-_KI = np.asarray(ki_double, dtype=np.uint64)
-_WI = np.asarray(wi_double, dtype=np.float64)
-_FI = np.asarray(fi_double, dtype=np.float64)
+_AVAILABLE = ki_double is not None
+_KI = np.asarray(ki_double if _AVAILABLE else [0], dtype=np.uint64)
+_WI = np.asarray(wi_double if _AVAILABLE else [0.0], dtype=np.float64)
+_FI = np.asarray(fi_double if _AVAILABLE else [0.0], dtype=np.float64)
 _NOR_R = float(ziggurat_nor_r)
 _NOR_INV_R = float(ziggurat_nor_inv_r)
 
@@ -107,7 +112,8 @@ def _normals(words, out, done, loc, scale):
 def normal(rng: np.random.Generator, loc: float, scale: float, count: int) -> np.ndarray:
     """``rng.normal(loc, scale, size=count)``, the same float64 values, leaving ``rng`` in the
     same state. PCG64 generators only (numpy's default); anything else is numpy's call."""
-    if count < MIN_FAST or type(rng.bit_generator).__name__ != "PCG64":
+    if (count < MIN_FAST or not _AVAILABLE
+            or type(rng.bit_generator).__name__ != "PCG64"):
         return rng.normal(loc, scale, size=count)
     out = np.empty(count, dtype=np.float64)
     loc, scale = float(loc), float(scale)
