@@ -59,3 +59,22 @@ def test_small_draws_and_other_generators_are_numpys_call() -> None:
                                       size=draw.MIN_FAST + 1))
     np.testing.assert_array_equal(draw.normal(np.random.default_rng(1), 0.0, 1.0, 10),
                                   np.random.default_rng(1).normal(size=10))
+
+
+@pytest.mark.parametrize("init, whole", [
+    ("normal(0.5, 2)", lambda rng, n: rng.normal(0.5, 2.0, size=n)),
+    ("relu_normal(0, 1)", lambda rng, n: np.maximum(rng.normal(0.0, 1.0, size=n), 0.0)),
+])
+def test_default_input_pieces_mix_both_paths(monkeypatch, init: str, whole) -> None:
+    """A tensor drawn in pieces of 150,000 (compiled path) and a last piece of 112,144 (numpy's
+    call, under MIN_FAST) from one generator: the values of one numpy draw of the whole."""
+    import zlib
+
+    import neuronemu
+    from neuronemu.exec import core
+
+    monkeypatch.setattr(core, "SLAB_ELEMENTS", 150_000)
+    program = neuronemu.assemble(f".hbm w float32[512, 512] input init={init}\n", "k.s")
+    expected = whole(np.random.default_rng([3, zlib.crc32(b"w")]), 512 * 512)
+    got = core.initial_values(program.tensors["w"], 3).ravel()
+    np.testing.assert_array_equal(got.view(np.uint64), expected.view(np.uint64))
