@@ -473,6 +473,6 @@ def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:
     itemsize = dtypes.get(allocation.dtype).itemsize
     partitions = allocation.shape[0]
     raw = memory[:partitions, allocation.offset: allocation.offset
-                 + allocation.bytes_per_partition].copy()
+                 + allocation.bytes_per_partition]   # from_bits makes the one copy
     bits = raw.view(f"<u{itemsize}").reshape(allocation.shape)
     return dtypes.from_bits(bits, allocation.dtype)

@@ -114,6 +114,8 @@ def initial_slabs(tensor: HbmTensor, seed: int, rank: int | None = None
     (and, in a multi-rank run, every rank's copy) gets its own reproducible stream whatever the
     declaration order. numpy's Generator draws element after element, so drawing the pieces in
     order gives the same values as one draw of the whole shape (tests/robustness checks it)."""
+    from neuronemu.numerics import draw  # rng.normal's values, computed faster
+
     kind, *params = tensor.init
     key = [seed, zlib.crc32(tensor.name.encode())] + ([rank] if rank is not None else [])
     rng = np.random.default_rng(key)
@@ -127,11 +129,11 @@ def initial_slabs(tensor: HbmTensor, seed: int, rank: int | None = None
             index = np.arange(start, start + count, dtype=np.int64)
             yield (index // columns == index % columns).astype(np.float64)
         elif kind == "normal":
-            yield rng.normal(params[0], params[1], size=count)
+            yield draw.normal(rng, params[0], params[1], count)
         elif kind == "uniform":
             yield rng.uniform(params[0], params[1], size=count)
         elif kind == "relu_normal":  # ReLU-sparse activations or weights: about half are zeros
-            yield np.maximum(rng.normal(params[0], params[1], size=count), 0.0)
+            yield np.maximum(draw.normal(rng, params[0], params[1], count), 0.0)
         else:
             yield np.full(count, _CONSTANT_INITS.get(kind, _CONSTANT_INITS["nan"])(tensor))
 

@@ -45,6 +45,7 @@ def to_bits(values, name: str) -> np.ndarray:
     return bits.astype(_uint(d.itemsize)).reshape(array.shape)
 
 
+_LARGEST = {"float32": float(np.finfo(np.float32).max), "bfloat16": float.fromhex("0x1.fep127")}
 _CANONICAL_NAN = {8: (0x7FFFFFFFFFFFFFFF, 0x7FF8000000000000), 4: (0x7FFFFFFF, 0x7FC00000)}
 
 
@@ -58,6 +59,13 @@ def _numpy_cast_bits(flat: np.ndarray, name: str) -> np.ndarray | None:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
         f32 = flat.astype(np.float32)
+        # The common case, checked by two reductions (no masks or temporaries: a fresh array
+        # costs its page faults): no NaN (min and max would be NaN) and nothing that is or
+        # rounds to inf. Values past bf16's largest finite value take the checks below.
+        if f32.size and -_LARGEST[name] <= f32.min() and f32.max() <= _LARGEST[name]:
+            if name == "float32":
+                return f32.view(np.uint32)
+            return f32.astype(numpy_dtype("bfloat16")).view(np.uint16)
         nan = np.isnan(f32)
         if nan.any():
             magnitude, canonical = _CANONICAL_NAN[flat.dtype.itemsize]

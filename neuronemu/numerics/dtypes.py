@@ -227,7 +227,7 @@ def unpack_x4(words, name: str) -> np.ndarray:
 def from_bits(bits: np.ndarray, name: str) -> np.ndarray:
     """API array (numpy / ml_dtypes dtype) from storage bits."""
     d = get(name)
-    raw = np.ascontiguousarray(bits).astype(_uint(d.itemsize))
+    raw = np.array(bits, dtype=_uint(d.itemsize), order="C")   # one fresh copy, whatever the input
     if name == "tfloat32":
         return raw.view(np.float32)
     return raw.view(numpy_dtype(name))
