@@ -296,3 +296,231 @@ def two_outputs(x):
     nl.store(plus, t + 1.0)
     nl.store(twice, 2.0 * t)
     return plus, twice
+
+
+# ------------------------------------------------------------------------------------------
+# stage 2, continued: flash attention, fp8 double-row and MX matmuls, conv2d, avg_pool2d
+
+
+def flash_attention_causal(qT, kT, v, kv_block=512):
+    """Causal O = softmax(Q K^T / sqrt(D) + mask) V for one head, flash style: per 128-query
+    tile, an online softmax over key blocks of kv_block keys (q, k as [D, S], v [S, D]).
+    Blocks entirely above the diagonal are skipped; the block holding the diagonal stops at the
+    tile's last query and is masked by affine_select. Per block: the block row max updates the
+    running max m, alpha = exp(m_old - m_new) rescales the running sum l and output o, and
+    P V of the block (P^T by PE transposes, 128 keys a chunk) is added in."""
+    d, s = qT.shape
+    scale = 1.0 / math.sqrt(d)
+    out = nl.ndarray((s, d), dtype=nl.float32, buffer=nl.shared_hbm)
+    q_sb = nl.ndarray((d, s), dtype=qT.dtype, buffer=nl.sbuf)
+    k_sb = nl.ndarray((d, s), dtype=kT.dtype, buffer=nl.sbuf)
+    half = s // 2
+    for h in range(2):
+        nisa.dma_copy(dst=q_sb[:, h * half:(h + 1) * half], src=qT[:, h * half:(h + 1) * half])
+        nisa.dma_copy(dst=k_sb[:, h * half:(h + 1) * half], src=kT[:, h * half:(h + 1) * half])
+    v_sb = nl.ndarray((P, s // P, d), dtype=v.dtype, buffer=nl.sbuf)
+    for j in range(s // P):
+        nisa.dma_copy(dst=v_sb[:, j, :], src=v[j * P:(j + 1) * P, :])
+    for i in range(s // P):
+        q_end = (i + 1) * P                         # keys [0, q_end) are visible to this tile
+        m_run = l_run = o_run = None
+        for kb in range(0, q_end, kv_block):        # blocks above the diagonal never start
+            w = min(kv_block, q_end - kb)
+            s_ps = nl.ndarray((P, kv_block), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=s_ps[:, 0:w], stationary=q_sb[:, i * P:(i + 1) * P],
+                           moving=k_sb[:, kb:kb + w])
+            s_sb = nl.ndarray((P, kv_block), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=s_sb[:, 0:w], op=nl.copy, data=s_ps[:, 0:w], scale=scale)
+            if kb + w > i * P:
+                # diagonal block: keep key kb + c for query i*P + p when i*P + p - kb - c >= 0
+                nisa.affine_select(dst=s_sb[:, 0:w], pattern=[[-1, w]], offset=i * P - kb,
+                                   channel_multiplier=1, on_true_tile=s_sb[:, 0:w],
+                                   on_false_value=-3.0e38, cmp_op=nl.greater_equal)
+            b_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_reduce(dst=b_max, op=nl.max, data=s_sb[:, 0:w], axis=1)
+            m_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            if m_run is None:
+                nisa.tensor_copy(dst=m_new, src=b_max)
+            else:
+                nisa.tensor_tensor(dst=m_new, data1=m_run, data2=b_max, op=nl.maximum)
+            neg_m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=neg_m, data=m_new, op0=nl.multiply, operand0=-1.0)
+            p_sb = nl.ndarray((P, kv_block), dtype=v.dtype, buffer=nl.sbuf)
+            row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=p_sb[:, 0:w], op=nl.exp, data=s_sb[:, 0:w], bias=neg_m,
+                            reduce_op=nl.add, reduce_res=row_sum)
+            o_ps = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
+            for c in range(w // P):
+                pT_ps = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.psum)
+                nisa.nc_transpose(dst=pT_ps, data=p_sb[:, c * P:(c + 1) * P])
+                pT = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=pT, src=pT_ps)
+                nisa.nc_matmul(dst=o_ps, stationary=pT, moving=v_sb[:, kb // P + c, :])
+            l_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            o_new = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+            if m_run is None:
+                nisa.tensor_copy(dst=l_new, src=row_sum)
+                nisa.tensor_copy(dst=o_new, src=o_ps)
+            else:
+                alpha = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.activation(dst=alpha, op=nl.exp, data=m_run, bias=neg_m)
+                nisa.scalar_tensor_tensor(dst=l_new, data=l_run, op0=nl.multiply,
+                                          operand0=alpha, op1=nl.add, operand1=row_sum)
+                nisa.scalar_tensor_tensor(dst=o_new, data=o_run, op0=nl.multiply,
+                                          operand0=alpha, op1=nl.add, operand1=o_ps)
+            m_run, l_run, o_run = m_new, l_new, o_new
+        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=l_run)
+        o_sb = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o_sb, data=o_run, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o_sb)
+    return out
+
+
+def fp8_matmul_double_row(aT, b, col_scale):
+    """c = (a @ b) * col_scale[None, :] with fp8 aT [K, M], b [K, N] in TensorE's double-row
+    mode: K rows 2p and 2p + 1 of each 256-row K tile lie on partition p (the [K/2, 2, cols]
+    view of the row-major operand), so one matmul contracts 256 rows. fp32 PSUM accumulation,
+    the per-column scale (a [1, N] row broadcast to all partitions by DMA) applied on the way
+    out of PSUM."""
+    k_dim, m_dim = aT.shape
+    _, n_dim = b.shape
+    kt = k_dim // (2 * P)
+    a2 = aT.reshape((k_dim // 2, 2, m_dim))
+    b2 = b.reshape((k_dim // 2, 2, n_dim))
+    c = nl.ndarray((m_dim, n_dim), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_sb = nl.ndarray((P, kt, 2, m_dim), dtype=aT.dtype, buffer=nl.sbuf)
+    b_sb = nl.ndarray((P, kt, 2, n_dim), dtype=b.dtype, buffer=nl.sbuf)
+    for k in range(kt):
+        nisa.dma_copy(dst=a_sb[:, k, :, :], src=a2[k * P:(k + 1) * P, :, :])
+        nisa.dma_copy(dst=b_sb[:, k, :, :], src=b2[k * P:(k + 1) * P, :, :])
+    s_sb = nl.ndarray((P, n_dim), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s_sb, src=col_scale.broadcast_to((P, n_dim)))
+    for m in range(m_dim // P):
+        acc = nl.ndarray((P, n_dim), dtype=nl.float32, buffer=nl.psum)
+        for k in range(kt):
+            nisa.nc_matmul(dst=acc, stationary=a_sb[:, k, :, m * P:(m + 1) * P],
+                           moving=b_sb[:, k, :, :], perf_mode=nisa.matmul_perf_mode.double_row)
+        c_sb = nl.ndarray((P, n_dim), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=c_sb, data1=acc, data2=s_sb, op=nl.multiply)
+        nisa.dma_copy(dst=c[m * P:(m + 1) * P, :], src=c_sb)
+    return c
+
+
+def mx_matmul(x, w):
+    """c = mx(x) @ mx(w) on trn3: x [T, K] and w [K, N] bf16 quantized on chip to MXFP8
+    (float8_e4m3fn, E8M0 scales per 8 partitions x 4 values), fp32 accumulation.
+    An MX matmul contracts 512 rows: value i of partition p's x4 element is K index
+    512 kt + 128 i + p, for both operands. w's 128-row slabs are interleaved into value slot i by
+    copies; x is token-major, so TensorE transposes its 128 x 128 blocks straight into slot i."""
+    t_dim, k_dim = x.shape
+    _, n_dim = w.shape
+    kt, tt = k_dim // 512, t_dim // P
+    c = nl.ndarray((t_dim, n_dim), dtype=nl.float32, buffer=nl.shared_hbm)
+    x_sb = nl.ndarray((P, tt, k_dim), dtype=x.dtype, buffer=nl.sbuf)
+    for t in range(tt):
+        nisa.dma_copy(dst=x_sb[:, t, :], src=x[t * P:(t + 1) * P, :])
+    xq = nl.ndarray((P, kt, t_dim), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    xs = nl.ndarray((P, kt, t_dim), dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+    wq = nl.ndarray((P, kt, n_dim), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    ws = nl.ndarray((P, kt, n_dim), dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+    for k in range(kt):
+        w_raw = nl.ndarray((P, 4, n_dim), dtype=w.dtype, buffer=nl.sbuf)
+        for i in range(4):
+            r0 = k * 512 + i * P
+            nisa.dma_copy(dst=w_raw[:, i, :], src=w[r0:r0 + P, :])
+        w_il = nl.ndarray((P, n_dim, 4), dtype=w.dtype, buffer=nl.sbuf)
+        x_il = nl.ndarray((P, t_dim, 4), dtype=x.dtype, buffer=nl.sbuf)
+        for i in range(4):
+            r0 = k * 512 + i * P
+            nisa.tensor_copy(dst=w_il[:, :, i], src=w_raw[:, i, :], engine=nisa.gpsimd_engine)
+            for t in range(tt):
+                tp = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.psum)
+                nisa.nc_transpose(dst=tp, data=x_sb[:, t, r0:r0 + P])
+                nisa.tensor_copy(dst=x_il[:, t * P:(t + 1) * P, i], src=tp)
+        nisa.quantize_mx(dst=xq[:, k, :], src=x_il, dst_scale=xs[:, k, :])
+        nisa.quantize_mx(dst=wq[:, k, :], src=w_il, dst_scale=ws[:, k, :])
+    for t in range(tt):
+        acc = nl.ndarray((P, n_dim), dtype=nl.float32, buffer=nl.psum)
+        for k in range(kt):
+            nisa.nc_matmul_mx(dst=acc, stationary=xq[:, k, t * P:(t + 1) * P],
+                              moving=wq[:, k, :], stationary_scale=xs[:, k, t * P:(t + 1) * P],
+                              moving_scale=ws[:, k, :])
+        c_sb = nl.ndarray((P, n_dim), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=c_sb, op=nl.copy, data=acc)
+        nisa.dma_copy(dst=c[t * P:(t + 1) * P, :], src=c_sb)
+    return c
+
+
+def conv2d_maxpool(x, w, bias, rows_per_block=16):
+    """y = maxpool2x2(conv2d(x, w) + bias): valid 3 x 3 convolution, stride 1, NCHW x
+    [B, C_in, H, W] bf16, OIHW w [C_out, C_in, 3, 3], bias [C_out, 1] fp32, y fp32.
+    Channels on partitions; the convolution of a block of output rows is 9 accumulating
+    matmuls in one PSUM bank, tap (dy, dx) contracting C_in with the input window shifted by
+    (dy, dx) (a strided view of the image in SBUF). The weights arrive as stored ([C_out, C_in,
+    9], C_out on partitions); one PE transpose per tap gives its [C_in, C_out] stationary.
+    ScalarE adds the bias on the way out of PSUM, VectorE pools row pairs then column pairs."""
+    n_img, c_in, h, wd = x.shape
+    c_out = w.shape[0]
+    oh, ow = h - 2, wd - 2
+    rb = rows_per_block
+    y = nl.ndarray((n_img, c_out, oh // 2, ow // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    w_sb = nl.ndarray((c_out, c_in, 9), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_sb, src=w.reshape((c_out, c_in, 9)))
+    bias_sb = nl.ndarray((c_out, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=bias_sb, src=bias)
+    wT = nl.ndarray((c_in, 9, c_out), dtype=w.dtype, buffer=nl.sbuf)
+    for tap in range(9):
+        tp = nl.ndarray((c_in, c_out), dtype=w.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=tp, data=w_sb[:, :, tap])
+        nisa.tensor_copy(dst=wT[:, tap, :], src=tp)
+    for b in range(n_img):
+        x_sb = nl.ndarray((c_in, h, wd), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_sb, src=x[b, :, :, :])
+        for r0 in range(0, oh, rb):
+            acc = nl.ndarray((c_out, rb, ow), dtype=nl.float32, buffer=nl.psum)
+            for dy in range(3):
+                for dx in range(3):
+                    nisa.nc_matmul(dst=acc, stationary=wT[:, 3 * dy + dx, :],
+                                   moving=x_sb[:, r0 + dy:r0 + dy + rb, dx:dx + ow])
+            conv = nl.ndarray((c_out, rb, ow), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=conv, op=nl.copy, data=acc, bias=bias_sb)
+            rows = nl.ndarray((c_out, rb // 2, ow), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=rows, data1=conv[:, 0:rb:2, :], data2=conv[:, 1:rb:2, :],
+                               op=nl.maximum)
+            pooled = nl.ndarray((c_out, rb // 2, ow // 2), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=pooled, data1=rows[:, :, 0:ow:2], data2=rows[:, :, 1:ow:2],
+                               op=nl.maximum)
+            nisa.dma_copy(dst=y[b, :, r0 // 2:(r0 + rb) // 2, :], src=pooled)
+    return y
+
+
+def avg_pool2d(x, size=3, stride=2):
+    """y[b, c, i, j] = mean of x[b, c, s i : s i + k, s j : s j + k] (k = size, s = stride, no
+    padding), NCHW, channels on partitions, one image per step. The window sum is separable:
+    rows first (k - 1 adds of stepped row views), then columns (k - 1 adds of stepped column
+    views), fp32; ScalarE scales by 1 / k^2."""
+    n_img, ch, h, wd = x.shape
+    oh, ow = (h - size) // stride + 1, (wd - size) // stride + 1
+    y = nl.ndarray((n_img, ch, oh, ow), dtype=nl.float32, buffer=nl.shared_hbm)
+    for b in range(n_img):
+        x_sb = nl.ndarray((ch, h, wd), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_sb, src=x[b, :, :, :])
+        rows = nl.ndarray((ch, oh, wd), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=rows, data1=x_sb[:, 0:stride * (oh - 1) + 1:stride, :],
+                           data2=x_sb[:, 1:stride * (oh - 1) + 2:stride, :], op=nl.add)
+        for dy in range(2, size):
+            nisa.tensor_tensor(dst=rows, data1=rows,
+                               data2=x_sb[:, dy:stride * (oh - 1) + dy + 1:stride, :],
+                               op=nl.add)
+        sums = nl.ndarray((ch, oh, ow), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=sums, data1=rows[:, :, 0:stride * (ow - 1) + 1:stride],
+                           data2=rows[:, :, 1:stride * (ow - 1) + 2:stride], op=nl.add)
+        for dx in range(2, size):
+            nisa.tensor_tensor(dst=sums, data1=sums,
+                               data2=rows[:, :, dx:stride * (ow - 1) + dx + 1:stride],
+                               op=nl.add)
+        y_sb = nl.ndarray((ch, oh, ow), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=y_sb, op=nl.copy, data=sums, scale=1.0 / (size * size))
+        nisa.dma_copy(dst=y[b, :, :, :], src=y_sb)
+    return y
