@@ -305,12 +305,23 @@ def two_outputs(x):
 def flash_attention_causal(qT, kT, v, kv_block=512):
     """Causal O = softmax(Q K^T / sqrt(D) + mask) V for one head, flash style: per 128-query
     tile, an online softmax over key blocks of kv_block keys (q, k as [D, S], v [S, D]).
-    Blocks entirely above the diagonal are skipped; the block holding the diagonal stops at the
-    tile's last query and is masked by affine_select. Per block: the block row max updates the
-    running max m, alpha = exp(m_old - m_new) rescales the running sum l and output o, and
-    P V of the block (P^T by PE transposes, 128 keys a chunk) is added in."""
+
+    Blocks entirely above the diagonal are never issued; the block holding the diagonal stops
+    at the tile's last query and is masked by affine_select. Per block: the block row max
+    updates the running max m (kept negated and scaled: -c m), alpha = exp(m_old - m_new)
+    rescales the running sum l and output o, and P V of the block (P^T by PE transposes, 128
+    keys a chunk) is added in. Off the diagonal the scores are read straight from PSUM (the
+    scale c folded into the exp).
+
+    Software pipeline (trace-time Python): each block is a generator of five stages (scores;
+    max; exp; P V; update) and the blocks, in block-major order, advance one stage per round
+    (the newest first), a new block entering every round, so every engine queue holds
+    independent work of several blocks instead of waiting on one block's chain. A block reads
+    its tile's running state in the stage in which the tile's previous block, at least one
+    round older, wrote it (checked at trace time)."""
     d, s = qT.shape
     scale = 1.0 / math.sqrt(d)
+    n_qt = s // P
     out = nl.ndarray((s, d), dtype=nl.float32, buffer=nl.shared_hbm)
     q_sb = nl.ndarray((d, s), dtype=qT.dtype, buffer=nl.sbuf)
     k_sb = nl.ndarray((d, s), dtype=kT.dtype, buffer=nl.sbuf)
@@ -321,59 +332,91 @@ def flash_attention_causal(qT, kT, v, kv_block=512):
     v_sb = nl.ndarray((P, s // P, d), dtype=v.dtype, buffer=nl.sbuf)
     for j in range(s // P):
         nisa.dma_copy(dst=v_sb[:, j, :], src=v[j * P:(j + 1) * P, :])
-    for i in range(s // P):
-        q_end = (i + 1) * P                         # keys [0, q_end) are visible to this tile
-        m_run = l_run = o_run = None
-        for kb in range(0, q_end, kv_block):        # blocks above the diagonal never start
-            w = min(kv_block, q_end - kb)
-            s_ps = nl.ndarray((P, kv_block), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=s_ps[:, 0:w], stationary=q_sb[:, i * P:(i + 1) * P],
-                           moving=k_sb[:, kb:kb + w])
+    n_blocks = [-(-(i + 1) * P // kv_block) for i in range(n_qt)]
+    neg_m_run = [None] * n_qt                       # -c m, the running max
+    l_run = [None] * n_qt                           # running row sums
+    o_run = [None] * n_qt                           # running (unnormalised) outputs
+    version = [[-1, -1] for _ in range(n_qt)]       # block that last wrote (m, l and o)
+
+    def block(i, jb):
+        kb = jb * kv_block
+        w = min(kv_block, (i + 1) * P - kb)         # keys past the tile's last query: none
+        s_ps = nl.ndarray((P, kv_block), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=s_ps[:, 0:w], stationary=q_sb[:, i * P:(i + 1) * P],
+                       moving=k_sb[:, kb:kb + w])
+        yield
+        if kb + w > i * P:
+            # the diagonal block: c s to SBUF, then keep key kb + c for query i*P + p when
+            # i*P + p - kb - c >= 0
             s_sb = nl.ndarray((P, kv_block), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=s_sb[:, 0:w], op=nl.copy, data=s_ps[:, 0:w], scale=scale)
-            if kb + w > i * P:
-                # diagonal block: keep key kb + c for query i*P + p when i*P + p - kb - c >= 0
-                nisa.affine_select(dst=s_sb[:, 0:w], pattern=[[-1, w]], offset=i * P - kb,
-                                   channel_multiplier=1, on_true_tile=s_sb[:, 0:w],
-                                   on_false_value=-3.0e38, cmp_op=nl.greater_equal)
-            b_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_reduce(dst=b_max, op=nl.max, data=s_sb[:, 0:w], axis=1)
-            m_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            if m_run is None:
-                nisa.tensor_copy(dst=m_new, src=b_max)
-            else:
-                nisa.tensor_tensor(dst=m_new, data1=m_run, data2=b_max, op=nl.maximum)
-            neg_m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=neg_m, data=m_new, op0=nl.multiply, operand0=-1.0)
-            p_sb = nl.ndarray((P, kv_block), dtype=v.dtype, buffer=nl.sbuf)
-            row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=p_sb[:, 0:w], op=nl.exp, data=s_sb[:, 0:w], bias=neg_m,
-                            reduce_op=nl.add, reduce_res=row_sum)
-            o_ps = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
-            for c in range(w // P):
-                pT_ps = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.psum)
-                nisa.nc_transpose(dst=pT_ps, data=p_sb[:, c * P:(c + 1) * P])
-                pT = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.sbuf)
-                nisa.tensor_copy(dst=pT, src=pT_ps)
-                nisa.nc_matmul(dst=o_ps, stationary=pT, moving=v_sb[:, kb // P + c, :])
+            nisa.affine_select(dst=s_sb[:, 0:w], pattern=[[-1, w]], offset=i * P - kb,
+                               channel_multiplier=1, on_true_tile=s_sb[:, 0:w],
+                               on_false_value=-3.0e38, cmp_op=nl.greater_equal)
+            scores, c = s_sb[:, 0:w], 1.0
+        else:
+            scores, c = s_ps[:, 0:w], scale
+        neg_b = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=neg_b, op=nl.max, data=scores, axis=1, negate=True)
+        neg_m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        assert version[i][0] == jb - 1, "pipeline order: the running max is not ready"
+        neg_m_old = neg_m_run[i]
+        if jb == 0:
+            nisa.tensor_scalar(dst=neg_m, data=neg_b, op0=nl.multiply, operand0=c)
+        else:
+            nisa.tensor_scalar(dst=neg_m, data=neg_b, op0=nl.multiply, operand0=c,
+                               op1=nl.minimum, operand1=neg_m_old)
+        neg_m_run[i], version[i][0] = neg_m, jb
+        yield
+        p_sb = nl.ndarray((P, kv_block), dtype=v.dtype, buffer=nl.sbuf)
+        row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=p_sb[:, 0:w], op=nl.exp, data=scores, scale=c, bias=neg_m,
+                        reduce_op=nl.add, reduce_res=row_sum)
+        del scores, s_ps
+        if jb > 0:
+            alpha = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            # exp(m_old - m_new) = exp(-1 * (-c m_old) + (-c m_new))
+            nisa.activation(dst=alpha, op=nl.exp, data=neg_m_old, scale=-1.0, bias=neg_m)
+        yield
+        o_ps = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
+        for ch in range(w // P):
+            pT_ps = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=pT_ps, data=p_sb[:, ch * P:(ch + 1) * P])
+            pT = nl.ndarray((P, P), dtype=v.dtype, buffer=nl.sbuf)
+            # PSUM -> SBUF copies alternate between ScalarE and VectorE
+            nisa.tensor_copy(dst=pT, src=pT_ps,
+                             engine=nisa.vector_engine if ch % 2 else nisa.scalar_engine)
+            nisa.nc_matmul(dst=o_ps, stationary=pT, moving=v_sb[:, kb // P + ch, :])
+        yield
+        assert version[i][1] == jb - 1, "pipeline order: the running sums are not ready"
+        o_new = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+        if jb == 0:
+            l_run[i] = row_sum
+            nisa.tensor_copy(dst=o_new, src=o_ps, engine=nisa.scalar_engine)
+        else:
             l_new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            o_new = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
-            if m_run is None:
-                nisa.tensor_copy(dst=l_new, src=row_sum)
-                nisa.tensor_copy(dst=o_new, src=o_ps)
-            else:
-                alpha = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-                nisa.activation(dst=alpha, op=nl.exp, data=m_run, bias=neg_m)
-                nisa.scalar_tensor_tensor(dst=l_new, data=l_run, op0=nl.multiply,
-                                          operand0=alpha, op1=nl.add, operand1=row_sum)
-                nisa.scalar_tensor_tensor(dst=o_new, data=o_run, op0=nl.multiply,
-                                          operand0=alpha, op1=nl.add, operand1=o_ps)
-            m_run, l_run, o_run = m_new, l_new, o_new
-        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.reciprocal(dst=inv, data=l_run)
-        o_sb = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=o_sb, data=o_run, op0=nl.multiply, operand0=inv)
-        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o_sb)
+            nisa.scalar_tensor_tensor(dst=l_new, data=l_run[i], op0=nl.multiply,
+                                      operand0=alpha, op1=nl.add, operand1=row_sum)
+            nisa.scalar_tensor_tensor(dst=o_new, data=o_run[i], op0=nl.multiply,
+                                      operand0=alpha, op1=nl.add, operand1=o_ps)
+            l_run[i] = l_new
+        o_run[i], version[i][1] = o_new, jb
+        if jb == n_blocks[i] - 1:                   # the tile's last block: normalise, store
+            inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.reciprocal(dst=inv, data=l_run[i])
+            o_sb = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=o_sb, op=nl.copy, data=o_run[i], scale=inv)
+            nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o_sb)
+            neg_m_run[i] = l_run[i] = o_run[i] = None
+
+    order = [(i, jb) for jb in range(max(n_blocks)) for i in range(n_qt) if jb < n_blocks[i]]
+    live = []
+    while order or live:
+        if order:
+            live.append(block(*order.pop(0)))
+        for gen in list(reversed(live)):            # newest first
+            if next(gen, StopIteration) is StopIteration:
+                live.remove(gen)
     return out
 
 

@@ -36,7 +36,8 @@ def flash_bound(q, k, v, kv_block):
 
     Per score: the fp32 dot product (gamma_D c sum |q||k|), the scaling by c (u |c s|); p_ij =
     exp(c s_ij - m) with m the running max at its block, |c s - m| <= |c s| + max_row |c s|
-    (u each for the subtract and exp). Each later block rescales o and l by alpha = exp(m_old -
+    (u each for the subtract and exp; u max_row |c s| for -c m off the diagonal, where the
+    scale is applied to the block max). Each later block rescales o and l by alpha = exp(m_old -
     m_new) (|m_old - m_new| <= 2 max_row |c s|: u for the subtract, u for exp, u for each
     multiply-add), at most nb times. The numerator uses p in bf16 (U_BF16) summed in fp32 over
     the keys and blocks (gamma_{nk + nb}), the denominator fp32 p; 1 / l and the multiply add
@@ -55,7 +56,7 @@ def flash_bound(q, k, v, kv_block):
     nb = np.ceil(np.arange(1, s_len + 1) / kv_block)[:, None]
     nb = np.maximum(nb, np.ceil(((np.arange(s_len) // 128 + 1) * 128) / kv_block)[:, None])
     r = 1.01 * (c * gamma(d) * (np.abs(q) @ np.abs(k).T) + U * abs_s + U * (abs_s + rowmax)
-                + U + nb * (U * 2 * rowmax + 4 * U))
+                + U * rowmax + U + nb * (U * 2 * rowmax + 4 * U))
     r = np.where(mask, r, 0)
     nk = np.arange(1, s_len + 1)[:, None]
     g = np.vectorize(gamma)((nk + nb).astype(int))
@@ -75,12 +76,14 @@ def test_flash_attention_causal(s_len, kv_block):
                   np.ascontiguousarray(k.T), v, kv_block)
     ref, bound = flash_bound(f64(q), f64(k), f64(v), kv_block)
     assert_within_bound(run.outputs, ref, bound)
-    # blocks above the diagonal are never issued: query tile i does ceil((i+1)*128 / kv_block)
-    # score matmuls
-    blocks = sum(-(-(i + 1) * 128 // kv_block) for i in range(s_len // 128))
-    asm = run.asm
-    assert asm.count("scalar.activation") == 2 * blocks - s_len // 128 + blocks
-    assert asm.count("gpsimd.affine_select") == s_len // 128
+    # nothing above the diagonal is issued: query tile i transposes and multiplies i + 1
+    # chunks of 128 keys, after ceil((i + 1) * 128 / kv_block) score matmuls
+    n_qt = s_len // 128
+    blocks = sum(-(-(i + 1) * 128 // kv_block) for i in range(n_qt))
+    chunks = n_qt * (n_qt + 1) // 2
+    assert run.asm.count("tensor.transpose") == chunks
+    assert run.asm.count("tensor.matmul") == blocks + chunks
+    assert run.asm.count("gpsimd.affine_select") == n_qt
 
 
 def test_flash_attention_rescales_when_a_later_block_has_a_larger_max():
