@@ -67,7 +67,7 @@ def _inputs():
         ("flash_attention_causal S=1024 D=128 KB=512", K.flash_attention_causal,
          (n(128, 1024, dtype=BF16), n(128, 1024, dtype=BF16), n(1024, 128, dtype=BF16), 512),
          "kernels/flash_attention_causal.s",
-         "hand-written: 4-stage software pipeline, mask added on TensorE"),
+         "both pipelined; hand-written: mask added on TensorE, pairs of query tiles"),
         ("fp8_matmul_double_row 512x2048x512", K.fp8_matmul_double_row,
          (n(2048, 512, dtype=FP8), n(2048, 512, dtype=FP8),
           g.uniform(0.001, 0.01, size=(1, 512)).astype(np.float32)),
@@ -77,8 +77,7 @@ def _inputs():
          "kernels/mx_matmul.s", "trn3 only", "trn3"),
         ("conv2d_maxpool [2,64,34,34] * [128,64,3,3]", K.conv2d_maxpool,
          (n(2, 64, 34, 34, dtype=BF16), n(128, 64, 3, 3, dtype=BF16, scale=0.0417),
-          n(128, 1)), "kernels/conv2d_maxpool.s",
-         "hand-written: both images at once on 64-row PE tiles, pools from PSUM"),
+          n(128, 1)), "kernels/conv2d_maxpool.s", ""),
         ("avg_pool2d 3x3/2 [4,128,64,64] bf16", K.avg_pool2d, (n(4, 128, 64, 64, dtype=BF16),),
          "kernels/avg_pool2d.s", ""),
     ]

@@ -4,7 +4,8 @@ in the NKI 0.6.0 dialect. Only the import lines name neuronemu: with ``import nk
 
 Stage 1 (``nisa`` core): tensor_add, matmul_tiled, softmax_isa, rmsnorm_isa.
 Stage 2 (``nl`` layer and more ``nisa``): softmax_nl, layernorm_bn, cumsum_scan, rope_halves,
-transpose_blocks, causal_attention, mlp_relu_nl.
+transpose_blocks, causal_attention, mlp_relu_nl, layernorm_affine, flash_attention_causal,
+fp8_matmul_double_row, mx_matmul (trn3), conv2d_maxpool, avg_pool2d.
 """
 
 import math
@@ -455,7 +456,8 @@ def mx_matmul(x, w):
     (float8_e4m3fn, E8M0 scales per 8 partitions x 4 values), fp32 accumulation.
     An MX matmul contracts 512 rows: value i of partition p's x4 element is K index
     512 kt + 128 i + p, for both operands. w's 128-row slabs are interleaved into value slot i by
-    copies; x is token-major, so TensorE transposes its 128 x 128 blocks straight into slot i."""
+    copies (GpSimd and ScalarE, half the columns each); x is token-major, so TensorE transposes
+    its 128 x 128 blocks and ScalarE / VectorE (alternating) copy them into slot i."""
     t_dim, k_dim = x.shape
     _, n_dim = w.shape
     kt, tt = k_dim // 512, t_dim // P
@@ -476,11 +478,17 @@ def mx_matmul(x, w):
         x_il = nl.ndarray((P, t_dim, 4), dtype=x.dtype, buffer=nl.sbuf)
         for i in range(4):
             r0 = k * 512 + i * P
-            nisa.tensor_copy(dst=w_il[:, :, i], src=w_raw[:, i, :], engine=nisa.gpsimd_engine)
+            # the interleaving copies are spread over GpSimd, ScalarE and VectorE
+            hn = n_dim // 2
+            nisa.tensor_copy(dst=w_il[:, 0:hn, i], src=w_raw[:, i, 0:hn],
+                             engine=nisa.gpsimd_engine)
+            nisa.tensor_copy(dst=w_il[:, hn:n_dim, i], src=w_raw[:, i, hn:n_dim],
+                             engine=nisa.scalar_engine)
             for t in range(tt):
                 tp = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.psum)
                 nisa.nc_transpose(dst=tp, data=x_sb[:, t, r0:r0 + P])
-                nisa.tensor_copy(dst=x_il[:, t * P:(t + 1) * P, i], src=tp)
+                nisa.tensor_copy(dst=x_il[:, t * P:(t + 1) * P, i], src=tp,
+                                 engine=nisa.vector_engine if t % 2 else nisa.scalar_engine)
         nisa.quantize_mx(dst=xq[:, k, :], src=x_il, dst_scale=xs[:, k, :])
         nisa.quantize_mx(dst=wq[:, k, :], src=w_il, dst_scale=ws[:, k, :])
     for t in range(tt):
@@ -498,43 +506,63 @@ def mx_matmul(x, w):
 def conv2d_maxpool(x, w, bias, rows_per_block=16):
     """y = maxpool2x2(conv2d(x, w) + bias): valid 3 x 3 convolution, stride 1, NCHW x
     [B, C_in, H, W] bf16, OIHW w [C_out, C_in, 3, 3], bias [C_out, 1] fp32, y fp32.
-    Channels on partitions; the convolution of a block of output rows is 9 accumulating
-    matmuls in one PSUM bank, tap (dy, dx) contracting C_in with the input window shifted by
-    (dy, dx) (a strided view of the image in SBUF). The weights arrive as stored ([C_out, C_in,
-    9], C_out on partitions); one PE transpose per tap gives its [C_in, C_out] stationary.
-    ScalarE adds the bias on the way out of PSUM, VectorE pools row pairs then column pairs."""
+
+    Channels on partitions. With C_in <= 64 two images share the partitions (image 2g + h on
+    partitions 64 h ..) and each runs on its own 64-row PE tile (tile_position), so their
+    matmuls overlap. The convolution of a block of output rows is 9 accumulating matmuls in
+    one PSUM bank, tap (dy, dx) contracting C_in with the input window shifted by (dy, dx) (a
+    strided view of the image in SBUF). The weights arrive as stored ([C_out, C_in, 9], C_out
+    on partitions), loaded once per partition half; one PE transpose per tap gives its
+    [C_in, C_out] stationary on both halves. Pooling reads PSUM: ScalarE copies the odd rows
+    out, VectorE takes the max of row pairs, then of column pairs, and ScalarE adds the bias to
+    the pooled values (a per-channel constant commutes with max; fp32 rounding is monotonic)."""
     n_img, c_in, h, wd = x.shape
     c_out = w.shape[0]
     oh, ow = h - 2, wd - 2
     rb = rows_per_block
+    pair = 2 if 2 * c_in <= P and n_img % 2 == 0 else 1
     y = nl.ndarray((n_img, c_out, oh // 2, ow // 2), dtype=nl.float32, buffer=nl.shared_hbm)
-    w_sb = nl.ndarray((c_out, c_in, 9), dtype=w.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=w_sb, src=w.reshape((c_out, c_in, 9)))
+    w_sb = nl.ndarray((c_out, pair, c_in, 9), dtype=w.dtype, buffer=nl.sbuf)
+    for hh in range(pair):
+        nisa.dma_copy(dst=w_sb[:, hh, :, :], src=w.reshape((c_out, c_in, 9)))
     bias_sb = nl.ndarray((c_out, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=bias_sb, src=bias)
-    wT = nl.ndarray((c_in, 9, c_out), dtype=w.dtype, buffer=nl.sbuf)
+    wT = nl.ndarray((pair * c_in, 9, c_out), dtype=w.dtype, buffer=nl.sbuf)
     for tap in range(9):
-        tp = nl.ndarray((c_in, c_out), dtype=w.dtype, buffer=nl.psum)
-        nisa.nc_transpose(dst=tp, data=w_sb[:, :, tap])
+        tp = nl.ndarray((pair * c_in, c_out), dtype=w.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=tp, data=w_sb[:, :, :, tap])
         nisa.tensor_copy(dst=wT[:, tap, :], src=tp)
-    for b in range(n_img):
-        x_sb = nl.ndarray((c_in, h, wd), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=x_sb, src=x[b, :, :, :])
+    for b0 in range(0, n_img, pair):
+        x_sb = nl.ndarray((pair * c_in, h, wd), dtype=x.dtype, buffer=nl.sbuf)
+        for hh in range(pair):
+            nisa.dma_copy(dst=x_sb[hh * c_in:(hh + 1) * c_in, :, :], src=x[b0 + hh, :, :, :])
+        y_sb = nl.ndarray((c_out, pair, oh // 2, ow // 2), dtype=nl.float32, buffer=nl.sbuf)
         for r0 in range(0, oh, rb):
-            acc = nl.ndarray((c_out, rb, ow), dtype=nl.float32, buffer=nl.psum)
+            accs = [nl.ndarray((c_out, rb, ow), dtype=nl.float32, buffer=nl.psum)
+                    for _ in range(pair)]
             for dy in range(3):
                 for dx in range(3):
-                    nisa.nc_matmul(dst=acc, stationary=wT[:, 3 * dy + dx, :],
-                                   moving=x_sb[:, r0 + dy:r0 + dy + rb, dx:dx + ow])
-            conv = nl.ndarray((c_out, rb, ow), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=conv, op=nl.copy, data=acc, bias=bias_sb)
-            rows = nl.ndarray((c_out, rb // 2, ow), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_tensor(dst=rows, data1=conv[:, 0:rb:2, :], data2=conv[:, 1:rb:2, :],
-                               op=nl.maximum)
-            pooled = nl.ndarray((c_out, rb // 2, ow // 2), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_tensor(dst=pooled, data1=rows[:, :, 0:ow:2], data2=rows[:, :, 1:ow:2],
-                               op=nl.maximum)
-            nisa.dma_copy(dst=y[b, :, r0 // 2:(r0 + rb) // 2, :], src=pooled)
+                    for hh in range(pair):
+                        parts = slice(hh * c_in, (hh + 1) * c_in)
+                        tiles = ({"tile_position": (hh * 64, 0), "tile_size": (64, 128)}
+                                 if pair == 2 else {})
+                        nisa.nc_matmul(dst=accs[hh], stationary=wT[parts, 3 * dy + dx, :],
+                                       moving=x_sb[parts, r0 + dy:r0 + dy + rb, dx:dx + ow],
+                                       **tiles)
+            for hh in range(pair):
+                odd = nl.ndarray((c_out, rb // 2, ow), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.activation(dst=odd, op=nl.copy, data=accs[hh][:, 1:rb:2, :])
+                rows = nl.ndarray((c_out, rb // 2, ow), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_tensor(dst=rows, data1=accs[hh][:, 0:rb:2, :], data2=odd,
+                                   op=nl.maximum)
+                pooled = nl.ndarray((c_out, rb // 2, ow // 2), dtype=nl.float32,
+                                    buffer=nl.sbuf)
+                nisa.tensor_tensor(dst=pooled, data1=rows[:, :, 0:ow:2],
+                                   data2=rows[:, :, 1:ow:2], op=nl.maximum)
+                nisa.activation(dst=y_sb[:, hh, r0 // 2:(r0 + rb) // 2, :], op=nl.copy,
+                                data=pooled, bias=bias_sb)
+        for hh in range(pair):
+            nisa.dma_copy(dst=y[b0 + hh, :, :, :], src=y_sb[:, hh, :, :])
     return y
 
 

@@ -182,12 +182,15 @@ def test_mx_matmul_is_refused_on_trn2_at_the_kernel_line():
     assert "nki_kernels.py:" in str(err.value) and "trn3" in str(err.value)
 
 
-def test_conv2d_maxpool():
-    b, c_in, h, c_out = 2, 64, 34, 128
+@pytest.mark.parametrize("b, c_in, h", [(2, 64, 34), (1, 96, 18)])
+def test_conv2d_maxpool(b, c_in, h):
+    """Two images on the two 64-row PE tiles (C_in = 64), and one image at a time (C_in = 96)."""
+    c_out = 128
     x = rng(51).normal(size=(b, c_in, h, h)).astype(BF16)
     w = (rng(52).normal(size=(c_out, c_in, 3, 3)) * 0.0417).astype(BF16)
     bias = rng(53).normal(size=(c_out, 1)).astype(np.float32)
     run = nki.run(K.conv2d_maxpool, x, w, bias)
+    assert ("tile_position=[64, 0]" in run.asm) == (2 * c_in <= 128)
     x64, w64, b64 = f64(x), f64(w), f64(bias)
     oh = h - 2
     conv = np.zeros((b, c_out, oh, oh))
