@@ -24,6 +24,7 @@ import neuronemu
 from neuronemu import nki
 
 BF16 = ml_dtypes.bfloat16
+FP8 = ml_dtypes.float8_e4m3
 
 
 def _inputs():
@@ -63,6 +64,22 @@ def _inputs():
          "different algorithm: hand-written is flash (online softmax, pipelined)"),
         ("mlp_relu_nl [256x128]@[128x512] bf16", K.mlp_relu_nl,
          (n(128, 256, dtype=BF16), n(128, 512, dtype=BF16)), None, ""),
+        ("flash_attention_causal S=1024 D=128 KB=512", K.flash_attention_causal,
+         (n(128, 1024, dtype=BF16), n(128, 1024, dtype=BF16), n(1024, 128, dtype=BF16), 512),
+         "kernels/flash_attention_causal.s",
+         "both pipelined; hand-written: mask added on TensorE, pairs of query tiles"),
+        ("fp8_matmul_double_row 512x2048x512", K.fp8_matmul_double_row,
+         (n(2048, 512, dtype=FP8), n(2048, 512, dtype=FP8),
+          g.uniform(0.001, 0.01, size=(1, 512)).astype(np.float32)),
+         "kernels/fp8_matmul_colscale.s", ""),
+        ("mx_matmul 256x1024x512 bf16->MXFP8", K.mx_matmul,
+         (n(256, 1024, dtype=BF16), n(1024, 512, dtype=BF16, scale=0.03125)),
+         "kernels/mx_matmul.s", "trn3 only", "trn3"),
+        ("conv2d_maxpool [2,64,34,34] * [128,64,3,3]", K.conv2d_maxpool,
+         (n(2, 64, 34, 34, dtype=BF16), n(128, 64, 3, 3, dtype=BF16, scale=0.0417),
+          n(128, 1)), "kernels/conv2d_maxpool.s", ""),
+        ("avg_pool2d 3x3/2 [4,128,64,64] bf16", K.avg_pool2d, (n(4, 128, 64, 64, dtype=BF16),),
+         "kernels/avg_pool2d.s", ""),
     ]
 
 
@@ -72,11 +89,15 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     rows = []
-    for label, kernel, inputs, hand, note in _inputs():
-        traced = nki.run(kernel, *inputs, target=args.target)
+    for label, kernel, inputs, hand, note, *only in _inputs():
+        # a kernel of one target only (MX: trn3) runs there whatever --target says
+        target = only[0] if only else args.target
+        if only and target != args.target:
+            label = f"{label} ({target})"
+        traced = nki.run(kernel, *inputs, target=target)
         hand_ns = None
         if hand:
-            program = neuronemu.assemble_file(ROOT / "programs" / hand, target=args.target)
+            program = neuronemu.assemble_file(ROOT / "programs" / hand, target=target)
             hand_ns = neuronemu.run(program).timing.time_ns
         rows.append((label, traced.time_ns, sum(traced.result.instructions.values()),
                      hand, hand_ns, note))

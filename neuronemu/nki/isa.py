@@ -512,6 +512,38 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
             _onchip(moving, "moving"), **kw)
 
 
+def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None,
+                 tile_size=None, accumulate=None, name=None):
+    """dst (+)= dequantized MX matmul of x4-packed MXFP8 stationary [P, M] and moving [P, N]
+    (4P contraction rows) with their E8M0 scale tiles (``tensor.matmul_mx``, trn3 only).
+    PSUM accumulation follows ``nc_matmul``: the first write to a region overwrites, later
+    ones accumulate (``accumulate=`` forces either; not an NKI 0.6 argument)."""
+    tr = tracer()
+    d = _tile(dst, "dst")
+    if d.kind != "psum":
+        fail("nc_matmul_mx writes PSUM: dst must be an nl.psum tile")
+    if accumulate is None:
+        acc = _psum_accumulate(d)
+    else:
+        acc = bool(accumulate)
+        _mark_written(d)
+    kw = {"stationary_scale": _onchip(stationary_scale, "stationary_scale"),
+          "moving_scale": _onchip(moving_scale, "moving_scale"), "accumulate": _bool(acc)}
+    if tile_position:
+        kw["tile_position"] = "[" + ", ".join(str(int(v)) for v in tile_position) + "]"
+    if tile_size:
+        kw["tile_size"] = "[" + ", ".join(str(int(v)) for v in tile_size) + "]"
+    tr.emit("tensor.matmul_mx", d.operand(tr), _onchip(stationary, "stationary"),
+            _onchip(moving, "moving"), **kw)
+
+
+def quantize_mx(dst, src, dst_scale, name=None):
+    """Quantize bf16/fp16 src [P, 4F] to MXFP8 dst [P, F] (x4-packed) and one E8M0 scale per
+    block of 8 partitions x 4 values in dst_scale (``vector.quantize_mx``, trn3 only)."""
+    tracer().emit("vector.quantize_mx", _onchip(dst, "dst"), _onchip(src, "src"),
+                  dst_scale=_onchip(dst_scale, "dst_scale"))
+
+
 def nc_transpose(dst, data, engine=engine.unknown, name=None):
     """dst[F, P] = data[P, F]: TensorE (``tensor.transpose``, dst in PSUM) or VectorE
     (``vector.transpose``, up to 32x32)."""

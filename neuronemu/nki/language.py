@@ -45,6 +45,12 @@ uint16 = _BY_NAME["uint16"]
 int32 = _BY_NAME["int32"]
 uint32 = _BY_NAME["uint32"]
 bool_ = _BY_NAME["bool_"]
+# MX (trn3) element and scale types. The x4-packed types have no numpy dtype of their own
+# (neuronemu stores them as uint32 / uint16 words), so they are passed by neuronemu's name.
+float8_e4m3fn_x4 = "float8_e4m3fn_x4"
+float8_e5m2_x4 = "float8_e5m2_x4"
+float4_e2m1fn_x4 = "float4_e2m1fn_x4"
+float8_e8m0fnu = _BY_NAME["float8_e8m0fnu"]
 
 sbuf = SPACES["sbuf"]
 psum = SPACES["psum"]
