@@ -47,7 +47,7 @@ def _binary_same(op, a, b):
 @jit
 def _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row, out_step,
                  out_col, rows, n):
-    """``binary_rows`` for its commonest operators, partition by partition on 1-D row slices:
+    """``binary_rows`` for add, subtract and multiply, partition by partition on 1-D row slices:
     the same scalar expression per element, in loops that vectorise. When out's row is one of
     the input rows itself (an in-place update: dst = dst op y), the loop names that row once;
     with two names for one row the compiler's overlap check fails and the loop runs scalar
@@ -93,36 +93,6 @@ def _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_
             else:
                 for i in range(n):
                     o[i] = x[i] * y[i]
-        elif op == C.ALU_DIVIDE:
-            if variant == 1:
-                for i in range(n):
-                    o[i] = o[i] / y[i]
-            elif variant == 2:
-                for i in range(n):
-                    o[i] = x[i] / o[i]
-            else:
-                for i in range(n):
-                    o[i] = x[i] / y[i]
-        elif op == C.ALU_MAXIMUM:
-            if variant == 1:
-                for i in range(n):
-                    o[i] = np.maximum(o[i], y[i])
-            elif variant == 2:
-                for i in range(n):
-                    o[i] = np.maximum(x[i], o[i])
-            else:
-                for i in range(n):
-                    o[i] = np.maximum(x[i], y[i])
-        elif op == C.ALU_MINIMUM:
-            if variant == 1:
-                for i in range(n):
-                    o[i] = np.minimum(o[i], y[i])
-            elif variant == 2:
-                for i in range(n):
-                    o[i] = np.minimum(x[i], o[i])
-            else:
-                for i in range(n):
-                    o[i] = np.minimum(x[i], y[i])
 
 
 @jit
@@ -137,8 +107,9 @@ def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_r
     when ``op`` is known only at run time, the loops ~1.5 us; each loop applies the same fp32
     scalar operation per element as the array expression did (numba evaluates both with the
     same scalar kernels)."""
-    if (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY or op == C.ALU_DIVIDE
-            or op == C.ALU_MAXIMUM or op == C.ALU_MINIMUM):
+    # the commonest operators only: each operator's three loops add to the compile time of
+    # every kernel that uses binary_rows
+    if op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY:
         _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row,
                      out_step, out_col, rows, n)
         return
