@@ -70,3 +70,33 @@ def dims_of(ops, imms, mems, regs, fmt, table) -> np.ndarray:
             raise ValueError("kernel arrays must be C-contiguous")
         dims[slot], dims[slot + 1] = array.shape
     return dims
+
+
+@intrinsic
+def borrowed(typingctx, array):
+    """``array`` without its owner: the same data, shape and strides, no meminfo. Views and
+    rows taken of it are then not reference counted (numba's refcounts are atomic increments,
+    several per instruction in the interpreter loop); the caller keeps ``array`` alive."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        cls = context.make_array(array)
+        source = cls(context, builder, value=args[0])
+        out = cls(context, builder)
+        context.populate_array(out, data=source.data, shape=source.shape,
+                               strides=source.strides, itemsize=source.itemsize, meminfo=None,
+                               parent=None)
+        return out._getvalue()
+
+    return array(array), codegen
+
+
+@intrinsic
+def keep_alive(typingctx, array):
+    """A use of ``array`` that does nothing: numba frees an array after its last use, so a
+    function that works through ``borrowed(array)`` ends with ``keep_alive(array)``."""
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.none(array), codegen

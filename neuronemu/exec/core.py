@@ -427,7 +427,7 @@ class Core:
             if row[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
                 access = (row[L.I_ACCESS] >> (2 * k)) & 3
                 operand_done(program.ops[row[L.I_ARGS + 2 * k + 1]], self.regs, access, end,
-                             self.breaks, self.write_end, self.read_end)
+                             end, self.breaks, self.write_end, self.read_end)
         track = int(row[L.I_TRACK])
         if track >= L.DMA_TRACK0:  # cc.* traffic counts in its queue's DMA statistics
             from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE

@@ -10,7 +10,7 @@ calls each instruction's kernel through ``kernels[pc]``, an address from
 from __future__ import annotations
 
 from neuronemu.exec import layout as L
-from neuronemu.exec.abi import DIMS_WIDTH, call_kernel
+from neuronemu.exec.abi import DIMS_WIDTH, borrowed, call_kernel
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import dynamic_offset, in_bounds
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
@@ -43,6 +43,18 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     ``dims`` the sizes of the arrays the kernels receive as pointers."""
     (costs, params, clocks, track_free, busy, breaks, write_end, read_end, engine_free,
      engine_busy, dma_stats) = timing
+    # every array the loop (and schedule) indexes, borrowed: a row or view of a borrowed array
+    # is not reference counted (an atomic increment and decrement per view otherwise, the
+    # largest fixed cost per instruction); the caller's arrays own the memory throughout
+    instrs, ops, regs, counts = borrowed(instrs), borrowed(ops), borrowed(regs), borrowed(counts)
+    events, event_times, kernels = borrowed(events), borrowed(event_times), borrowed(kernels)
+    mems = (borrowed(mems[0]), borrowed(mems[1]), borrowed(mems[2]))
+    costs, params, clocks = borrowed(costs), borrowed(params), borrowed(clocks)
+    track_free, busy, dma_stats = borrowed(track_free), borrowed(busy), borrowed(dma_stats)
+    engine_free, engine_busy = borrowed(engine_free), borrowed(engine_busy)
+    breaks = (borrowed(breaks[0]), borrowed(breaks[1]), borrowed(breaks[2]))
+    write_end = (borrowed(write_end[0]), borrowed(write_end[1]), borrowed(write_end[2]))
+    read_end = (borrowed(read_end[0]), borrowed(read_end[1]), borrowed(read_end[2]))
     pc = start_pc
     steps = start_steps
     n = instrs.shape[0]

@@ -45,6 +45,57 @@ def _binary_same(op, a, b):
 
 
 @jit
+def _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row, out_step,
+                 out_col, rows, n):
+    """``binary_rows`` for add, subtract and multiply, partition by partition on 1-D row slices:
+    the same scalar expression per element, in loops that vectorise. When out's row is one of
+    the input rows itself (an in-place update: dst = dst op y), the loop names that row once;
+    with two names for one row the compiler's overlap check fails and the loop runs scalar
+    (~6x slower)."""
+    for p in range(rows):
+        ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
+        x = a[ra, a_col: a_col + n]
+        y = b[rb, b_col: b_col + n]
+        o = out[ro, out_col: out_col + n]
+        if x.ctypes.data == o.ctypes.data:
+            variant = 1
+        elif y.ctypes.data == o.ctypes.data:
+            variant = 2
+        else:
+            variant = 0
+        if op == C.ALU_ADD:
+            if variant == 1:
+                for i in range(n):
+                    o[i] = o[i] + y[i]
+            elif variant == 2:
+                for i in range(n):
+                    o[i] = x[i] + o[i]
+            else:
+                for i in range(n):
+                    o[i] = x[i] + y[i]
+        elif op == C.ALU_SUBTRACT:
+            if variant == 1:
+                for i in range(n):
+                    o[i] = o[i] - y[i]
+            elif variant == 2:
+                for i in range(n):
+                    o[i] = x[i] - o[i]
+            else:
+                for i in range(n):
+                    o[i] = x[i] - y[i]
+        elif op == C.ALU_MULTIPLY:
+            if variant == 1:
+                for i in range(n):
+                    o[i] = o[i] * y[i]
+            elif variant == 2:
+                for i in range(n):
+                    o[i] = x[i] * o[i]
+            else:
+                for i in range(n):
+                    o[i] = x[i] * y[i]
+
+
+@jit
 def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row, out_step,
                 out_col, rows, n):
     """out = a op b elementwise in fp32 over ``rows`` x ``n`` elements of three 2-D fp32 arrays:
@@ -56,6 +107,12 @@ def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_r
     when ``op`` is known only at run time, the loops ~1.5 us; each loop applies the same fp32
     scalar operation per element as the array expression did (numba evaluates both with the
     same scalar kernels)."""
+    # the commonest operators only: each operator's three loops add to the compile time of
+    # every kernel that uses binary_rows
+    if op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY:
+        _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row,
+                     out_step, out_col, rows, n)
+        return
     if op == C.ALU_ADD:
         for p in range(rows):
             ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
@@ -226,6 +283,73 @@ def reduce_rows(op, data, groups):
         for p in range(rows):
             out[p, g] = acc[p] / np.float32(run) if op == C.REDUCE_AVERAGE else acc[p]
     return out
+
+
+@jit(inline="always")
+def _larger(v, m):
+    """v if v > m else m: x86's maxss operand order, so the lanes below compile to it (builtin
+    max's NaN handling would not)."""
+    return v if v > m else m  # noqa: FURB136
+
+
+@jit(inline="always")
+def _smaller(v, m):
+    return v if v < m else m  # noqa: FURB136
+
+
+@jit
+def row_extreme(maximum, words, r, c, n):
+    """The fp32 maximum (or minimum) of words[r, c: c + n] exactly as ``reduce_rows`` folds it
+    left to right: the first NaN if the row holds one, else the first element equal to the
+    extreme (only a zero can equal it with other bits: -0.0 and +0.0). Found with eight
+    independent lanes, which vectorise, plus a NaN pass, instead of a serial compare chain."""
+    x = words[np.uintp(r), c: c + n]
+    nan = False
+    for i in range(n):
+        nan |= x[i] != x[i]
+    if nan:
+        for i in range(n):
+            if x[i] != x[i]:
+                return x[i]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = x[0]
+    i = 0
+    if maximum:
+        while i + 8 <= n:
+            v0, v1, v2, v3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+            v4, v5, v6, v7 = x[i + 4], x[i + 5], x[i + 6], x[i + 7]
+            m0, m1 = _larger(v0, m0), _larger(v1, m1)
+            m2, m3 = _larger(v2, m2), _larger(v3, m3)
+            m4, m5 = _larger(v4, m4), _larger(v5, m5)
+            m6, m7 = _larger(v6, m6), _larger(v7, m7)
+            i += 8
+        while i < n:
+            m0 = _larger(x[i], m0)
+            i += 1
+        m0, m1 = _larger(m1, m0), _larger(m3, m2)
+        m4, m5 = _larger(m5, m4), _larger(m7, m6)
+        m0, m4 = _larger(m1, m0), _larger(m5, m4)
+        m0 = _larger(m4, m0)
+    else:
+        while i + 8 <= n:
+            v0, v1, v2, v3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+            v4, v5, v6, v7 = x[i + 4], x[i + 5], x[i + 6], x[i + 7]
+            m0, m1 = _smaller(v0, m0), _smaller(v1, m1)
+            m2, m3 = _smaller(v2, m2), _smaller(v3, m3)
+            m4, m5 = _smaller(v4, m4), _smaller(v5, m5)
+            m6, m7 = _smaller(v6, m6), _smaller(v7, m7)
+            i += 8
+        while i < n:
+            m0 = _smaller(x[i], m0)
+            i += 1
+        m0, m1 = _smaller(m1, m0), _smaller(m3, m2)
+        m4, m5 = _smaller(m5, m4), _smaller(m7, m6)
+        m0, m4 = _smaller(m1, m0), _smaller(m5, m4)
+        m0 = _smaller(m4, m0)
+    if m0 == 0.0:
+        for i in range(n):
+            if x[i] == 0.0:
+                return x[i]
+    return m0
 
 
 @jit(inline="always")

@@ -6,6 +6,7 @@ import numpy as np
 
 from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
+from neuronemu.exec.abi import borrowed, keep_alive
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import (
     arg_tag,
@@ -28,6 +29,7 @@ from neuronemu.semantics.alu import (
     binary_scalar,
     is_bitvec,
     reduce_rows,
+    row_extreme,
     to_int,
 )
 
@@ -153,31 +155,44 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
     row, step, data_row, data_step = (dst[L.OP_PSTART], dst[L.OP_PROWSTEP], data[L.OP_PSTART],
                                       data[L.OP_PROWSTEP])
-    # the scalars broadcast by * 1.0, as the tile path does (keeps -0.0, quiets NaN)
-    operand = np.empty((partitions, n), dtype=np.float32)
-    for p in range(partitions):
-        operand[p, :] = s0[p] * np.float32(1.0)
+    # the scalars broadcast by * 1.0, as the tile path does (keeps -0.0, quiets NaN), into a
+    # [1, n] row that stays in L1 instead of a [P, n] temporary: an immediate fills it once
+    # for every partition (row step 0), a [P, 1] column once per partition. The row is
+    # borrowed (not reference counted: one call per partition would cost two atomic updates)
+    owner = np.empty((1, n), dtype=np.float32)
+    operand = borrowed(owner)
     op0, op1 = arg_value(ins, 2), arg_value(ins, 5)
-    if arg_value(ins, 4) != 0:
-        binary_rows(op0, operand, 0, 1, 0, data_words, data_row, data_step, data_col,
-                    dst_words, row, step, dst_col, partitions, n)
-    else:
-        binary_rows(op0, data_words, data_row, data_step, data_col, operand, 0, 1, 0,
-                    dst_words, row, step, dst_col, partitions, n)
-    if op1 != C.ALU_BYPASS:
-        for p in range(partitions):
-            operand[p, :] = s1[p] * np.float32(1.0)
-        if arg_value(ins, 7) != 0:
-            binary_rows(op1, operand, 0, 1, 0, dst_words, row, step, dst_col,
-                        dst_words, row, step, dst_col, partitions, n)
+    reverse0, reverse1 = arg_value(ins, 4) != 0, arg_value(ins, 7) != 0
+    # stage 1 reads what stage 0 wrote into the same element of dst; every partition is done
+    # whole before the next, so the stages may run partition by partition
+    blocks = 1 if arg_tag(ins, 3) != L.TAG_OPERAND and arg_tag(ins, 6) != L.TAG_OPERAND \
+        else partitions
+    rows = partitions // blocks
+    for p in range(blocks):
+        d, x = row + p * step, data_row + p * data_step
+        operand[0, :] = s0[p] * np.float32(1.0)
+        if reverse0:
+            binary_rows(op0, operand, 0, 0, 0, data_words, x, data_step, data_col,
+                        dst_words, d, step, dst_col, rows, n)
         else:
-            binary_rows(op1, dst_words, row, step, dst_col, operand, 0, 1, 0,
-                        dst_words, row, step, dst_col, partitions, n)
+            binary_rows(op0, data_words, x, data_step, data_col, operand, 0, 0, 0,
+                        dst_words, d, step, dst_col, rows, n)
+        if op1 != C.ALU_BYPASS:
+            operand[0, :] = s1[p] * np.float32(1.0)
+            if reverse1:
+                binary_rows(op1, operand, 0, 0, 0, dst_words, d, step, dst_col,
+                            dst_words, d, step, dst_col, rows, n)
+            else:
+                binary_rows(op1, dst_words, d, step, dst_col, operand, 0, 0, 0,
+                            dst_words, d, step, dst_col, rows, n)
+    keep_alive(owner)
     return True
 
 
 @jit
 def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
+    if _tensor_reduce_in_place(ins, ops, mems, regs):
+        return L.STATUS_OK
     dst = ops[arg_value(ins, 0)]
     data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
     out = reduce_rows(arg_value(ins, 2), data, dst[L.OP_SIZE])
@@ -185,6 +200,37 @@ def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
         out = -out
     store_f32(dst, mems, regs, fmt, out)
     return L.STATUS_OK
+
+
+@jit
+def _tensor_reduce_in_place(ins, ops, mems, regs):
+    """maximum / minimum of each partition of an fp32 tile into an fp32 [P, 1] column, read and
+    written where they lie (``row_extreme``: the same result, bit for bit, as ``reduce_rows``
+    on the loaded tile); False, having done nothing, for any other reduction or tile. Each
+    partition is read whole before its result is written, so the column may lie inside the
+    data when both step through the same memory rows."""
+    op = arg_value(ins, 2)
+    if op != C.REDUCE_MAXIMUM and op != C.REDUCE_MINIMUM:
+        return False
+    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
+    if (dst_col < 0 or data_col < 0 or dst[L.OP_SIZE] != 1 or data[L.OP_SIZE] < 1
+            or dst[L.OP_PCOUNT] != data[L.OP_PCOUNT]):
+        return False
+    same_rows = (dst[L.OP_PSTART] == data[L.OP_PSTART]
+                 and dst[L.OP_PROWSTEP] == data[L.OP_PROWSTEP])
+    if not same_rows and not in_place_safe(dst, dst_col, data, data_col):
+        return False
+    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
+    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    negate = arg_value(ins, 3) != 0
+    n = data[L.OP_SIZE]
+    for p in range(data[L.OP_PCOUNT]):
+        v = row_extreme(op == C.REDUCE_MAXIMUM, data_words,
+                        data[L.OP_PSTART] + p * data[L.OP_PROWSTEP], data_col, n)
+        dst_words[np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP]), np.uintp(dst_col)] = (
+            -v if negate else v)
+    return True
 
 
 @jit

@@ -8,11 +8,13 @@ import numpy as np
 
 from neuronemu._generated import constants as C
 from neuronemu.exec import layout as L
+from neuronemu.exec.abi import borrowed, keep_alive
 from neuronemu.exec.jit import jit
 from neuronemu.exec.memory import (
     arg_tag,
     arg_value,
     f32_window,
+    in_place_safe,
     load_f32,
     same_shape,
     scalar_column,
@@ -210,6 +212,26 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     func, alpha = arg_value(ins, 2), imms[arg_value(ins, 6)]
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    if in_place_safe(dst, dst_col, data, data_col):
+        # dst row p is data row p or shares no byte with data: one partition at a time, through
+        # a [1, n] row that stays in L1; the first out-of-range input in (p, i) order is noted
+        owner = np.empty((1, n), dtype=np.float32)
+        pre = borrowed(owner)  # not reference counted in the calls per partition
+        noted = False
+        for p in range(partitions):
+            row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
+            for i in range(n):
+                product = data_words[row, np.uintp(data_col + i)] * scale[p]
+                pre[0, i] = product + bias[p]
+            if not noted:
+                bad = first_out_of_range(func, pre)
+                if bad >= 0:
+                    _note_out_of_range(regs, pre[0, bad])
+                    noted = True
+            function_rows(func, alpha, pre, 0, 0, 0, dst_words,
+                          dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP], 0, dst_col, 1, n)
+        keep_alive(owner)
+        return True
     pre = np.empty((partitions, n), dtype=np.float32)
     for p in range(partitions):
         row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])

@@ -18,8 +18,11 @@ from neuronemu.exec.jit import jit
 
 
 @jit
-def walk(tracks, starts, ends):
-    """(ns per track [NUM_TRACKS], tracks in the order the walk first reached them, how many)."""
+def walk(tracks, starts, ends, by_end):
+    """(ns per track [NUM_TRACKS], tracks in the order the walk first reached them, how many).
+    ``by_end``: the events in order of end time, equal ends in program order (numpy's stable
+    argsort, a timsort: ends arrive nearly sorted, so it is several times faster than a
+    merge sort here)."""
     shares = np.zeros(L.NUM_TRACKS, dtype=np.float64)
     order = np.empty(L.NUM_TRACKS, dtype=np.int64)
     seen = np.zeros(L.NUM_TRACKS, dtype=np.bool_)
@@ -27,7 +30,6 @@ def walk(tracks, starts, ends):
     n = ends.shape[0]
     if n == 0:
         return shares, order, 0
-    by_end = np.argsort(ends, kind="mergesort")   # stable: equal ends stay in program order
     sorted_ends = ends[by_end]
     current = np.argmax(ends)
     while True:

@@ -195,7 +195,9 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
 
 
 @jit
-def operand_done(op, regs, access, end, breaks, write_end, read_end):
+def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
+    """Record the operand's access: its reads ended at ``end`` (the last read of each segment
+    is the latest), its writes are readable from ``written``."""
     space = op[L.OP_SPACE]
     if space > L.SPACE_HBM or op[L.OP_PCOUNT] <= 0:
         return
@@ -213,7 +215,7 @@ def operand_done(op, regs, access, end, breaks, write_end, read_end):
             for p in range(op[L.OP_PCOUNT]):
                 r = np.uintp(r0 + p * step)
                 if writing:
-                    writes[u, r] = end
+                    writes[u, r] = written
                 if reading:
                     reads[u, r] = max(reads[u, r], end)
         return
@@ -223,7 +225,7 @@ def operand_done(op, regs, access, end, breaks, write_end, read_end):
         for b in range(s0, s1):
             u = np.uintp(b)
             if writing:
-                writes[u, r] = end
+                writes[u, r] = written
             if reading:
                 reads[u, r] = max(reads[u, r], end)
 
@@ -288,12 +290,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
         if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
             op = ops[ins[L.I_ARGS + 2 * k + 1]]
-            if result == end:
-                operand_done(op, regs, access, end, breaks, write_end, read_end)
-            else:
-                operand_done(op, regs, access & L.ACCESS_READ, end, breaks, write_end, read_end)
-                operand_done(op, regs, access & L.ACCESS_WRITE, result, breaks, write_end,
-                             read_end)
+            # reads end at ``end``, writes become readable at ``result``: one pass for both
+            operand_done(op, regs, access, end, result, breaks, write_end, read_end)
     if tensor:
         for b in range(16):
             if blocks == 0 or (blocks >> b) & 1:
