@@ -21,7 +21,7 @@ from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_know
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
-from neuronemu.asm.fastresolve import Resolver
+from neuronemu.asm.fastresolve import Pending, Resolver
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
@@ -127,6 +127,8 @@ class Assembler:
                           instructions, self.labels, warnings=self.warnings,
                           sync_mode=self.sync_mode,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
+        if FAST:   # Pending lines (fastresolve): their Instructions are made on first use
+            program.__dict__["_pending"] = program.__dict__.pop("instructions")
         lower(program, same_as, self.lowered)
         return program
 
@@ -437,6 +439,8 @@ class Assembler:
                 same_as.append(pc)
             else:
                 origin, located = first
+                if type(instructions[origin]) is Pending:   # its objects are needed now
+                    instructions[origin] = instructions[origin].build()
                 if located is None:
                     located = first[1] = [name for name, v in instructions[origin].args.items()
                                           if isinstance(v, (Tile, Immediate))]
@@ -1041,12 +1045,12 @@ def lower(program: Program, same_as: list[int] | None = None,
         return len(ops) - 1
 
     copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
-    for pc, ins in enumerate(program.instructions):
+    for pc, ins in enumerate(program.raw_instructions()):
         origin = same_as[pc] if same_as is not None else pc
         if origin != pc:
             ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
             row = list(rows[origin])
-            row[L.I_LINE] = ins.location.line
+            row[L.I_LINE] = ins.location.line if type(ins) is not Pending else ins.node.line
             moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
             for slot in operand_slots:
                 row[slot] += moved_ops
@@ -1056,7 +1060,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
             continue
-        made = lowered.get(id(ins)) if lowered else None
+        made = ins.made if type(ins) is Pending else lowered.get(id(ins)) if lowered else None
         if made is not None:
             row, made_ops, made_imms, operand_slots, float_slots = made
             ops_from, imms_from = len(ops), len(imms)
