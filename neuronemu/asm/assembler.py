@@ -417,24 +417,32 @@ class Assembler:
         line_of = self.source.line
         fast = Resolver(self, lower, _is_dense).resolve if FAST else None
         for pc, node in enumerate(statements):
-            line = node.meta.line
-            template = type(node) is TemplateLine
-            text = node.text if template else line_of(line)
-            first = resolved.get(text) if REUSE else None
-            if first is None:
-                instruction = fast(node) if fast is not None and template else None
-                if instruction is None:
-                    try:
-                        instruction = self._instruction(node)
-                    except AsmError as e:   # reported; the next lines are checked all the same
-                        if e.location is not None and e.location.line != line:
-                            # the parser shares the children of identical lines (fastparse):
-                            # the error is this line's, at the same columns
-                            e.location = _moved(e.location, line)
-                        self.collector.add(e)
-                        instructions.append(None)
+            if type(node) is TemplateLine:
+                text = node.text
+                first = resolved.get(text) if REUSE else None
+                if first is None and fast is not None:   # (most lines of an unrolled kernel)
+                    instruction = fast(node)
+                    if instruction is not None:
+                        resolved[text] = [pc, None]
                         same_as.append(pc)
+                        instructions.append(instruction)
                         continue
+            else:
+                text = line_of(node.meta.line)
+                first = resolved.get(text) if REUSE else None
+            line = node.meta.line
+            if first is None:
+                try:
+                    instruction = self._instruction(node)
+                except AsmError as e:   # reported; the next lines are checked all the same
+                    if e.location is not None and e.location.line != line:
+                        # the parser shares the children of identical lines (fastparse):
+                        # the error is this line's, at the same columns
+                        e.location = _moved(e.location, line)
+                    self.collector.add(e)
+                    instructions.append(None)
+                    same_as.append(pc)
+                    continue
                 resolved[text] = [pc, None]
                 same_as.append(pc)
             else:
@@ -1045,6 +1053,8 @@ def lower(program: Program, same_as: list[int] | None = None,
         return len(ops) - 1
 
     copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
+    # the pcs other lines copy (only their rows' places are remembered)
+    reused = {o for pc, o in enumerate(same_as) if o != pc} if same_as is not None else set()
     for pc, ins in enumerate(program.raw_instructions()):
         origin = same_as[pc] if same_as is not None else pc
         if origin != pc:
@@ -1071,7 +1081,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             ops.extend(made_ops)
             imms.extend(made_imms)
             rows.append(row)
-            if same_as is not None:
+            if pc in reused:
                 copies[pc] = (ops_from, len(ops), imms_from, len(imms), operand_slots,
                               float_slots)
             continue
@@ -1127,7 +1137,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             track = ins.args.get("track")
             row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
         rows.append(row)
-        if same_as is not None:
+        if pc in reused:
             slots = range(L.I_ARGS, L.I_ARGS + 2 * len(d.args), 2)
             copies[pc] = (ops_from, len(ops), imms_from, len(imms),
                           [k + 1 for k in slots if row[k] == L.TAG_OPERAND],

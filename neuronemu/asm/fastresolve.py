@@ -508,7 +508,9 @@ class Plan:
                 "    except ValueError:",
                 "        v = numbers(texts)",
                 "        if v is None: return None",
-                "    cum = list(accumulate(map(len, parts), initial=0))",
+                # (the positions: for Locations only)
+                *(["    cum = list(accumulate(map(len, parts), initial=0))"]
+                  if any("cum[" in c for c in code) else []),
                 "    line = node.line",
                 "    try:",
                 "        pass",
@@ -717,7 +719,15 @@ class Resolver:
         self.lowering = (lower, is_dense)
         self.plans: dict[tuple, Plan | None] = {}
 
-    def resolve(self, node) -> Instruction | None:
+    def resolve(self, node) -> Instruction | Pending | None:
+        plan = self.plans.get(node.key)
+        if plan:   # the common case first: a plan that answers
+            fast = plan.fast
+            if fast is not None:
+                made = fast(node)
+                if made is not None:
+                    return Pending(plan, node, made)
+            return plan.run(node) if plan.lowering is not None else plan.resolve(node)
         plan = self.plans.get(node.key, self)
         if plan is self:
             # the first line of a template goes the ordinary way: a plan costs about as much
