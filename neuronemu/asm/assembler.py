@@ -106,6 +106,9 @@ class Assembler:
             collector.raise_if_any()
         statements = []
         for item in items:
+            if type(item) is TemplateLine:   # (most items of an unrolled kernel)
+                statements.append(item)
+                continue
             try:
                 if item.data == "label":
                     name_tok = item.children[0]
@@ -411,19 +414,25 @@ class Assembler:
         used), so each distinct line text is resolved once and an identical line reuses the
         result, moved to its own line. The first occurrence is the one checked, so an error is
         still reported at the first line that has it."""
-        resolved: dict[str, list] = {}   # line text -> [pc, located args (when reused)]
-        instructions: list[Instruction] = []
+        resolved: dict[str, int] = {}   # line text -> pc
+        located_args: dict[int, list] = {}   # pc -> its located args (when reused)
+        instructions: list = []
         same_as: list[int] = []
         line_of = self.source.line
-        fast = Resolver(self, lower, _is_dense).resolve if FAST else None
+        resolver = Resolver(self, lower, _is_dense) if FAST else None
+        plans = resolver.plans if FAST else {}
         for pc, node in enumerate(statements):
             if type(node) is TemplateLine:
                 text = node.text
                 first = resolved.get(text) if REUSE else None
-                if first is None and fast is not None:   # (most lines of an unrolled kernel)
-                    instruction = fast(node)
+                if first is None and resolver is not None:   # (most lines of unrolled code)
+                    plan = plans.get(node.key)
+                    tried = bool(plan) and plan.fast is not None
+                    made = plan.fast(node) if tried else None
+                    instruction = Pending(plan, node, made) if made is not None \
+                        else resolver.resolve(node, tried)
                     if instruction is not None:
-                        resolved[text] = [pc, None]
+                        resolved[text] = pc
                         same_as.append(pc)
                         instructions.append(instruction)
                         continue
@@ -443,15 +452,17 @@ class Assembler:
                     instructions.append(None)
                     same_as.append(pc)
                     continue
-                resolved[text] = [pc, None]
+                resolved[text] = pc
                 same_as.append(pc)
             else:
-                origin, located = first
+                origin = first
                 if type(instructions[origin]) is Pending:   # its objects are needed now
                     instructions[origin] = instructions[origin].build()
+                located = located_args.get(origin)
                 if located is None:
-                    located = first[1] = [name for name, v in instructions[origin].args.items()
-                                          if isinstance(v, (Tile, Immediate))]
+                    located = located_args[origin] = [
+                        name for name, v in instructions[origin].args.items()
+                        if isinstance(v, (Tile, Immediate))]
                 instruction = _moved_instruction(instructions[origin], located, line)
                 same_as.append(origin)
             instructions.append(instruction)

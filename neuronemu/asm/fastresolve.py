@@ -599,6 +599,11 @@ class Plan:
         """The value of a number (``expr.parse_number``: ValueError when out of range)."""
         from neuronemu.asm.expr import parse_number
 
+        if "." in text and len(text) < 300 and "e" not in text and "E" not in text:
+            # a decimal fraction without exponent (hex and binary have no '.'): the float
+            # parse_number gives, finite (below 10**300)
+            return float(text)
+
         known = self.asm.eval._numbers   # literal text -> value (valid ones only)
         value = known.get(text)
         if value is None:
@@ -719,11 +724,13 @@ class Resolver:
         self.lowering = (lower, is_dense)
         self.plans: dict[tuple, Plan | None] = {}
 
-    def resolve(self, node) -> Instruction | Pending | None:
+    def resolve(self, node, tried: bool = False) -> Instruction | Pending | None:
+        """The instruction of a template line, a ``Pending`` record of it, or None (the
+        ordinary path decides); ``tried``: the plan's ``fast`` said None for this line."""
         plan = self.plans.get(node.key)
         if plan:   # the common case first: a plan that answers
             fast = plan.fast
-            if fast is not None:
+            if fast is not None and not tried:
                 made = fast(node)
                 if made is not None:
                     return Pending(plan, node, made)
