@@ -17,6 +17,7 @@ tests/test_asm_fastresolve.py compares both on the bundled programs and generate
 from __future__ import annotations
 
 import math
+from array import array
 from itertools import accumulate
 
 from neuronemu.asm.checks import RULES, CheckContext
@@ -475,7 +476,7 @@ class Plan:
             row[L.OP_EXTENT] = extent
             row[L.OP_SIZE] = size
             row[L.OP_DENSE] = int(is_dense(merged, itemsize))
-            made[kept] = result = (partitions, pitch, tuple(merged), row)
+            made[kept] = result = (partitions, pitch, tuple(merged), array("q", row))
             return result
         return finish
 
@@ -564,13 +565,14 @@ class Plan:
         """Lines making a line's instruction row (``row``), then the expression of its record
         (``assembler.lower``'s ``lowered``); ``fast``: immediates are plain values."""
         row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue = self.lowering
-        lines = [f"    row = {self._name(row)}[:]", f"    row[{L.I_LINE}] = line"]
+        # int64 arrays: assembler.lower joins the rows' bytes
+        lines = [f"    row = {self._name(array('q', row))}[:]", f"    row[{L.I_LINE}] = line"]
         for slot, name, kind in ints:
             value = self.var[name] + ("[1]" if kind == "reg_or_int" else "")
             lines.append(f"    row[{slot}] = {value}")
         if queue:
             lines.append(f"    row[{L.I_TRACK}] = {L.DMA_TRACK0} + int({self.var['queue']})")
-        ops = [self._name(op) for op in ops]
+        ops = [self._name(array("q", op)) for op in ops]
         for index, made in zip(tiles, self.rows, strict=True):
             ops[index] = made
         imms = [self._name(x) for x in imms]
