@@ -21,6 +21,7 @@ from array import array
 from itertools import accumulate
 
 from neuronemu.asm.checks import RULES, CheckContext
+from neuronemu.asm.expr import parse_number
 from neuronemu.errors import AsmError
 from neuronemu.exec import layout as L
 from neuronemu.numerics import dtypes
@@ -599,8 +600,6 @@ class Plan:
 
     def _value(self, text: str) -> int | float:
         """The value of a number (``expr.parse_number``: ValueError when out of range)."""
-        from neuronemu.asm.expr import parse_number
-
         if "." in text and len(text) < 300 and "e" not in text and "E" not in text:
             # a decimal fraction without exponent (hex and binary have no '.'): the float
             # parse_number gives, finite (below 10**300)
@@ -615,8 +614,6 @@ class Plan:
     def _numbers(self, texts: list[str]) -> list | None:
         """The values of the numbers (None when one is out of range or where an index needs
         an integer small enough for ``_Expr.digits``)."""
-        from neuronemu.asm.expr import parse_number
-
         values = []
         digits = self.digits
         known = self.asm.eval._numbers   # literal text -> value (valid ones only)
