@@ -29,7 +29,7 @@ from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
 from neuronemu.source import Location
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-FP32_OVERFLOW = 2 ** 128 - 2 ** 103   # as assembler.FP32_OVERFLOW
+FP32_OVERFLOW = 2 ** 128 - 2 ** 103   # as assembler.FP32_OVERFLOW (an int: exact compares)
 _MAX_DIGITS = 38                      # 10**38 < 2**127: one literal is always in range
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*"}
 _PCOUNT, _SIZE = L.OP_PCOUNT, L.OP_SIZE
@@ -165,7 +165,8 @@ class Plan:
         self.env: dict = {"Unsure": _Unsure, "new": object.__new__, "Tile": Tile,
                           "Immediate": Immediate, "Location": Location,
                           "Instruction": Instruction, "source": self.source,
-                          "accumulate": accumulate, "numbers": self._numbers, "fp32": _fp32,
+                          "accumulate": accumulate, "numbers": self._numbers,
+                          "isfinite": math.isfinite,
                           "value": self._value,
                           "definition": definition, "check": self._check,
                           "passed": set(), "lowered": asm.lowered}
@@ -281,12 +282,17 @@ class Plan:
                 raise _Unsure
             k = self.columns.numbers_in(literal)[0]
             self.float_slots.add(k)
-            value = f"fp32(v[{k}] * -1)" if negate else f"fp32(v[{k}])"
+            # _fp32 inline: a finite value that overflows fp32 is not this plan's to answer
+            value = f"{var}f"
+            lines = [f"{value} = float(v[{k}] * -1)" if negate else f"{value} = float(v[{k}])",
+                     (f"if not -{FP32_OVERFLOW} < {value} < {FP32_OVERFLOW} "
+                      f"and isfinite({value}): raise Unsure")]
+            code += lines
             if kind == "number":
                 code.append(f"{var} = {value}")
-                self.fast_code.append(f"{var} = {value}")
+                self.fast_code += [*lines, f"{var} = {value}"]
                 return "float"
-            self.fast_code.append(f"{var} = {value}")   # the Immediate's value only
+            self.fast_code += [*lines, f"{var} = {value}"]   # the Immediate's value only
             code += self._location_code("loc", node)
             code += [f"{var} = new(Immediate)", f"d = {var}.__dict__", f"d['value'] = {value}",
                      "d['location'] = loc"]
@@ -680,13 +686,6 @@ class Plan:
         # a DMA's track is its queue's (assembler.lower)
         queue = engine in ("dma", "cc") and "queue" in variable
         return row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue
-
-
-def _fp32(value) -> float:
-    value = float(value)
-    if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
-        raise _Unsure
-    return value
 
 
 def _given(definition, raw_args) -> dict:
