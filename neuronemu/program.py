@@ -252,6 +252,6 @@ class Program:
 
     def static_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for ins in self.instructions:
+        for ins in self.raw_instructions():   # (a record knows its definition: nothing built)
             counts[ins.definition.engine] = counts.get(ins.definition.engine, 0) + 1
         return counts

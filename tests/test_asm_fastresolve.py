@@ -309,6 +309,7 @@ def test_lines_stay_records_until_the_instructions_are_read(tmp_path, monkeypatc
     fast = _assemble(text, True, monkeypatch)
     slow = _assemble(text, False, monkeypatch)
     pending = fast.__dict__["_pending"]
+    assert fast.static_counts() == slow.static_counts()   # (builds nothing)
     records = [ins for ins in pending if type(ins) is fastresolve.Pending]
     at = [pc for pc, ins in enumerate(pending) if type(ins) is fastresolve.Pending]
     assert "instructions" not in fast.__dict__ and len(records) > 500
@@ -345,3 +346,26 @@ def test_attributes_of_a_program_with_records(tmp_path, monkeypatch):
     with pytest.raises(AttributeError):
         program.no_such_attribute   # noqa: B018
     assert len(program.raw_instructions()) == len(program.instructions)
+
+
+def test_check_builds_no_instruction(tmp_path, monkeypatch):
+    """`neuronemu check` counts instructions from the records: none is built, and the counts
+    are those of the ordinary path."""
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    path = _asm_speed().generate(tmp_path, 300)["distinct"]
+
+    def check(*options):
+        return CliRunner().invoke(main, ["check", str(path), *options]).output
+
+    monkeypatch.setattr(assembler, "FAST", False)
+    slow = [check(), check("--json")]
+    monkeypatch.setattr(assembler, "FAST", True)
+
+    def refuse(self):
+        raise AssertionError("an Instruction was built")
+    monkeypatch.setattr(fastresolve.Pending, "build", refuse)
+    assert [check(), check("--json")] == slow
+    assert "294 instructions" in slow[0]

@@ -774,6 +774,11 @@ class Pending:
         self.node = node
         self.made = made
 
+    @property
+    def definition(self):
+        """The table entry of the instruction (``Program.static_counts`` needs no more)."""
+        return self.plan.definition
+
     def build(self) -> Instruction:
         instruction = self.plan.run(self.node)
         if instruction is None:   # cannot happen: ``fast`` answered the same numbers
