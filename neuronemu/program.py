@@ -230,8 +230,28 @@ class Program:
     def outputs(self) -> list[HbmTensor]:
         return [t for t in self.tensors.values() if t.role == "output"]
 
+    def __getattr__(self, name: str):
+        # ``instructions`` made on first use: the assembler may leave lines resolved by a
+        # template plan (asm/fastresolve.py) as compact records that build their Instruction
+        # (with its Tiles and Locations) only when someone asks, which most assemblies never do
+        pending = self.__dict__.get("_pending")
+        if name != "instructions" or pending is None:
+            raise AttributeError(f"'Program' object has no attribute '{name}'")
+        for pc, ins in enumerate(pending):
+            if not isinstance(ins, Instruction):
+                pending[pc] = ins.build()
+        del self.__dict__["_pending"]
+        self.__dict__["instructions"] = pending
+        return pending
+
+    def raw_instructions(self) -> list:
+        """The instructions as the assembler left them (some maybe records with ``build()``
+        and ``made``, the rows their plan lowered): for ``lower``, which needs no objects."""
+        pending = self.__dict__.get("_pending")
+        return self.instructions if pending is None else pending
+
     def static_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for ins in self.instructions:
+        for ins in self.raw_instructions():   # (a record knows its definition: nothing built)
             counts[ins.definition.engine] = counts.get(ins.definition.engine, 0) + 1
         return counts

@@ -299,3 +299,73 @@ def test_every_error_of_template_lines(monkeypatch):
                      f"queue={k if k != 20 else 16}")
     error = _same(HEADER + "\n".join(lines) + "\n", monkeypatch)
     assert error.count("error:") >= 7 and "out of bounds" in error and "shape mismatch" in error
+
+
+def test_lines_stay_records_until_the_instructions_are_read(tmp_path, monkeypatch):
+    """Lines a plan answers are compact records (``fastresolve.Pending``: lowered rows only)
+    until ``program.instructions`` is read; the arrays are lowered from the records, and the
+    Instructions built later are those of the ordinary path."""
+    text = _asm_speed().generate(tmp_path, 700)["distinct"].read_text()
+    fast = _assemble(text, True, monkeypatch)
+    slow = _assemble(text, False, monkeypatch)
+    pending = fast.__dict__["_pending"]
+    assert fast.static_counts() == slow.static_counts()   # (builds nothing)
+    records = [ins for ins in pending if type(ins) is fastresolve.Pending]
+    at = [pc for pc, ins in enumerate(pending) if type(ins) is fastresolve.Pending]
+    assert "instructions" not in fast.__dict__ and len(records) > 500
+    for field in ("instrs", "ops", "imms"):   # before any Instruction is built
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field))
+    before = fast.instrs.copy(), fast.ops.copy(), fast.imms.copy()
+    instructions = fast.instructions
+    assert "_pending" not in fast.__dict__ and fast.instructions is instructions
+    assert not any(type(ins) is fastresolve.Pending for ins in instructions)
+    assert instructions == slow.instructions
+    for array, kept in zip((fast.instrs, fast.ops, fast.imms), before, strict=True):
+        np.testing.assert_array_equal(array, kept)
+    assert fast.static_counts() == slow.static_counts()
+    # the rows of the lowering are not kept a second time by the built instructions
+    assert all(id(instructions[pc]) not in records[0].plan.asm.lowered for pc in at)
+
+
+def test_identical_line_of_a_record(monkeypatch):
+    """A line identical to one a plan left as a record reuses it (the record is built first):
+    the same program both ways, the copy at its own line."""
+    line = "    dma.copy at[:, {0}:{0}+64], a[:, {0}:{0}+64]"
+    lines = [line.format(k) for k in (0, 64, 128, 192)] + [line.format(192)] * 2
+    program = _same(HEADER + "\n".join(lines) + "\n", monkeypatch)
+    first = len(HEADER.splitlines()) + 1
+    assert [ins.location.line for ins in program.instructions] == \
+        list(range(first, first + 6))
+    assert list(program.instrs[:, 2]) == list(range(first, first + 6))   # I_LINE
+
+
+def test_attributes_of_a_program_with_records(tmp_path, monkeypatch):
+    """Only ``instructions`` is made on demand: other missing attributes are errors."""
+    program = _assemble(_asm_speed().generate(tmp_path, 100)["distinct"].read_text(), True,
+                        monkeypatch)
+    with pytest.raises(AttributeError):
+        program.no_such_attribute   # noqa: B018
+    assert len(program.raw_instructions()) == len(program.instructions)
+
+
+def test_check_builds_no_instruction(tmp_path, monkeypatch):
+    """`neuronemu check` counts instructions from the records: none is built, and the counts
+    are those of the ordinary path."""
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    path = _asm_speed().generate(tmp_path, 300)["distinct"]
+
+    def check(*options):
+        return CliRunner().invoke(main, ["check", str(path), *options]).output
+
+    monkeypatch.setattr(assembler, "FAST", False)
+    slow = [check(), check("--json")]
+    monkeypatch.setattr(assembler, "FAST", True)
+
+    def refuse(self):
+        raise AssertionError("an Instruction was built")
+    monkeypatch.setattr(fastresolve.Pending, "build", refuse)
+    assert [check(), check("--json")] == slow
+    assert "294 instructions" in slow[0]

@@ -11,8 +11,8 @@ import difflib
 import gc
 import math
 import re
+from array import array
 from dataclasses import replace
-from itertools import chain
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_know
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
-from neuronemu.asm.fastresolve import Resolver
+from neuronemu.asm.fastresolve import Pending, Resolver
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.exec import compression
@@ -106,6 +106,9 @@ class Assembler:
             collector.raise_if_any()
         statements = []
         for item in items:
+            if type(item) is TemplateLine:   # (most items of an unrolled kernel)
+                statements.append(item)
+                continue
             try:
                 if item.data == "label":
                     name_tok = item.children[0]
@@ -127,6 +130,8 @@ class Assembler:
                           instructions, self.labels, warnings=self.warnings,
                           sync_mode=self.sync_mode,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
+        if FAST:   # Pending lines (fastresolve): their Instructions are made on first use
+            program.__dict__["_pending"] = program.__dict__.pop("instructions")
         lower(program, same_as, self.lowered)
         return program
 
@@ -409,37 +414,55 @@ class Assembler:
         used), so each distinct line text is resolved once and an identical line reuses the
         result, moved to its own line. The first occurrence is the one checked, so an error is
         still reported at the first line that has it."""
-        resolved: dict[str, list] = {}   # line text -> [pc, located args (when reused)]
-        instructions: list[Instruction] = []
+        resolved: dict[str, int] = {}   # line text -> pc
+        located_args: dict[int, list] = {}   # pc -> its located args (when reused)
+        instructions: list = []
         same_as: list[int] = []
         line_of = self.source.line
-        fast = Resolver(self, lower, _is_dense).resolve if FAST else None
+        resolver = Resolver(self, lower, _is_dense) if FAST else None
+        plans = resolver.plans if FAST else {}
         for pc, node in enumerate(statements):
-            line = node.meta.line
-            template = type(node) is TemplateLine
-            text = node.text if template else line_of(line)
-            first = resolved.get(text) if REUSE else None
-            if first is None:
-                instruction = fast(node) if fast is not None and template else None
-                if instruction is None:
-                    try:
-                        instruction = self._instruction(node)
-                    except AsmError as e:   # reported; the next lines are checked all the same
-                        if e.location is not None and e.location.line != line:
-                            # the parser shares the children of identical lines (fastparse):
-                            # the error is this line's, at the same columns
-                            e.location = _moved(e.location, line)
-                        self.collector.add(e)
-                        instructions.append(None)
+            if type(node) is TemplateLine:
+                text = node.text
+                first = resolved.get(text) if REUSE else None
+                if first is None and resolver is not None:   # (most lines of unrolled code)
+                    plan = plans.get(node.key)
+                    tried = bool(plan) and plan.fast is not None
+                    made = plan.fast(node) if tried else None
+                    instruction = Pending(plan, node, made) if made is not None \
+                        else resolver.resolve(node, tried)
+                    if instruction is not None:
+                        resolved[text] = pc
                         same_as.append(pc)
+                        instructions.append(instruction)
                         continue
-                resolved[text] = [pc, None]
+            else:
+                text = line_of(node.meta.line)
+                first = resolved.get(text) if REUSE else None
+            line = node.meta.line
+            if first is None:
+                try:
+                    instruction = self._instruction(node)
+                except AsmError as e:   # reported; the next lines are checked all the same
+                    if e.location is not None and e.location.line != line:
+                        # the parser shares the children of identical lines (fastparse):
+                        # the error is this line's, at the same columns
+                        e.location = _moved(e.location, line)
+                    self.collector.add(e)
+                    instructions.append(None)
+                    same_as.append(pc)
+                    continue
+                resolved[text] = pc
                 same_as.append(pc)
             else:
-                origin, located = first
+                origin = first
+                if type(instructions[origin]) is Pending:   # its objects are needed now
+                    instructions[origin] = instructions[origin].build()
+                located = located_args.get(origin)
                 if located is None:
-                    located = first[1] = [name for name, v in instructions[origin].args.items()
-                                          if isinstance(v, (Tile, Immediate))]
+                    located = located_args[origin] = [
+                        name for name, v in instructions[origin].args.items()
+                        if isinstance(v, (Tile, Immediate))]
                 instruction = _moved_instruction(instructions[origin], located, line)
                 same_as.append(origin)
             instructions.append(instruction)
@@ -1037,16 +1060,18 @@ def lower(program: Program, same_as: list[int] | None = None,
             row[L.OP_DENSE] = 0
             row[L.OP_BLOCK] = compression.BLOCK_ELEMENTS
             row[L.OP_SLOT] = compression.slot_bytes(dt.itemsize)
-        ops.append(row)
+        ops.append(array("q", row))
         return len(ops) - 1
 
     copies: dict[int, tuple] = {}   # pc -> (ops from, ops to, imms from, imms to, slots)
-    for pc, ins in enumerate(program.instructions):
+    # the pcs other lines copy (only their rows' places are remembered)
+    reused = {o for pc, o in enumerate(same_as) if o != pc} if same_as is not None else set()
+    for pc, ins in enumerate(program.raw_instructions()):
         origin = same_as[pc] if same_as is not None else pc
         if origin != pc:
             ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
-            row = list(rows[origin])
-            row[L.I_LINE] = ins.location.line
+            row = rows[origin][:]
+            row[L.I_LINE] = ins.location.line if type(ins) is not Pending else ins.node.line
             moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
             for slot in operand_slots:
                 row[slot] += moved_ops
@@ -1056,7 +1081,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
             continue
-        made = lowered.get(id(ins)) if lowered else None
+        made = ins.made if type(ins) is Pending else lowered.get(id(ins)) if lowered else None
         if made is not None:
             row, made_ops, made_imms, operand_slots, float_slots = made
             ops_from, imms_from = len(ops), len(imms)
@@ -1067,7 +1092,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             ops.extend(made_ops)
             imms.extend(made_imms)
             rows.append(row)
-            if same_as is not None:
+            if pc in reused:
                 copies[pc] = (ops_from, len(ops), imms_from, len(imms), operand_slots,
                               float_slots)
             continue
@@ -1122,17 +1147,18 @@ def lower(program: Program, same_as: list[int] | None = None,
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
             track = ins.args.get("track")
             row[L.I_TRACK] = int(track) if track is not None else L.ALL_TRACKS
+        row = array("q", row)
         rows.append(row)
-        if same_as is not None:
+        if pc in reused:
             slots = range(L.I_ARGS, L.I_ARGS + 2 * len(d.args), 2)
             copies[pc] = (ops_from, len(ops), imms_from, len(imms),
                           [k + 1 for k in slots if row[k] == L.TAG_OPERAND],
                           [k + 1 for k in slots if row[k] == L.TAG_FLOAT])
-    # fromiter with the count: no discovery of the nested lists' shape (a third faster)
-    program.instrs = np.fromiter(chain.from_iterable(rows), np.int64,
-                                 len(rows) * L.INSTR_WIDTH).reshape(-1, L.INSTR_WIDTH)
-    program.ops = np.fromiter(chain.from_iterable(ops), np.int64,
-                              len(ops) * L.OP_WIDTH).reshape(-1, L.OP_WIDTH)
+    # every row is an array('q') (int64, as the plans of fastresolve make them too): the
+    # arrays are their bytes joined, with no Python int converted one by one
+    program.instrs = np.frombuffer(bytearray(b"".join(rows)), np.int64).reshape(
+        -1, L.INSTR_WIDTH)
+    program.ops = np.frombuffer(bytearray(b"".join(ops)), np.int64).reshape(-1, L.OP_WIDTH)
     program.imms = np.array(imms + [0.0], dtype=np.float64)
 
 

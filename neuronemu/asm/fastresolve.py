@@ -17,9 +17,11 @@ tests/test_asm_fastresolve.py compares both on the bundled programs and generate
 from __future__ import annotations
 
 import math
+from array import array
 from itertools import accumulate
 
 from neuronemu.asm.checks import RULES, CheckContext
+from neuronemu.asm.expr import parse_number
 from neuronemu.errors import AsmError
 from neuronemu.exec import layout as L
 from neuronemu.numerics import dtypes
@@ -27,7 +29,7 @@ from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
 from neuronemu.source import Location
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-FP32_OVERFLOW = 2 ** 128 - 2 ** 103   # as assembler.FP32_OVERFLOW
+FP32_OVERFLOW = 2 ** 128 - 2 ** 103   # as assembler.FP32_OVERFLOW (an int: exact compares)
 _MAX_DIGITS = 38                      # 10**38 < 2**127: one literal is always in range
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*"}
 _PCOUNT, _SIZE = L.OP_PCOUNT, L.OP_SIZE
@@ -163,12 +165,14 @@ class Plan:
         self.env: dict = {"Unsure": _Unsure, "new": object.__new__, "Tile": Tile,
                           "Immediate": Immediate, "Location": Location,
                           "Instruction": Instruction, "source": self.source,
-                          "accumulate": accumulate, "numbers": self._numbers, "fp32": _fp32,
+                          "accumulate": accumulate, "numbers": self._numbers,
+                          "isfinite": math.isfinite,
                           "value": self._value,
                           "definition": definition, "check": self._check,
                           "passed": set(), "lowered": asm.lowered}
         self.passed = self.env["passed"]   # check keys (shapes and numbers) that passed
         self.code: list[str] = []      # the body that computes x<k> (inside a try)
+        self.fast_code: list[str] = []   # the same without objects: numbers and ops rows only
         self.variable: dict[str, str] = {}   # argument with numbers -> how it lowers
         self.var: dict[str, str] = {}        # argument -> its variable in the generated code
         self.rows: list[str] = []            # r<k> of the tiles with numbers, in order
@@ -216,6 +220,7 @@ class Plan:
                              if c.rule not in _SHAPE_RULES]
         self.declarations = (asm.allocations, asm.tensors)
         self.lowering = None   # made from the first instruction this plan resolves
+        self.fast = None       # (see _generate)
         self.run = self._generate()
 
     # ------------------------------------------------------------------ arguments
@@ -277,10 +282,17 @@ class Plan:
                 raise _Unsure
             k = self.columns.numbers_in(literal)[0]
             self.float_slots.add(k)
-            value = f"fp32(v[{k}] * -1)" if negate else f"fp32(v[{k}])"
+            # _fp32 inline: a finite value that overflows fp32 is not this plan's to answer
+            value = f"{var}f"
+            lines = [f"{value} = float(v[{k}] * -1)" if negate else f"{value} = float(v[{k}])",
+                     (f"if not -{FP32_OVERFLOW} < {value} < {FP32_OVERFLOW} "
+                      f"and isfinite({value}): raise Unsure")]
+            code += lines
             if kind == "number":
                 code.append(f"{var} = {value}")
+                self.fast_code += [*lines, f"{var} = {value}"]
                 return "float"
+            self.fast_code += [*lines, f"{var} = {value}"]   # the Immediate's value only
             code += self._location_code("loc", node)
             code += [f"{var} = new(Immediate)", f"d = {var}.__dict__", f"d['value'] = {value}",
                      "d['location'] = loc"]
@@ -289,9 +301,11 @@ class Plan:
             expr = self._expr(node)
             low, high = (arg.range or (INT64_MIN, INT64_MAX)) if kind == "int" \
                 else (INT64_MIN, INT64_MAX)
-            code += [f"{var} = {expr}", f"if not {low} <= {var} <= {high}: raise Unsure"]
+            lines = [f"{var} = {expr}", f"if not {low} <= {var} <= {high}: raise Unsure"]
             if kind == "reg_or_int":
-                code.append(f"{var} = ('int', {var})")
+                lines.append(f"{var} = ('int', {var})")
+            code += lines
+            self.fast_code += lines
             return kind
         raise _Unsure
 
@@ -411,6 +425,8 @@ class Plan:
                  f"{row} = f[3][:]",
                  f"{row}[{L.OP_BASE}] = b = {' + '.join(base)}",
                  f"{row}[{L.OP_PSTART}] = {partition_start}"]
+        self.fast_code += code
+        code = code[:]
         code += self._location_code("loc", node)
         code += [f"{var} = new(Tile)", f"d = {var}.__dict__", f"d.update({self._name(fields)})",
                  "d['base'] = b", f"d['partition_start'] = {partition_start}",
@@ -467,13 +483,16 @@ class Plan:
             row[L.OP_EXTENT] = extent
             row[L.OP_SIZE] = size
             row[L.OP_DENSE] = int(is_dense(merged, itemsize))
-            made[kept] = result = (partitions, pitch, tuple(merged), row)
+            made[kept] = result = (partitions, pitch, tuple(merged), array("q", row))
             return result
         return finish
 
     # ------------------------------------------------------------------ one line
     def _generate(self):
-        """The function that resolves a line of this template: an Instruction or None."""
+        """The function that resolves a line of this template: an Instruction or None. Once
+        the lowering is known (and no check must run on every line), also ``self.fast``: the
+        same computation without any object, answering the lowered rows (the record
+        ``assembler.lower`` takes) or None, where ``run`` would check or give up."""
         digits = self.digits
         keyed = [self.var[name] for name, kind in self.variable.items()
                  if kind not in ("tile", "imm")]
@@ -485,24 +504,31 @@ class Plan:
                                       f"(texts[{k}])" for k in range(count)) + "]"
         else:
             convert = "list(map(int, texts))"
-        lines = [
-            "def run(node):",
-            "    parts = node.parts",
-            "    texts = parts[1::2]",
-            "    try:   # decimal integers of at most `digits` digits (the common case)",
-            f"        v = {convert}",
-            f"        if texts and max(map(len, texts)) > {digits}: raise ValueError",
-            "    except ValueError:",
-            "        v = numbers(texts)",
-            "        if v is None: return None",
-            "    cum = list(accumulate(map(len, parts), initial=0))",
-            "    line = node.line",
-            "    try:",
-            "        pass",
-            *("        " + c for c in self.code),
-            "    except Unsure:",
-            "        return None",
-            *(f"    if ({a}) != ({b}): return None" for a, b in self.broadcasts),
+
+        def head(name: str, code: list[str]) -> list[str]:
+            return [
+                f"def {name}(node):",
+                "    parts = node.parts",
+                "    texts = parts[1::2]",
+                "    try:   # decimal integers of at most `digits` digits (the common case)",
+                f"        v = {convert}",
+                f"        if texts and max(map(len, texts)) > {digits}: raise ValueError",
+                "    except ValueError:",
+                "        v = numbers(texts)",
+                "        if v is None: return None",
+                # (the positions: for Locations only)
+                *(["    cum = list(accumulate(map(len, parts), initial=0))"]
+                  if any("cum[" in c for c in code) else []),
+                "    line = node.line",
+                "    try:",
+                "        pass",
+                *("        " + c for c in code),
+                "    except Unsure:",
+                "        return None",
+                *(f"    if ({a}) != ({b}): return None" for a, b in self.broadcasts),
+            ]
+
+        lines = head("run", self.code) + [
             "    values = {" + ", ".join(f"{name!r}: {var}" for name, var in self.var.items())
             + "}",
             "    location = new(Location)",
@@ -522,28 +548,46 @@ class Plan:
             "    d['location'] = location",
             "    d['text'] = node.text.strip()",
         ]
+        fast = bool(self.lowering) and not always
         if self.lowering:
-            row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue = \
-                self.lowering
-            lines += [f"    row = {self._name(row)}[:]", f"    row[{L.I_LINE}] = line"]
-            for slot, name, kind in ints:
-                value = self.var[name] + ("[1]" if kind == "reg_or_int" else "")
-                lines.append(f"    row[{slot}] = {value}")
-            if queue:
-                lines.append(f"    row[{L.I_TRACK}] = {L.DMA_TRACK0} + int({self.var['queue']})")
-            ops = [self._name(op) for op in ops]
-            for index, made in zip(tiles, self.rows, strict=True):
-                ops[index] = made
-            imms = [self._name(x) for x in imms]
-            for index, name, kind in floats:
-                imms[index] = self.var[name] + (".value" if kind == "imm" else "")
-            lines.append(f"    lowered[id(instruction)] = (row, [{', '.join(ops)}], "
-                         f"[{', '.join(imms)}], {self._name(operand_slots)}, "
-                         f"{self._name(float_slots)})")
+            lowering = self._lowering_code(fast=False)
+            lines += lowering[:-1] + [f"    lowered[id(instruction)] = {lowering[-1]}"]
         lines.append("    return instruction")
+        if fast:
+            # the checks passed for this key on an earlier line (else: None, and ``run``
+            # checks; no check at all always passes); every other step is ``run``'s, so both
+            # answer the same lines
+            lowering = self._lowering_code(fast=True)
+            lines += head("fast", self.fast_code)
+            if self.shape_checks:
+                lines.append(f"    if ({''.join(k + ', ' for k in key)}) not in passed: "
+                             "return None")
+            lines += [*lowering[:-1], f"    return {lowering[-1]}"]
         namespace = dict(self.env)
         exec("\n".join(lines) + "\n", namespace)   # noqa: S102 - from the checked template
+        self.fast = namespace["fast"] if fast else None
         return namespace["run"]
+
+    def _lowering_code(self, fast: bool) -> list[str]:
+        """Lines making a line's instruction row (``row``), then the expression of its record
+        (``assembler.lower``'s ``lowered``); ``fast``: immediates are plain values."""
+        row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue = self.lowering
+        # int64 arrays: assembler.lower joins the rows' bytes
+        lines = [f"    row = {self._name(array('q', row))}[:]", f"    row[{L.I_LINE}] = line"]
+        for slot, name, kind in ints:
+            value = self.var[name] + ("[1]" if kind == "reg_or_int" else "")
+            lines.append(f"    row[{slot}] = {value}")
+        if queue:
+            lines.append(f"    row[{L.I_TRACK}] = {L.DMA_TRACK0} + int({self.var['queue']})")
+        ops = [self._name(array("q", op)) for op in ops]
+        for index, made in zip(tiles, self.rows, strict=True):
+            ops[index] = made
+        imms = [self._name(x) for x in imms]
+        for index, name, kind in floats:
+            imms[index] = self.var[name] + (".value" if kind == "imm" and not fast else "")
+        lines.append(f"(row, [{', '.join(ops)}], [{', '.join(imms)}], "
+                     f"{self._name(operand_slots)}, {self._name(float_slots)})")
+        return lines
 
     def _check(self, values: dict, location, key: tuple) -> bool:
         """Run the checks of a line (the shape checks only for a key not seen to pass)."""
@@ -562,7 +606,10 @@ class Plan:
 
     def _value(self, text: str) -> int | float:
         """The value of a number (``expr.parse_number``: ValueError when out of range)."""
-        from neuronemu.asm.expr import parse_number
+        if "." in text and len(text) < 300 and "e" not in text and "E" not in text:
+            # a decimal fraction without exponent (hex and binary have no '.'): the float
+            # parse_number gives, finite (below 10**300)
+            return float(text)
 
         known = self.asm.eval._numbers   # literal text -> value (valid ones only)
         value = known.get(text)
@@ -573,8 +620,6 @@ class Plan:
     def _numbers(self, texts: list[str]) -> list | None:
         """The values of the numbers (None when one is out of range or where an index needs
         an integer small enough for ``_Expr.digits``)."""
-        from neuronemu.asm.expr import parse_number
-
         values = []
         digits = self.digits
         known = self.asm.eval._numbers   # literal text -> value (valid ones only)
@@ -643,13 +688,6 @@ class Plan:
         return row, ops, imms, operand_slots, float_slots, ints, tiles, floats, queue
 
 
-def _fp32(value) -> float:
-    value = float(value)
-    if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
-        raise _Unsure
-    return value
-
-
 def _given(definition, raw_args) -> dict:
     """Argument name -> value node, as ``Assembler._instruction`` assigns them (_Unsure where
     it would report an error)."""
@@ -684,7 +722,17 @@ class Resolver:
         self.lowering = (lower, is_dense)
         self.plans: dict[tuple, Plan | None] = {}
 
-    def resolve(self, node) -> Instruction | None:
+    def resolve(self, node, tried: bool = False) -> Instruction | Pending | None:
+        """The instruction of a template line, a ``Pending`` record of it, or None (the
+        ordinary path decides); ``tried``: the plan's ``fast`` said None for this line."""
+        plan = self.plans.get(node.key)
+        if plan:   # the common case first: a plan that answers
+            fast = plan.fast
+            if fast is not None and not tried:
+                made = fast(node)
+                if made is not None:
+                    return Pending(plan, node, made)
+            return plan.run(node) if plan.lowering is not None else plan.resolve(node)
         plan = self.plans.get(node.key, self)
         if plan is self:
             # the first line of a template goes the ordinary way: a plan costs about as much
@@ -706,4 +754,34 @@ class Resolver:
             self.plans[node.key] = plan
         if plan is None:
             return None
+        fast = plan.fast
+        if fast is not None:
+            made = fast(node)
+            if made is not None:
+                return Pending(plan, node, made)
         return plan.run(node) if plan.lowering is not None else plan.resolve(node)
+
+
+class Pending:
+    """A line its plan resolved without objects: ``made``, its lowered rows (the record
+    ``assembler.lower`` takes), and ``build()``, its Instruction, made when asked for
+    (``Program.instructions``): the plan's ``run`` on the same line, which answers the same."""
+
+    __slots__ = ("made", "node", "plan")
+
+    def __init__(self, plan: Plan, node, made: tuple):
+        self.plan = plan
+        self.node = node
+        self.made = made
+
+    @property
+    def definition(self):
+        """The table entry of the instruction (``Program.static_counts`` needs no more)."""
+        return self.plan.definition
+
+    def build(self) -> Instruction:
+        instruction = self.plan.run(self.node)
+        if instruction is None:   # cannot happen: ``fast`` answered the same numbers
+            raise AssertionError(f"line {self.node.line}: the plan no longer resolves it")
+        self.plan.asm.lowered.pop(id(instruction), None)   # lowered already (``made``)
+        return instruction
