@@ -102,6 +102,20 @@ def fail(message: str, *notes: str, unsupported: bool = False):
     raise cls(message, user_site().location(), tuple(notes))
 
 
+def unsupported_name(namespace: str, name: str):
+    """A module ``__getattr__`` result for an NKI name this subset lacks: calling it fails at
+    the kernel's line (so importing or referencing it outside a kernel does not)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+
+    def unsupported(*args, **kwargs):
+        fail(f"nki.{namespace}.{name} is not supported by neuronemu.nki (NKI 0.6.0 subset; "
+             f"see docs/nki.md)", unsupported=True)
+
+    unsupported.__name__ = name
+    return unsupported
+
+
 # ------------------------------------------------------------------------------------------
 # dtypes
 

@@ -15,6 +15,7 @@ from neuronemu.nki._trace import (
     fail,
     scalar_text,
     tracer,
+    unsupported_name,
 )
 
 # ------------------------------------------------------------------------------------------
@@ -565,12 +566,4 @@ HOOKS["nisa"] = sys.modules[__name__]
 
 
 def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def unsupported(*args, **kwargs):
-        fail(f"nki.isa.{name} is not supported by neuronemu.nki (NKI 0.6.0 subset; "
-             f"see docs/nki.md)", unsupported=True)
-
-    unsupported.__name__ = name
-    return unsupported
+    return unsupported_name("isa", name)

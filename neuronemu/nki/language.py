@@ -25,6 +25,7 @@ from neuronemu.nki._trace import (
     fail,
     numpy_dtype,
     tracer,
+    unsupported_name,
     user_site,
 )
 
@@ -462,12 +463,4 @@ HOOKS["nl"] = sys.modules[__name__]
 
 
 def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def unsupported(*args, **kwargs):
-        fail(f"nki.language.{name} is not supported by neuronemu.nki (NKI 0.6.0 subset; "
-             f"see docs/nki.md)", unsupported=True)
-
-    unsupported.__name__ = name
-    return unsupported
+    return unsupported_name("language", name)
