@@ -50,7 +50,6 @@ PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_co
 # Largest size of one dimension. Sizes are Python ints (exact), and every tensor must fit its
 # memory (HBM is at most 144 GiB); this bound keeps every lowered offset far inside int64.
 MAX_DIM = 1 << 40
-_ALIGN = 4  # byte alignment of on-chip allocations (undocumented on hardware; KLR uses 4 for PSUM)
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # registers, int arguments, byte offsets
 # the smallest magnitude an fp32 cast rounds to infinity (float32 max + half an ulp)
 FP32_OVERFLOW = 2 ** 128 - 2 ** 103
@@ -430,7 +429,7 @@ class Assembler:
                     tried = bool(plan) and plan.fast is not None
                     made = plan.fast(node) if tried else None
                     instruction = Pending(plan, node, made) if made is not None \
-                        else resolver.resolve(node, tried)
+                        else resolver.resolve(node)
                     if instruction is not None:
                         resolved[text] = pc
                         same_as.append(pc)

@@ -129,18 +129,25 @@ def _number_columns(node, found: list[int]) -> list[int]:
     return found
 
 
+def number_spans(parts: list[str]) -> tuple[list[int], list[int]]:
+    """The 1-based start and end columns of the numbers a line was cut at (``parts``: text,
+    number, text, ...)."""
+    starts, ends, column = [], [], 1
+    for i in range(1, len(parts), 2):
+        column += len(parts[i - 1])
+        starts.append(column)
+        column += len(parts[i])
+        ends.append(column)
+    return starts, ends
+
+
 def _template(line: str, number: int, parsed: list[Node], parts: list[str]) -> TemplateLine | None:
     """``parsed`` (the items of ``line``) as the first line of its template, when it is one
     instruction whose NUMBER tokens are exactly the numbers ``parts`` cut out."""
     if len(parsed) != 1 or parsed[0].data != "instruction":
         return None
     node = parsed[0]
-    starts, column = [], 1
-    for i in range(1, len(parts), 2):
-        column += len(parts[i - 1])
-        starts.append(column)
-        column += len(parts[i])
-    if sorted(_number_columns(node, [])) != starts:
+    if sorted(_number_columns(node, [])) != number_spans(parts)[0]:
         return None
     return TemplateLine(line, number, node.column, node.end_column, tuple(parts[0::2]), parts,
                         node.children)

@@ -22,6 +22,7 @@ from itertools import accumulate
 
 from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.expr import parse_number
+from neuronemu.asm.fastparse import number_spans
 from neuronemu.errors import AsmError
 from neuronemu.exec import layout as L
 from neuronemu.numerics import dtypes
@@ -54,7 +55,7 @@ class _Columns:
     exclusive) at ``cum[2 * j + 2]``."""
 
     def __init__(self, parts: list[str]):
-        self.starts, self.ends = _number_spans(parts)
+        self.starts, self.ends = number_spans(parts)
         self.cum = list(accumulate(map(len, parts), initial=0))
 
     def anchor(self, column: int | None) -> tuple[int, int] | None:
@@ -72,16 +73,6 @@ class _Columns:
         """Indices of the numbers inside the span of ``node``."""
         return [k for k, start in enumerate(self.starts)
                 if node.column <= start < node.end_column]
-
-
-def _number_spans(parts: list[str]) -> tuple[list[int], list[int]]:
-    starts, ends, column = [], [], 1
-    for i in range(1, len(parts), 2):
-        column += len(parts[i - 1])
-        starts.append(column)
-        column += len(parts[i])
-        ends.append(column)
-    return starts, ends
 
 
 def _column_source(anchor) -> str:
@@ -722,17 +713,12 @@ class Resolver:
         self.lowering = (lower, is_dense)
         self.plans: dict[tuple, Plan | None] = {}
 
-    def resolve(self, node, tried: bool = False) -> Instruction | Pending | None:
+    def resolve(self, node) -> Instruction | Pending | None:
         """The instruction of a template line, a ``Pending`` record of it, or None (the
-        ordinary path decides); ``tried``: the plan's ``fast`` said None for this line."""
+        ordinary path decides). The caller has already asked an existing plan's ``fast``."""
         plan = self.plans.get(node.key)
-        if plan:   # the common case first: a plan that answers
-            fast = plan.fast
-            if fast is not None and not tried:
-                made = fast(node)
-                if made is not None:
-                    return Pending(plan, node, made)
-            return plan.run(node) if plan.lowering is not None else plan.resolve(node)
+        if plan:   # the common case first: a plan whose fast path said None for this line
+            return plan.resolve(node)
         plan = self.plans.get(node.key, self)
         if plan is self:
             # the first line of a template goes the ordinary way: a plan costs about as much
@@ -759,7 +745,7 @@ class Resolver:
             made = fast(node)
             if made is not None:
                 return Pending(plan, node, made)
-        return plan.run(node) if plan.lowering is not None else plan.resolve(node)
+        return plan.resolve(node)
 
 
 class Pending:
