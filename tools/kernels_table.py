@@ -38,11 +38,10 @@ def library() -> dict[str, Path]:
 
 
 def _tensors(program) -> str:
-    def show(role: str) -> str:
-        return ", ".join(f"{t.name} {t.dtype}[{', '.join(map(str, t.shape))}]"
-                         for t in program.tensors.values() if t.role == role)
+    def show(tensors) -> str:
+        return ", ".join(f"{t.name} {t.dtype}[{', '.join(map(str, t.shape))}]" for t in tensors)
 
-    return f"{show('input')} → {show('output')}"
+    return f"{show(program.inputs())} → {show(program.outputs())}"
 
 
 def _run(name: str, program):

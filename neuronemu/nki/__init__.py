@@ -218,9 +218,7 @@ class JitKernel:
         functools.update_wrapper(self, func)
 
     def __call__(self, *args, **kwargs):
-        from neuronemu.nki._trace import _CURRENT as active
-
-        if active:   # a jitted helper called from a kernel being traced: inline it
+        if _CURRENT:   # a jitted helper called from a kernel being traced: inline it
             return self.func(*args, **kwargs)
         self.last_run = run(self.func, *args, **self.options, **kwargs)
         return self.last_run.outputs
@@ -230,7 +228,7 @@ class JitKernel:
                              "(stage 4); call the kernel directly")
 
 
-_JIT_IGNORED = {"mode", "platform_target", "show_compiler_tb", "debug_kernel",
+_JIT_IGNORED = {"mode", "show_compiler_tb", "debug_kernel",
                 "additional_compile_opt", "experimental_flags", "enable_out_of_bound_check"}
 
 

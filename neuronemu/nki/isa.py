@@ -72,8 +72,7 @@ class nc_version:
 
 def get_nc_version():
     """The NeuronCore generation of the target being traced (trn1 -> gen2, trn2 -> gen3, ...)."""
-    return {"trn1": nc_version.gen2, "trn2": nc_version.gen3,
-            "trn3": nc_version.gen4}[tracer().target]
+    return getattr(nc_version, tracer().target_data.nki_version)   # isa/targets.toml
 
 
 # ------------------------------------------------------------------------------------------
