@@ -123,6 +123,9 @@ class _Driver:
         # explicit-sync replay): ("send", message), ("recv", message, own send half or None),
         # ("collective", _Collective shared by every rank)
         self.log: list[list[tuple]] = [[] for _ in range(self.world)]
+        # only the explicit replay reads the log: in auto mode it would keep every message's
+        # payload and every collective's steps alive for the whole run
+        self.logging = program.sync_mode == "explicit"
         self.send_half: dict[int, _Message] = {}
         self.timer: tuple = ((), None, False)
 
@@ -238,7 +241,8 @@ class _Driver:
                            nbytes)
         self.mail.setdefault((core.rank, peer), deque()).append(message)
         if complete:
-            self.log[core.rank].append(("send", message))
+            if self.logging:
+                self.log[core.rank].append(("send", message))
             core.complete(ready, arrival, nbytes)
         else:
             self.send_half[core.rank] = message
@@ -265,7 +269,9 @@ class _Driver:
         nbytes = message.bits.size * tile_itemsize(tile)
         if self.name(core) == "cc.sendrecv":
             nbytes *= 2  # both directions go through this rank's queue
-        self.log[core.rank].append(("recv", message, self.send_half.pop(core.rank, None)))
+        half = self.send_half.pop(core.rank, None)
+        if self.logging:
+            self.log[core.rank].append(("recv", message, half))
         core.complete(ready, max(ready, message.arrival, sent), nbytes)
 
     # --- collectives ----------------------------------------------------------------------
@@ -294,9 +300,10 @@ class _Driver:
         if local:
             # nothing crosses a link: the data is copied from src to dst by the core's DMA
             done = [ready[0] + nbytes / self.network.local_gb_s]
-        record = ("collective", _Collective(*self.timer, local, nbytes))
-        for log in self.log:
-            log.append(record)
+        if self.logging:
+            record = ("collective", _Collective(*self.timer, local, nbytes))
+            for log in self.log:
+                log.append(record)
         for core, start, end in zip(cores, ready, done, strict=True):
             core.complete(start, end, nbytes)
 

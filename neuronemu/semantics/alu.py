@@ -113,25 +113,7 @@ def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_r
         _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row,
                      out_step, out_col, rows, n)
         return
-    if op == C.ALU_ADD:
-        for p in range(rows):
-            ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
-            for i in range(n):
-                x, y = a[ra, np.uintp(a_col + i)], b[rb, np.uintp(b_col + i)]
-                out[ro, np.uintp(out_col + i)] = x + y
-    elif op == C.ALU_SUBTRACT:
-        for p in range(rows):
-            ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
-            for i in range(n):
-                x, y = a[ra, np.uintp(a_col + i)], b[rb, np.uintp(b_col + i)]
-                out[ro, np.uintp(out_col + i)] = x - y
-    elif op == C.ALU_MULTIPLY:
-        for p in range(rows):
-            ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
-            for i in range(n):
-                x, y = a[ra, np.uintp(a_col + i)], b[rb, np.uintp(b_col + i)]
-                out[ro, np.uintp(out_col + i)] = x * y
-    elif op == C.ALU_DIVIDE:
+    if op == C.ALU_DIVIDE:
         for p in range(rows):
             ra, rb, ro = _rows(p, a_row, a_step, b_row, b_step, out_row, out_step)
             for i in range(n):
