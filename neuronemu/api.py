@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import Diagnostic, InputError, RuntimeFault
+from neuronemu.errors import Diagnostic, InputError, NeuronemuError, RuntimeFault
 from neuronemu.faults import fault as fault_of
 from neuronemu.program import HbmTensor, Program
 
@@ -246,7 +247,8 @@ def run_spmd(program: Program, topology: str | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
              max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS,
              stochastic_rounding: bool = False, rounding_seed: int | None = None,
-             timeout: float | None = None) -> SpmdResult:
+             timeout: float | None = None, partitions: int | None = None
+             ) -> SpmdResult | None:
     """Run the kernel on every chip of ``topology`` (``ranks_per_chip`` cores each; rank =
     chip * ranks_per_chip + core). An input array of the declared shape is given to every rank;
     one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
@@ -259,8 +261,13 @@ def run_spmd(program: Program, topology: str | None = None,
 
     ``topology`` None takes the kernel's ``.topology`` directive (docs/language.md); a
     ``ranks_per_chip`` of None takes the directive's ``ranks_per_chip=`` when the run is on the
-    kernel's own topology, else 1."""
-    from neuronemu.multichip import spmd
+    kernel's own topology, else 1.
+
+    ``partitions`` splits the ranks into that many partitions of whole chips (whole servers on
+    switched topologies) that exchange only messages (docs/multichip.md, "Partitions"): run in
+    this process it starts one thread per partition (the loopback check of determinism: the
+    result is the same for every count); under ``mpiexec -n P`` each process is a partition
+    (None: the launch's P), and only partition 0 returns the result, the others None."""
     from neuronemu.multichip.topology import load_topologies
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
@@ -281,21 +288,84 @@ def run_spmd(program: Program, topology: str | None = None,
 
     world = topo.chips * ranks_per_chip
     per_rank = _checked_inputs(program, inputs, world, spmd=True)
+    options = {"max_instructions": max_instructions,
+               "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
+                                    else max(1024, max_trace_events // world)),
+               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
+               "timeout": _timeout(timeout)}
     compiled = compiling.seconds()
     start = time.perf_counter()
-    with _memory_errors():
-        cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
-                                      max_instructions=max_instructions,
-                                      max_trace_events=(max_trace_events
-                                                        if program.sync_mode == "explicit"
-                                                        else max(1024, max_trace_events // world)),
-                                      stochastic_rounding=stochastic_rounding,
-                                      rounding_seed=rounding_seed, timeout=_timeout(timeout))
-        results = [_finish(program, core, per_rank[r], seed, max_instructions, world)
-                   for r, core in enumerate(cores)]
+    comm = _comm(partitions)
+    if comm is None and partitions is not None and partitions > 1:
+        from neuronemu.exec.core import RunLimits, stop_on_sigint
+        from neuronemu.multichip.comm import run_loopback
+
+        limits = RunLimits(max_instructions, options["timeout"])
+        with stop_on_sigint(limits):
+            parts = run_loopback(partitions, lambda c: _run_partition(
+                program, topo, ranks_per_chip, per_rank, seed, c, options, limits))
+        results, network = parts[0]
+    else:
+        results, network = _run_partition(program, topo, ranks_per_chip, per_rank, seed,
+                                           comm, options)
+        if results is None:
+            return None
     spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
                       time.perf_counter() - start - spent, spent)
+
+
+def _comm(partitions: int | None):
+    """The MPI partition of this process when mpiexec started several, else None (the run is
+    in this process: one partition, or ``partitions`` loopback threads)."""
+    from neuronemu.multichip.comm import launched_by_mpiexec, mpi_comm
+
+    if not launched_by_mpiexec():
+        if partitions is not None and partitions < 1:
+            raise InputError(f"partitions must be at least 1, not {partitions}")
+        return None
+    comm = mpi_comm()
+    if partitions is not None and partitions != comm.partitions:
+        raise InputError(f"partitions={partitions}, but mpiexec started {comm.partitions} "
+                         f"processes: under mpiexec each process is one partition")
+    return comm
+
+
+def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits=None):
+    """Run the ranks one partition owns and report them: partition 0 returns every rank's
+    Result (gathered) and the links' state; the others return (None, network). An error on
+    any partition (a fault, a deadlock, a finish that fails) is raised on every partition."""
+    from neuronemu.multichip import spmd
+
+    with _memory_errors():
+        cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
+                                      comm=comm, limits=limits, **options)
+        world = len(per_rank)
+        if comm is None or comm.partitions == 1:
+            return [_finish(program, cores[r], per_rank[r], seed, options["max_instructions"],
+                            world) for r in range(world)], network
+        results, error = {}, None
+        for r in sorted(cores):
+            try:
+                results[r] = _finish(program, cores[r], per_rank[r], seed,
+                                     options["max_instructions"], world)
+            except NeuronemuError as e:
+                error = e
+                break
+        del cores
+        errors = comm.allgather(error)
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first if first is error else copy.copy(first)
+        for result in results.values():
+            result.program = None   # every partition has it: not sent along
+        parts = comm.gather(results)
+        if parts is None:
+            return None, network
+        merged = {r: result for part in parts for r, result in part.items()}
+        for result in merged.values():
+            result.program = program
+        return [merged[r] for r in range(world)], network
 
 
 def default_topology(program: Program, topology: str | None,

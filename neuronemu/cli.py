@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
+from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
 
 SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
@@ -33,6 +34,8 @@ class _Failure(click.ClickException):
         self.as_json = as_json
 
     def show(self, file=None) -> None:
+        if partition_number() != 0:
+            return   # every MPI partition raises the same error; partition 0 reports it
         if self.as_json:
             click.echo(json.dumps(_error_document(self.error), indent=2))
         click.echo(self.error.render(), err=True)
@@ -401,21 +404,27 @@ def main() -> None:
 @click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=None,
               help="With a topology: cores of each chip that run the kernel (default: the "
                    "kernel's .topology ranks_per_chip= on its own topology, else 1).")
+@click.option("--partitions", type=click.IntRange(1, INT64_MAX), default=None, metavar="P",
+              help="With a topology: split the ranks into P partitions of whole chips (whole "
+                   "servers on switched topologies) that exchange only messages, run as threads "
+                   "of this process; the result is the same for every P (docs/multichip.md). "
+                   "Under `mpiexec -n P` each process is a partition without this option.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw the per-engine/queue timeline with utilisation to FILE.png (needs "
                    "matplotlib: pip install 'neuronemu[plot]'; with --topology: the slowest "
                    "rank).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, timeout,
-        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, plot_path,
-        as_json):
+        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, partitions,
+        plot_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
     _check_plot(plot_path)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
-               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed}
+               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
+               "partitions": partitions}
     try:
         if topology is not None:
             _run_spmd(kernel, target, input_files, output_files, output_dir, options,
@@ -465,6 +474,10 @@ def _run_one(kernel, target, input_files, output_files, output_dir, options, tra
             _run_spmd(kernel, target, input_files, output_files, output_dir, options,
                       trace_path, None, ranks_per_chip, as_json, plot_path, program)
             return
+        if options.pop("partitions") is not None or launched_by_mpiexec():
+            raise InputError("partitions (--partitions, mpiexec -n P) split the ranks of a "
+                             "multi-rank run, but this kernel runs on one core: give "
+                             "--topology NAME or a .topology directive")
         if ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
             raise click.BadParameter("needs --topology or a .topology directive in the kernel "
                                      "(ranks run on the chips of a topology)",
@@ -554,6 +567,8 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
         destinations = _destinations(program, output_files, output_dir, trace_path)
         result = api.run_spmd(program, topology, _load_inputs(input_files),
                               ranks_per_chip=ranks_per_chip, **options)
+        if result is None:
+            return   # an MPI partition other than 0: partition 0 reports the run
         outputs = result.outputs
         files = {label: (dest, _npy_writer(_savable(outputs[label.split()[1]])))
                  for label, dest in destinations.items() if label != "--trace"}

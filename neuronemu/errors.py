@@ -61,6 +61,18 @@ class NeuronemuError(Exception):
     def __str__(self) -> str:
         return self.render()
 
+    def __reduce__(self):
+        # pickled as its attributes (the partitions of an MPI run raise the same error): the
+        # subclasses' constructors take other arguments than Exception.args
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type, args: tuple, state: dict) -> NeuronemuError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class Diagnostic(NeuronemuError):
     """A located warning: the run went on, but the kernel probably has a bug."""

@@ -54,6 +54,9 @@ class _Golden:
             named = dict(zip(names, args))
             named.update(kwargs)
             inputs = named.pop("inputs", None)
+            # a partitioned run must give the in-process run's result: keyed as that run, it
+            # is compared with its recorded digest
+            named.pop("partitions", None)
             try:
                 outcome = fn(program, *args, **kwargs)
             except Exception as error:  # a fault of the engine is a result too

@@ -156,17 +156,45 @@ def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
     compute descriptors: ARCHITECTURE.md 6.3), the reductions of one receiver one after the
     other in arrival order; so a built-in collective pays for its additions as a hand-written
     ring of cc.send / cc.recv and an add does."""
-    ready = list(ready)
+    done = time_steps(steps, nbytes_of, ready, network)
+    move_steps(steps, dict(enumerate(data)), combine)
+    return done
+
+
+def move_steps(steps, data: dict[int, dict], combine, owner: list[int] | None = None,
+               comm=None) -> None:
+    """The data half of ``run_steps`` (the timing does not depend on the data). ``data`` holds
+    the boxes of the ranks this partition owns (``owner[rank]`` is a rank's partition; None:
+    one partition owns every rank); the chunks a step sends to another partition travel in one
+    ``comm.alltoall`` per step. Every receiver applies its step's messages in (src, dst) order,
+    whichever partition they came from, so the sums have the same bits for any partitioning."""
+    me = comm.partition if comm is not None else 0
+    split = comm is not None and comm.partitions > 1
     for step in steps:
-        payload = [[data[m.src][k] for k in m.keys] for m in step]
-        done = time_step(step, nbytes_of, ready, network)
-        for i in sorted(range(len(step)), key=lambda i: (step[i].src, step[i].dst)):
+        order = sorted(range(len(step)), key=lambda i: (step[i].src, step[i].dst))
+        payload: dict[int, list] = {}
+        outgoing: list[list] = [[] for _ in range(comm.partitions)] if split else []
+        # every partition knows the steps and the owners, so all agree whether to exchange
+        crosses = split and any(owner[m.src] != owner[m.dst] for m in step)
+        for i in order:
             m = step[i]
+            if split and owner[m.src] != me:
+                continue
+            values = [data[m.src][k] for k in m.keys]   # as the data was before the step
+            if split and owner[m.dst] != me:
+                outgoing[owner[m.dst]].append(values)
+            else:
+                payload[i] = values
+        if crosses:
+            received = [iter(box) for box in comm.alltoall(outgoing)]
+        for i in order:
+            m = step[i]
+            if split and owner[m.dst] != me:
+                continue
+            values = payload[i] if i in payload else next(received[owner[m.src]])
             box = data[m.dst]
-            for k, value in zip(m.keys, payload[i], strict=True):
+            for k, value in zip(m.keys, values, strict=True):
                 box[k] = combine(box[k], value) if m.reduce else value
-        ready = done
-    return ready
 
 
 def time_steps(steps, nbytes_of, ready: list[float], network) -> list[float]:

@@ -29,15 +29,17 @@ time, a collective's arrivals and completions.
 
 from __future__ import annotations
 
-import heapq
+import contextlib
+import copy
 from collections import deque
 
 import numpy as np
 
-from neuronemu.errors import RuntimeFault
+from neuronemu.errors import InputError, RuntimeFault
 from neuronemu.exec import layout as L
 from neuronemu.exec.core import FINISHED, Core, RunLimits, stop_on_sigint
 from neuronemu.multichip import collectives as C
+from neuronemu.multichip.comm import Comm, LocalComm, Partitioning
 from neuronemu.multichip.network import Network
 
 COLLECTIVES = ("cc.all_reduce", "cc.reduce_scatter", "cc.all_gather", "cc.all_to_all",
@@ -81,41 +83,98 @@ class _Collective:
 
 def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: int, *,
             max_instructions: int, max_trace_events: int, stochastic_rounding: bool,
-            rounding_seed: int | None, timeout: float | None = None
-            ) -> tuple[list[Core], Network]:
-    """Run every rank to its end. ``max_instructions`` bounds each rank; ``timeout`` (seconds)
-    and Ctrl-C bound the whole run: every rank's loop looks at the same deadline and flag."""
+            rounding_seed: int | None, timeout: float | None = None, comm: Comm | None = None,
+            limits: RunLimits | None = None) -> tuple[dict[int, Core], Network]:
+    """Run every rank to its end; returns the cores of the ranks this partition owns (all of
+    them with one partition) and the links' state (the same on every partition).
+    ``max_instructions`` bounds each rank; ``timeout`` (seconds) and Ctrl-C bound the whole
+    run: every rank's loop looks at the same deadline and flag (``limits``, shared by the
+    partitions of a loopback run)."""
     from neuronemu.resources import check_host_memory
 
-    world = (topology.chips if topology is not None else 1) * ranks_per_chip
+    comm = comm if comm is not None else LocalComm()
+    partitioning = Partitioning(topology, ranks_per_chip, comm.partitions)
+    world = partitioning.world
+    mine = partitioning.ranks(comm.partition)
+    if program.sync_mode == "explicit" and comm.partitions > 1:
+        raise InputError(f"a .sync explicit kernel runs its ranks in one process: its replay "
+                         f"couples every rank's timeline (run it without --partitions / "
+                         f"mpiexec; {comm.partitions} partitions were asked for)")
     # compact on-chip memory on one rank too: tiles never leave their allocations (in_bounds),
     # so bytes past the last allocation are never read or written; filling and tracking the
     # whole 24-32 MiB SBUF cost a small kernel's run ~3 ms and its RSS 28+ MiB
-    check_host_memory(program, world, compact=True)
-    cores = [Core(program, inputs[r], seed, rank=r, world=world,
-                  max_trace_events=max_trace_events, stochastic_rounding=stochastic_rounding,
-                  rounding_seed=rounding_seed, compact=True) for r in range(world)]
+    check_host_memory(program, len(mine), compact=True)
+    cores = {r: Core(program, inputs[r], seed, rank=r, world=world,
+                     max_trace_events=max_trace_events, stochastic_rounding=stochastic_rounding,
+                     rounding_seed=rounding_seed, compact=True) for r in mine}
     network = Network(topology, program.target, ranks_per_chip)
-    limits = RunLimits(max_instructions, timeout)
-    with stop_on_sigint(limits):
-        driver = _Driver(program, topology, ranks_per_chip, cores, network, limits)
+    own_limits = limits is None
+    limits = limits if limits is not None else RunLimits(max_instructions, timeout)
+    with stop_on_sigint(limits) if own_limits else contextlib.nullcontext():
+        driver = _Driver(program, topology, ranks_per_chip, cores, network, limits, comm,
+                         partitioning.owner)
         driver.run()
     if program.sync_mode == "explicit" and any(driver.log):
-        _replay_explicit(program, cores, Network(topology, program.target, ranks_per_chip),
-                         driver.log)
+        _replay_explicit(program, [cores[r] for r in range(world)],
+                         Network(topology, program.target, ranks_per_chip), driver.log)
     return cores, network
 
 
+class _Stop:
+    """Where a stopped rank stands, as every partition knows it (its owner works it out and
+    the partitions exchange them): the cc.* instruction, when it is ready, whom it sends to
+    or receives from, what it sends, a collective's signature; or that it finished, or the
+    error it raised."""
+
+    __slots__ = ("dtype", "error", "finished", "name", "nbytes", "pc", "peer", "ready", "shape",
+                 "signature", "source")
+
+    def __init__(self, pc: int = -1, name: str = "", ready: float = 0.0):
+        self.pc, self.name, self.ready = pc, name, ready
+        self.finished = False
+        self.error: Exception | None = None
+        self.peer = self.source = -1
+        self.nbytes = 0
+        self.dtype, self.shape, self.signature = "", (), ()
+
+    def __getstate__(self):
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state) -> None:
+        for k, v in zip(self.__slots__, state, strict=True):
+            setattr(self, k, v)
+
+
+def _window(topology, ranks_per_chip: int, network: Network) -> float:
+    """The span of ready times one round books messages from: the shortest time any message
+    between two ranks takes to arrive (a DMA's fixed cost on one chip, the fewest hops
+    between two chips), a property of the topology, never of the partitioning."""
+    spans = []
+    if ranks_per_chip > 1 or topology is None or topology.chips == 1:
+        spans.append(network.local_ns)
+    if topology is not None and topology.chips > 1:
+        hops = 2 if topology.layout == "switched" else 1
+        spans.append(hops * topology.hop_ns)
+    return max(min(spans), 1.0)
+
+
 class _Driver:
-    def __init__(self, program, topology, ranks_per_chip, cores, network, limits: RunLimits):
+    def __init__(self, program, topology, ranks_per_chip, cores: dict[int, Core],
+                 network: Network, limits: RunLimits, comm: Comm, owner: list[int]):
         self.program = program
         self.topology = topology
         self.ranks_per_chip = ranks_per_chip
         self.cores = cores
-        self.world = len(cores)
+        self.world = len(owner)
         self.network = network
         self.limits = limits
+        self.comm = comm
+        self.owner = owner
+        self.me = comm.partition
+        self.split = comm.partitions > 1
+        self.window = _window(topology, ranks_per_chip, network)
         self.mail: dict[tuple[int, int], deque[_Message]] = {}
+        self.stops: list[_Stop] = [_Stop() for _ in range(self.world)]
         self.finished = [False] * self.world
         self.order = C.ring_order(topology, ranks_per_chip)
         self.cube = C.hypercube_order(topology, ranks_per_chip)
@@ -127,58 +186,60 @@ class _Driver:
         # payload and every collective's steps alive for the whole run
         self.logging = program.sync_mode == "explicit"
         self.send_half: dict[int, _Message] = {}
+        self.sent: dict[int, float] = {}  # rank at a cc.sendrecv whose send half is done -> end
         self.timer: tuple = ((), None, False)
+        self.rounds = 0
 
-    def name(self, core: Core) -> str:
-        return self.program.instructions[core.pc].definition.name
+    def name(self, r: int) -> str:
+        return self.stops[r].name
 
-    def where(self, core: Core) -> str:
-        ins = self.program.instructions[core.pc]
+    def where(self, r: int) -> str:
+        ins = self.program.instructions[self.stops[r].pc]
         return f"{ins.location.source.name}:{ins.location.line} ({ins.definition.name})"
 
     def run(self) -> None:
-        """Carry out the cc.* instructions in order of modelled time: of the ranks that can act
-        (at a send, or at a recv whose message is there) the one whose instruction is ready
-        first goes, so links are booked in time order whatever the rank numbers."""
-        self.ready: list[float] = [0.0] * self.world
-        self.actionable: list[tuple[float, int]] = []   # heap of (ready, rank)
-        self.recv_wait: dict[tuple[int, int], int] = {}  # (sender, receiver) -> receiver
-        self.at_collective: set[int] = set()
-        self.sent: dict[int, float] = {}  # rank at a cc.sendrecv whose send half is done -> end
-        for r in range(self.world):
-            self._stop(r)
+        """Rounds, the same on every partition: the ranks that acted last round run to their
+        next cc.* instruction (each partition its own), the partitions exchange where they
+        stopped, then the round's actions are carried out in a fixed order
+        (docs/multichip.md, "Order"): the sends ready in [t, t + window), t the earliest ready
+        send, in order of (ready, rank), booked on the links; then every recv whose message
+        has been sent, in rank order. When nothing can act, every rank at one collective runs
+        it, else the run is deadlocked."""
+        dirty = list(range(self.world))
         while True:
-            if self.actionable:
-                _, r = heapq.heappop(self.actionable)
-                core = self.cores[r]
-                name = self.name(core)
-                if name == "cc.send":
-                    self._send(core)
-                elif name == "cc.sendrecv" and r not in self.sent:
-                    self.sent[r] = self._send(core, "send_to", complete=False)
-                    self._file(r)
-                    continue
-                else:
-                    self._recv(core, self._mailbox(core).popleft(), self.sent.pop(r, 0.0))
-                self._stop(r)
-                continue
+            self._update([(r, self._stop(r)) for r in dirty if self.owner[r] == self.me])
             if all(self.finished):
                 break
-            if len(self.at_collective) == self.world:
-                self._collective()
-                self.at_collective.clear()
-                for r in range(self.world):
-                    self._stop(r)
+            self.rounds += 1
+            dirty = self._round()
+            if dirty:
                 continue
-            raise self._deadlock(set(self.recv_wait.values()) | self.at_collective)
+            if not any(self.finished) and all(s.name in COLLECTIVES for s in self.stops):
+                self._collective()
+                dirty = list(range(self.world))
+                continue
+            raise self._deadlock([r for r in range(self.world) if not self.finished[r]])
         self._check_mail()
 
-    def _stop(self, r: int) -> None:
-        """Run rank r to its next cc.* instruction (or its end) and file it by what it waits
-        for."""
+    def _update(self, mine: list[tuple[int, _Stop]]) -> None:
+        """Learn where every rank that ran stopped; raise the lowest such rank's error."""
+        updates = mine
+        if self.split:
+            updates = sorted((pair for part in self.comm.allgather(mine) for pair in part),
+                             key=lambda pair: pair[0])
+        for r, stop in updates:
+            if stop.error is not None:
+                error = stop.error
+                raise error if self.owner[r] == self.me else copy.copy(error)
+            self.stops[r] = stop
+            self.finished[r] = stop.finished
+
+    def _stop(self, r: int) -> _Stop:
+        """Run rank r (owned here) to its next cc.* instruction, or its end."""
         core = self.cores[r]
         if core.run(self.limits) == FINISHED:
-            self.finished[r] = True
+            stop = _Stop()
+            stop.finished = True
             if core.status != L.STATUS_OK:
                 from neuronemu.faults import fault as fault_of
 
@@ -186,111 +247,142 @@ class _Driver:
                                  core.steps)
                 if self.world > 1:
                     fault.message = f"rank {r}: {fault.message}"
-                raise fault
-            return
+                stop.error = fault
+            return stop
+        name = self.program.instructions[core.pc].definition.name
         # a stopped rank's timeline does not change until it acts, so this stays valid
-        self.ready[r] = core.ready_ns()
-        self._file(r)
+        stop = _Stop(core.pc, name, core.ready_ns())
+        try:
+            if name in ("cc.send", "cc.sendrecv"):
+                stop.peer = self._peer(core, "peer" if name == "cc.send" else "send_to")
+                tile = self.program.instructions[core.pc].args["src"]
+                stop.dtype, stop.shape = tile.dtype, (tile.partitions, tile.free_size)
+                stop.nbytes = tile.partitions * tile.free_size * tile_itemsize(tile)
+            if name in ("cc.recv", "cc.sendrecv"):
+                stop.source = self._peer(core, "peer" if name == "cc.recv" else "recv_from")
+            if name in COLLECTIVES:
+                stop.signature = self._signature(core)
+        except RuntimeFault as error:
+            stop.error = error
+        return stop
 
-    def _file(self, r: int) -> None:
-        """File rank r, stopped at a cc.* instruction, by what it waits for."""
-        core = self.cores[r]
-        name = self.name(core)
-        if name == "cc.send" or (name == "cc.sendrecv" and r not in self.sent):
-            heapq.heappush(self.actionable, (self.ready[r], r))
-        elif name in ("cc.recv", "cc.sendrecv"):
-            if self._mailbox(core):
-                heapq.heappush(self.actionable, (self.ready[r], r))
-            else:
-                self.recv_wait[(self._source(core), r)] = r
-        else:
-            self.at_collective.add(r)
+    def _round(self) -> list[int]:
+        """Carry out one round's sends and recvs; returns the ranks that completed one."""
+        stops, world = self.stops, self.world
+        dirty: list[int] = []
+        sends = sorted((stops[r].ready, r) for r in range(world)
+                       if not self.finished[r] and (stops[r].name == "cc.send" or (
+                           stops[r].name == "cc.sendrecv" and r not in self.sent)))
+        if sends:
+            horizon = sends[0][0] + self.window
+            booked = [r for ready, r in sends if ready < horizon]
+            outgoing: list[list] = [[] for _ in range(self.comm.partitions)]
+            crossing = []
+            for r in booked:
+                message = self._send(r, outgoing)
+                if self.owner[message.dst] != self.owner[r]:
+                    crossing.append(message)
+                if stops[r].name == "cc.send":
+                    dirty.append(r)
+            if crossing:   # known alike everywhere: every partition books every send
+                received = [iter(box) for box in self.comm.alltoall(outgoing)]
+                for message in crossing:
+                    if self.owner[message.dst] == self.me:
+                        message.bits = next(received[self.owner[message.src]])
+        for r in range(world):
+            stop = stops[r]
+            if self.finished[r] or not (stop.name == "cc.recv" or (
+                    stop.name == "cc.sendrecv" and r in self.sent)):
+                continue
+            box = self.mail.get((stop.source, r))
+            if box:
+                self._recv(r, box.popleft(), self.sent.pop(r, 0.0))
+                dirty.append(r)
+        return sorted(dirty)
 
     # --- point to point -------------------------------------------------------------------
 
     def _peer(self, core: Core, arg: str = "peer") -> int:
         peer = core.int_arg(arg)
         if not 0 <= peer < self.world:
-            raise RuntimeFault(f"rank {core.rank}: {self.name(core)} {arg}={peer} is not a rank "
-                               f"(ranks 0..{self.world - 1})", self._location(core, arg))
+            ins = self.program.instructions[core.pc]
+            raise RuntimeFault(f"rank {core.rank}: {ins.definition.name} {arg}={peer} is not a "
+                               f"rank (ranks 0..{self.world - 1})", self._location(core, arg))
         return peer
-
-    def _source(self, core: Core) -> int:
-        """The rank a cc.recv / cc.sendrecv receives from."""
-        return self._peer(core, "recv_from" if self.name(core) == "cc.sendrecv" else "peer")
 
     def _location(self, core: Core, arg: str | None = None):
         ins = self.program.instructions[core.pc]
         value = ins.args.get(arg) if arg else None
         return getattr(value, "location", None) or ins.location
 
-    def _mailbox(self, core: Core) -> deque | None:
-        return self.mail.get((self._source(core), core.rank))
-
-    def _send(self, core: Core, arg: str = "peer", complete: bool = True) -> float:
-        """Post src to the peer's mailbox; returns when it arrives. ``complete`` steps past the
-        instruction (a cc.sendrecv completes after its receive half)."""
-        peer = self._peer(core, arg)
-        tile = self.program.instructions[core.pc].args["src"]
-        itemsize = tile_itemsize(tile)
-        bits = core.load("src").astype(f"<u{itemsize}")  # held at the dtype's width
-        ready = self.ready[core.rank]
-        nbytes = bits.size * itemsize
-        _, arrival = self.network.transfer(core.rank, peer, nbytes, ready)
-        message = _Message(core.rank, core.pc, bits, tile.dtype, bits.shape, arrival, peer,
-                           nbytes)
-        self.mail.setdefault((core.rank, peer), deque()).append(message)
-        if complete:
+    def _send(self, r: int, outgoing: list[list]) -> _Message:
+        """Book rank r's send on the links and post it to the peer's mailbox (its bits go to
+        the peer's partition). A cc.send completes when its data has arrived; a cc.sendrecv
+        after its receive half too."""
+        stop = self.stops[r]
+        peer, ready = stop.peer, stop.ready
+        _, arrival = self.network.transfer(r, peer, stop.nbytes, ready)
+        bits = None
+        if self.owner[r] == self.me:
+            core = self.cores[r]
+            bits = core.load("src").astype(f"<u{stop.nbytes // max(1, _size(stop.shape))}")
+            if self.owner[peer] != self.me:
+                outgoing[self.owner[peer]].append(bits)
+        message = _Message(r, stop.pc, bits, stop.dtype, stop.shape, arrival, peer, stop.nbytes)
+        self.mail.setdefault((r, peer), deque()).append(message)
+        if stop.name == "cc.send":
             if self.logging:
-                self.log[core.rank].append(("send", message))
-            core.complete(ready, arrival, nbytes)
+                self.log[r].append(("send", message))
+            if self.owner[r] == self.me:
+                self.cores[r].complete(ready, arrival, stop.nbytes)
         else:
-            self.send_half[core.rank] = message
-        receiver = self.recv_wait.pop((core.rank, peer), None)
-        if receiver is not None:
-            heapq.heappush(self.actionable, (self.ready[receiver], receiver))
-        return arrival
+            self.sent[r] = arrival
+            self.send_half[r] = message
+        return message
 
-    def _recv(self, core: Core, message: _Message, sent: float = 0.0) -> None:
+    def _recv(self, r: int, message: _Message, sent: float = 0.0) -> None:
         """Store the message in dst; the instruction ends when the data is there (and, for a
         cc.sendrecv, when its own send has arrived too)."""
-        ins = self.program.instructions[core.pc]
+        stop = self.stops[r]
+        ins = self.program.instructions[stop.pc]
         tile = ins.args["dst"]
         if (tile.dtype, (tile.partitions, tile.free_size)) != (message.dtype, message.shape):
             sender = self.program.instructions[message.pc]
             raise CommError(
-                f"rank {core.rank} receives {tile.dtype}[{tile.partitions}, {tile.free_size}] "
+                f"rank {r} receives {tile.dtype}[{tile.partitions}, {tile.free_size}] "
                 f"into '{tile.symbol}', but rank {message.src} sent "
                 f"{message.dtype}[{message.shape[0]}, {message.shape[1]}] at "
                 f"{sender.location.source.name}:{sender.location.line}; shapes and dtypes of "
                 f"a send and its recv must match", tile.location)
-        ready = self.ready[core.rank]
-        core.store("dst", message.bits)
-        nbytes = message.bits.size * tile_itemsize(tile)
-        if self.name(core) == "cc.sendrecv":
+        ready = stop.ready
+        nbytes = message.nbytes
+        if stop.name == "cc.sendrecv":
             nbytes *= 2  # both directions go through this rank's queue
-        half = self.send_half.pop(core.rank, None)
+        half = self.send_half.pop(r, None)
         if self.logging:
-            self.log[core.rank].append(("recv", message, half))
-        core.complete(ready, max(ready, message.arrival, sent), nbytes)
+            self.log[r].append(("recv", message, half))
+        if self.owner[r] == self.me:
+            core = self.cores[r]
+            core.store("dst", message.bits)
+            core.complete(ready, max(ready, message.arrival, sent), nbytes)
+        message.bits = None   # received: its payload is in dst now
 
     # --- collectives ----------------------------------------------------------------------
 
     def _collective(self) -> None:
-        cores = self.cores
-        first = cores[0]
-        ins0 = self.program.instructions[first.pc]
-        signature0 = self._signature(first)
-        for core in cores[1:]:
-            if self._signature(core) != signature0:
-                ins = self.program.instructions[core.pc]
+        stops = self.stops
+        ins0 = self.program.instructions[stops[0].pc]
+        signature0 = stops[0].signature
+        for r in range(1, self.world):
+            if stops[r].signature != signature0:
+                ins = self.program.instructions[stops[r].pc]
                 raise CommError(
-                    f"ranks disagree on a collective: rank 0 is at {self.where(first)} with "
-                    f"{_describe(signature0)}, rank {core.rank} at {self.where(core)} with "
-                    f"{_describe(self._signature(core))}", ins.location,
+                    f"ranks disagree on a collective: rank 0 is at {self.where(0)} with "
+                    f"{_describe(signature0)}, rank {r} at {self.where(r)} with "
+                    f"{_describe(stops[r].signature)}", ins.location,
                     notes=(f"rank 0's instruction is at {ins0.location}",))
         name = ins0.definition.name
-        ready = [self.ready[core.rank] for core in cores]
+        ready = [stop.ready for stop in stops]
         handler = {"cc.all_reduce": self._all_reduce, "cc.reduce_scatter": self._reduce_scatter,
                    "cc.all_gather": self._all_gather, "cc.all_to_all": self._all_to_all,
                    "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
@@ -304,8 +396,17 @@ class _Driver:
             record = ("collective", _Collective(*self.timer, local, nbytes))
             for log in self.log:
                 log.append(record)
-        for core, start, end in zip(cores, ready, done, strict=True):
-            core.complete(start, end, nbytes)
+        for r, core in self.cores.items():
+            core.complete(ready[r], done[r], nbytes)
+
+    def _steps(self, steps, data: dict[int, dict], nbytes_of, ready: list[float], combine,
+               barrier: bool = False) -> list[float]:
+        """Time a collective's steps from the ranks' ready times and sizes alone (every
+        partition alike), and move the data of the ranks owned here step by step."""
+        self.timer = (steps, nbytes_of, barrier)
+        done = C.time_steps(steps, nbytes_of, ready, self.network)
+        C.move_steps(steps, data, combine, self.owner, self.comm)
+        return done
 
     def _signature(self, core: Core) -> tuple:
         ins = self.program.instructions[core.pc]
@@ -326,10 +427,13 @@ class _Driver:
                 parts.append((arg.name, value))
         return tuple(parts)
 
+    def _instruction(self):
+        return self.program.instructions[self.stops[0].pc]
+
     def _algorithm(self, nbytes: int) -> str:
         from neuronemu.isa.table import load_isa
 
-        ins = self.program.instructions[self.cores[0].pc]
+        ins = self._instruction()
         code = ins.args.get("algorithm", 0)
         chosen = load_isa().enums["collective_algorithm"].name_of(code)
         algorithm = C.choose(chosen, nbytes, self.world)
@@ -342,14 +446,13 @@ class _Driver:
     def _op(self) -> str:
         from neuronemu.isa.table import load_isa
 
-        ins = self.program.instructions[self.cores[0].pc]
-        return load_isa().enums["alu_op"].name_of(ins.args.get("op", 1))
+        return load_isa().enums["alu_op"].name_of(self._instruction().args.get("op", 1))
 
     def _tile(self, name: str):
-        return self.program.instructions[self.cores[0].pc].args[name]
+        return self._instruction().args[name]
 
     def _dim(self) -> int:
-        return int(self.program.instructions[self.cores[0].pc].args.get("dim", 0))
+        return int(self._instruction().args.get("dim", 0))
 
     def _all_reduce(self, ready):
         n = self.world
@@ -357,19 +460,18 @@ class _Driver:
         reducer = C.Reducer(src.dtype, self._op())
         itemsize = tile_itemsize(src)
         bounds = np.linspace(0, src.partitions * src.free_size, n + 1).astype(np.int64)
-        data = []
-        for core in self.cores:
+        data = {}
+        for r, core in self.cores.items():
             flat = reducer.values(core.load("src").ravel())
-            data.append({q: flat[bounds[q]: bounds[q + 1]] for q in range(n)})
+            data[r] = {q: flat[bounds[q]: bounds[q + 1]] for q in range(n)}
         nbytes = src.partitions * src.free_size * itemsize
         algorithm = self._algorithm(nbytes)
         sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
         steps = (C.reduce_scatter_steps(algorithm, self.order, self.cube)
                  + C.all_gather_steps(algorithm, self.order, self.cube))
-        self.timer = (steps, sizes.__getitem__, False)
-        done = C.run_steps(steps, data, sizes.__getitem__, ready, self.network, reducer.combine)
-        for core, box in zip(self.cores, data, strict=True):
-            flat = np.concatenate([box[q] for q in range(n)])
+        done = self._steps(steps, data, sizes.__getitem__, ready, reducer.combine)
+        for r, core in self.cores.items():
+            flat = np.concatenate([data[r][q] for q in range(n)])
             core.store("dst", reducer.bits(flat).reshape(src.partitions, src.free_size))
         return done, nbytes
 
@@ -381,7 +483,7 @@ class _Driver:
         sizes = (big.partitions, big.free_size), (small.partitions, small.free_size)
         other = 1 - dim
         if sizes[0][dim] != n * sizes[1][dim] or sizes[0][other] != sizes[1][other]:
-            ins = self.program.instructions[self.cores[0].pc]
+            ins = self._instruction()
             axis = "partitions" if dim == 0 else "free elements"
             raise RuntimeFault(
                 f"{ins.definition.name} dim={dim}: {what} needs '{big.symbol}' to be "
@@ -395,30 +497,29 @@ class _Driver:
         dim = self._dim()
         self._check_split(src, dst, dim, "reduce_scatter")
         reducer = C.Reducer(src.dtype, self._op())
-        data = [{q: reducer.values(b) for q, b in enumerate(self._blocks(core.load("src"), dim))}
-                for core in self.cores]
+        data = {r: {q: reducer.values(b) for q, b in enumerate(self._blocks(core.load("src"),
+                                                                            dim))}
+                for r, core in self.cores.items()}
         itemsize = tile_itemsize(src)
         nbytes = src.partitions * src.free_size * itemsize
         block = dst.partitions * dst.free_size * itemsize
         steps = C.reduce_scatter_steps(self._algorithm(nbytes), self.order, self.cube)
-        self.timer = (steps, lambda q: block, False)
-        done = C.run_steps(steps, data, lambda q: block, ready, self.network, reducer.combine)
-        for core, box in zip(self.cores, data, strict=True):
-            core.store("dst", reducer.bits(box[core.rank]))
+        done = self._steps(steps, data, lambda q: block, ready, reducer.combine)
+        for r, core in self.cores.items():
+            core.store("dst", reducer.bits(data[r][r]))
         return done, nbytes
 
     def _all_gather(self, ready):
         src, dst = self._tile("src"), self._tile("dst")
         dim = self._dim()
         self._check_split(dst, src, dim, "all_gather")
-        data = [{core.rank: core.load("src")} for core in self.cores]
+        data = {r: {r: core.load("src")} for r, core in self.cores.items()}
         itemsize = tile_itemsize(src)
         block = src.partitions * src.free_size * itemsize
         steps = C.all_gather_steps(self._algorithm(block * self.world), self.order, self.cube)
-        self.timer = (steps, lambda q: block, False)
-        done = C.run_steps(steps, data, lambda q: block, ready, self.network, None)
-        for core, box in zip(self.cores, data, strict=True):
-            core.store("dst", np.concatenate([box[q] for q in range(self.world)], axis=dim))
+        done = self._steps(steps, data, lambda q: block, ready, None)
+        for r, core in self.cores.items():
+            core.store("dst", np.concatenate([data[r][q] for q in range(self.world)], axis=dim))
         return done, block * self.world
 
     def _all_to_all(self, ready):
@@ -429,59 +530,54 @@ class _Driver:
             raise RuntimeFault(f"cc.all_to_all dim={dim}: '{src.symbol}' has {size} "
                                f"{'partitions' if dim == 0 else 'free elements'}, which the "
                                f"{self.world} ranks cannot split evenly", src.location)
-        data = []
-        for core in self.cores:
+        data = {}
+        for r, core in self.cores.items():
             blocks = self._blocks(core.load("src"), dim)
-            data.append({(core.rank, j): b for j, b in enumerate(blocks)})
+            data[r] = {(r, j): b for j, b in enumerate(blocks)}
         itemsize = tile_itemsize(src)
         block = src.partitions * src.free_size * itemsize // self.world
         steps = C.all_to_all_steps(self.world)
-        self.timer = (steps, lambda k: block, False)
-        done = C.run_steps(steps, data, lambda k: block, ready, self.network, None)
-        for core, box in zip(self.cores, data, strict=True):
-            core.store("dst", np.concatenate([box[(i, core.rank)] for i in range(self.world)],
+        done = self._steps(steps, data, lambda k: block, ready, None)
+        for r, core in self.cores.items():
+            core.store("dst", np.concatenate([data[r][(i, r)] for i in range(self.world)],
                                              axis=dim))
         return done, block * self.world
 
     def _permute(self, ready):
         src = self._tile("src")
-        shift = self.cores[0].int_arg("shift")
-        data = [{core.rank: core.load("src")} for core in self.cores]
+        shift = next(part[1] for part in self.stops[0].signature[1:] if part[0] == "shift")
+        data = {r: {r: core.load("src")} for r, core in self.cores.items()}
         nbytes = src.partitions * src.free_size * tile_itemsize(src)
         steps = C.permute_steps(self.world, shift)
-        self.timer = (steps, lambda k: nbytes, False)
-        done = C.run_steps(steps, data, lambda k: nbytes, ready, self.network, None)
-        for core, box in zip(self.cores, data, strict=True):
-            core.store("dst", box[(core.rank - shift) % self.world])
+        done = self._steps(steps, data, lambda k: nbytes, ready, None)
+        for r, core in self.cores.items():
+            core.store("dst", data[r][(r - shift) % self.world])
         return done, nbytes
 
     def _barrier(self, ready):
-        data = [{} for _ in self.cores]
         latest = max(ready)
         steps = C.barrier_steps(self.world)
-        self.timer = (steps, lambda k: 0, True)
-        done = C.run_steps(steps, data, lambda k: 0, [latest] * self.world, self.network, None)
+        done = self._steps(steps, {r: {} for r in self.cores}, lambda k: 0,
+                           [latest] * self.world, None, barrier=True)
         return done, 0
 
     # --- reports --------------------------------------------------------------------------
 
-    def _deadlock(self, waiting: set[int]) -> CommError:
+    def _deadlock(self, waiting: list[int]) -> CommError:
         lines = []
-        at_collective = [w for w in sorted(waiting) if self.name(self.cores[w]) in COLLECTIVES]
-        for w in sorted(waiting):
-            core = self.cores[w]
-            if self.name(core) in ("cc.recv", "cc.sendrecv"):
-                peer = self._source(core)
-                state = ("has finished" if self.finished[peer] else
-                         f"waits at {self.where(self.cores[peer])}")
-                lines.append(f"rank {w} waits at {self.where(core)} for a message from rank "
+        at_collective = [w for w in waiting if self.name(w) in COLLECTIVES]
+        for w in waiting:
+            if self.name(w) in ("cc.recv", "cc.sendrecv"):
+                peer = self.stops[w].source
+                state = "has finished" if self.finished[peer] else f"waits at {self.where(peer)}"
+                lines.append(f"rank {w} waits at {self.where(w)} for a message from rank "
                              f"{peer}, which {state}")
         groups: dict[int, list[int]] = {}
         for w in at_collective:
-            groups.setdefault(self.cores[w].pc, []).append(w)
-        for pc, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
+            groups.setdefault(self.stops[w].pc, []).append(w)
+        for _pc, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
             others = [r for r in range(self.world) if r not in ranks]
-            lines.append(f"{_ranks(ranks)} wait at {self.where(self.cores[ranks[0]])} for "
+            lines.append(f"{_ranks(ranks)} wait at {self.where(ranks[0])} for "
                          f"{_ranks(others)} to reach it")
         for (src, dst), box in sorted(self.mail.items()):
             if box and dst in waiting:  # often the cause: the message came from someone else
@@ -491,7 +587,7 @@ class _Driver:
         finished = [r for r in range(self.world) if self.finished[r]]
         if finished:
             lines.append(f"{_ranks(finished)} finished")
-        first = self.cores[min(waiting)]
+        first = self.stops[min(waiting)]
         return CommError(f"deadlock: {len(waiting)} of {self.world} ranks wait for each other "
                          f"and none can go on", self.program.instructions[first.pc].location,
                          notes=tuple(lines))
@@ -504,6 +600,14 @@ class _Driver:
                 raise CommError(f"rank {src} sent {len(box)} message(s) to rank {dst} that "
                                 f"rank {dst} never received (a send with no matching recv)",
                                 ins.location)
+
+
+def _size(shape: tuple) -> int:
+    size = 1
+    for n in shape:
+        size *= n
+    return size
+
 
 
 def _replay_explicit(program, cores: list[Core], network: Network, logs: list[list]) -> None:

@@ -1,0 +1,308 @@
+"""Partitioned runs (docs/multichip.md, "Partitions"): the ranks split into P partitions of whole
+chips (whole servers on switched topologies) that exchange only messages give the same output
+bits, per-rank timing reports, link statistics and trace JSON as the run in one partition, for
+every P; errors are the same located message and exit code on every partition.
+
+The loopback backend (P partitions as threads of this process) carries the matrix; the real
+``mpiexec -n 2`` / ``-n 3`` runs are compared byte for byte with the in-process CLI run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from spmd_helpers import assemble_for, spmd
+
+import neuronemu
+from neuronemu.api import run_spmd
+from neuronemu.errors import InputError, NeuronemuError
+from neuronemu.multichip import comm as comm_module
+from neuronemu.multichip.comm import Partitioning
+from neuronemu.multichip.topology import load_topologies
+from neuronemu.timing.report import chrome_trace_ranks
+
+ROOT = Path(__file__).resolve().parents[2]
+COLLECTIVES = ROOT / "programs" / "collectives"
+PARTITIONS = (1, 2, 3, 5, 16)
+
+
+def fingerprint(result) -> dict:
+    """Everything a multi-rank run reports, as plain data: each rank's output and tile bits,
+    instruction counts, timing report (times, tracks, critical path, trace events), the link
+    statistics and the trace JSON."""
+    ranks = []
+    for r in result.ranks:
+        t = r.timing
+        ranks.append({
+            "outputs": {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+                        for k, v in r.outputs.items()},
+            "tiles": {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+                      for k, v in r.tiles.items()},
+            "instructions": r.instructions, "steps": r.steps,
+            "time_ns": t.time_ns, "tracks": repr(t.tracks), "cycles": t.cycles,
+            "critical_path": t.critical_path,
+            "events": hashlib.sha256(t.events.tobytes() + t.event_times.tobytes()).hexdigest(),
+            "warnings": [w.render() for w in r.warnings],
+        })
+    return {"ranks": ranks, "network": repr(result.network),
+            "trace": hashlib.sha256(json.dumps(chrome_trace_ranks(result), sort_keys=True)
+                                    .encode()).hexdigest()}
+
+
+@pytest.mark.parametrize("kernel", ["ring_allreduce", "pairwise_alltoall", "ring_allgather",
+                                    "all_reduce", "tp_linear"])
+def test_every_partition_count_gives_the_same_run(kernel: str) -> None:
+    program = neuronemu.assemble_file(str(COLLECTIVES / f"{kernel}.s"))
+    reference = fingerprint(run_spmd(program))
+    assert len(reference["ranks"]) == 16
+    for partitions in PARTITIONS[1:]:
+        assert fingerprint(run_spmd(program, partitions=partitions)) == reference, partitions
+
+
+# every rank passes its tile around the ring three times, on two queues, adding what it gets
+RING = """\
+.hbm x float32[32, 64] input
+.hbm y float32[32, 64] output
+.sbuf a float32[32, 64]
+.sbuf b float32[32, 64]
+    ctrl.rank r0
+    ctrl.world r1
+    ctrl.add r2, r0, 1
+    ctrl.rem r2, r2, r1
+    ctrl.add r3, r0, r1
+    ctrl.sub r3, r3, 1
+    ctrl.rem r3, r3, r1
+    dma.copy a, x, queue=0
+    ctrl.mov r4, 0
+again:
+    cc.sendrecv b, a, send_to=r2, recv_from=r3, queue=1
+    cc.send a, peer=r2, queue=2
+    cc.recv b, peer=r3, queue=3
+    vector.tensor_tensor a, a, b, op=add
+    ctrl.add r4, r4, 1
+    ctrl.blt r4, 3, again
+    dma.copy y, a, queue=0
+"""
+
+
+def test_two_ranks_per_chip_and_a_switched_topology() -> None:
+    """32 ranks on the trn2.48xlarge's 16 chips (a chip's two cores in one partition), and 64
+    ranks on the 4 servers of a trn3-ultraserver-gen1 (a server's 16 chips in one partition)."""
+    for program in (neuronemu.assemble_file(str(COLLECTIVES / "tp_linear.s")),
+                    assemble_for(RING, "trn2.48xlarge")):
+        reference = fingerprint(run_spmd(program, "trn2.48xlarge", ranks_per_chip=2))
+        for partitions in (3, 16):
+            assert fingerprint(run_spmd(program, "trn2.48xlarge", ranks_per_chip=2,
+                                        partitions=partitions)) == reference
+    program = neuronemu.assemble_file(str(COLLECTIVES / "all_reduce.s"), target="trn3")
+    reference = fingerprint(run_spmd(program, "trn3-ultraserver-gen1"))
+    for partitions in (2, 3, 4):
+        assert fingerprint(run_spmd(program, "trn3-ultraserver-gen1",
+                                    partitions=partitions)) == reference
+
+
+def test_partitions_hold_whole_chips_or_servers() -> None:
+    """Chips are dealt out in order, units // P or one more each; a count that would split a
+    chip (or a switched topology's server) is refused with the largest legal count."""
+    topologies = load_topologies()
+    split = Partitioning(topologies["trn2.48xlarge"], 8, 3)
+    assert split.owner == [0] * 40 + [1] * 40 + [2] * 48
+    assert split.ranks(1) == list(range(40, 80))
+    with pytest.raises(InputError) as info:
+        Partitioning(topologies["trn2.48xlarge"], 2, 17)
+    assert info.value.message == (
+        "17 partitions cannot split trn2.48xlarge: a partition holds whole chips (its 16 chips "
+        "give at most 16 partitions), so that every message inside a chip stays in one "
+        "process")
+    with pytest.raises(InputError, match="whole servers .its 4 servers give at most 4"):
+        Partitioning(topologies["trn3-ultraserver-gen1"], 1, 5)
+    program = neuronemu.assemble_file(str(COLLECTIVES / "all_reduce.s"))
+    with pytest.raises(InputError, match="17 partitions cannot split trn2.48xlarge"):
+        run_spmd(program, partitions=17)
+
+
+def test_explicit_sync_runs_in_one_partition() -> None:
+    text = """\
+.sync explicit
+.hbm x float32[2, 8] input
+.hbm y float32[2, 8] output
+    cc.all_reduce y, x, op=add
+"""
+    program = assemble_for(text, "trn2.48xlarge")
+    assert run_spmd(program, "trn2.48xlarge", partitions=1).world == 16
+    with pytest.raises(InputError, match="a .sync explicit kernel runs its ranks in one "
+                                         "process"):
+        run_spmd(program, "trn2.48xlarge", partitions=2)
+
+
+ERRORS = {
+    "deadlock": """\
+.hbm x float32[2, 8] input
+.hbm y float32[2, 8] output
+    ctrl.rank r0
+    ctrl.bge r0, 2, done
+    ctrl.sub r1, 1, r0
+    cc.recv y, peer=r1
+    cc.send x, peer=r1
+done:
+""",
+    "collective deadlock": """\
+.hbm x float32[2, 8] input
+    ctrl.rank r0
+    ctrl.beq r0, 13, done
+    cc.barrier
+done:
+""",
+    "unmatched send": """\
+.hbm x float32[2, 8] input
+    ctrl.rank r0
+    ctrl.bne r0, 3, done
+    cc.send x, peer=12
+done:
+""",
+    "fault on one rank": """\
+    ctrl.rank r0
+    ctrl.sub r4, r0, 9
+    ctrl.div r5, 100, r4
+""",
+    "peer outside the world": """\
+.hbm x float32[2, 8] input
+    ctrl.rank r0
+    ctrl.sub r9, r0, 1
+    cc.send x, peer=r9
+""",
+    "mismatched collective": """\
+.hbm x int32[2, 4] input
+.hbm y int32[2, 4] output
+    ctrl.rank r0
+    cc.permute y, x, shift=r0
+""",
+    "shapes of a send and its recv": """\
+.hbm x float32[2, 8] input
+.hbm y float32[4, 8] output
+    ctrl.rank r0
+    ctrl.world r1
+    ctrl.add r2, r0, 1
+    ctrl.rem r2, r2, r1
+    ctrl.add r3, r0, r1
+    ctrl.sub r3, r3, 1
+    ctrl.rem r3, r3, r1
+    cc.send x, peer=r2
+    cc.recv y, peer=r3
+""",
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_are_the_same_for_every_partition_count(case: str) -> None:
+    raised = []
+    for partitions in (1, 2, 5, 16):
+        with pytest.raises(NeuronemuError) as info:
+            spmd(ERRORS[case], "trn2.48xlarge", partitions=partitions)
+        raised.append((type(info.value), info.value.render(), info.value.exit_code))
+    assert all(r == raised[0] for r in raised), raised
+    assert raised[0][2] in (1, 5)
+
+
+# ------------------------------------------------------------------------------ real MPI
+
+def _mpiexec() -> str | None:
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def _has_mpi() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return _mpiexec() is not None
+
+
+needs_mpi = pytest.mark.skipif(not _has_mpi(), reason="needs the MPI extra: pip install "
+                                                      "'neuronemu[mpi]' (mpi4py + mpich)")
+
+
+def _cli(args: list[str], cwd: Path, processes: int | None = None):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")}
+    command = [sys.executable, "-m", "neuronemu", "run", *args]
+    if processes is not None:
+        command = [_mpiexec(), "-n", str(processes), *command]
+    return subprocess.run(command, check=False, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _document(proc) -> dict:
+    """The --json document without the two wall-clock figures."""
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    doc.pop("wall_seconds"), doc.pop("compile_seconds")
+    return doc
+
+
+@needs_mpi
+@pytest.mark.parametrize("processes", [2, 3])
+def test_mpiexec_run_is_byte_identical_to_the_in_process_run(processes: int,
+                                                               tmp_path: Path) -> None:
+    """The 16-rank send/recv ring all-reduce on `mpiexec -n P`: the same --json document
+    (times, per-rank reports, links, output statistics), output .npy files and trace file."""
+    results = []
+    for label, procs in (("local", None), ("mpi", processes)):
+        out = tmp_path / label
+        out.mkdir()
+        proc = _cli([str(COLLECTIVES / "ring_allreduce.s"), "--json", "--output-dir",
+                     str(out / "outputs"), "--trace", str(out / "trace.json")], tmp_path, procs)
+        doc = _document(proc)
+        outputs = {p.name: p.read_bytes() for p in sorted((out / "outputs").iterdir())}
+        trace = (out / "trace.json").read_text().replace(str(out), "<out>")
+        doc["trace"] = doc["trace"].replace(str(out), "<out>")
+        for entry in doc["outputs"].values():
+            entry["path"] = entry["path"].replace(str(out), "<out>")
+        results.append((doc, trace, outputs, proc.stderr))
+    assert results[0][0]["world"] == 16
+    assert results[1] == results[0]
+
+
+@needs_mpi
+def test_mpiexec_two_ranks_per_chip(tmp_path: Path) -> None:
+    local = _cli([str(COLLECTIVES / "tp_linear.s"), "--ranks-per-chip", "2", "--json"],
+                 tmp_path)
+    mpi = _cli([str(COLLECTIVES / "tp_linear.s"), "--ranks-per-chip", "2", "--json"],
+               tmp_path, 2)
+    docs = [_document(p) for p in (local, mpi)]
+    assert docs[0]["world"] == 32
+    assert docs[1] == docs[0]
+
+
+@needs_mpi
+def test_mpiexec_error_is_reported_once_with_its_exit_code(tmp_path: Path) -> None:
+    kernel = tmp_path / "k.s"
+    kernel.write_text(".target trn2\n" + ERRORS["deadlock"])
+    local = _cli([str(kernel), "--topology", "trn2.48xlarge"], tmp_path)
+    mpi = _cli([str(kernel), "--topology", "trn2.48xlarge"], tmp_path, 2)
+    assert local.returncode == 5
+    assert mpi.returncode == 5
+    assert mpi.stderr.count("error: deadlock") == 1
+    assert mpi.stderr == local.stderr
+
+
+def test_mpi_launch_is_detected_from_the_launcher_environment(monkeypatch) -> None:
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE",
+                 "PMI_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert not comm_module.launched_by_mpiexec()
+    assert comm_module.partition_number() == 0
+    monkeypatch.setenv("PMI_SIZE", "1")     # mpiexec -n 1: one partition, in this process
+    assert not comm_module.launched_by_mpiexec()
+    monkeypatch.setenv("PMI_SIZE", "3")
+    monkeypatch.setenv("PMI_RANK", "2")
+    assert comm_module.launched_by_mpiexec()
+    assert comm_module.partition_number() == 2
