@@ -207,25 +207,30 @@ def time_steps(steps, nbytes_of, ready: list[float], network) -> list[float]:
 
 
 def time_step(step, nbytes_of, ready: list[float], network) -> list[float]:
-    """Book one step's messages (in order of their sender's ready time) and the receivers'
-    reductions; returns when each rank is done with the step."""
-    done = list(ready)
-    reductions = []
-    for i in sorted(range(len(step)), key=lambda i: (ready[step[i].src], step[i].src,
-                                                     step[i].dst)):
-        m = step[i]
-        nbytes = sum(nbytes_of(k) for k in m.keys)
-        _, arrival = network.transfer(m.src, m.dst, nbytes, ready[m.src])
-        done[m.dst] = max(done[m.dst], arrival)
-        done[m.src] = max(done[m.src], arrival)
-        if m.reduce and nbytes:
-            reductions.append((arrival, m.dst, m.src, nbytes))
-    adder_free = {}
-    for arrival, dst, _src, nbytes in sorted(reductions):
-        start = max(arrival, adder_free.get(dst, 0.0))
-        adder_free[dst] = start + network.reduce_ns(nbytes)
-        done[dst] = max(done[dst], adder_free[dst])
-    return done
+    """Book one step's messages (in order of their sender's ready time, then sender, then
+    receiver) and the receivers' reductions; returns when each rank is done with the step."""
+    from neuronemu.timing.links import reduce_in_turn
+
+    n = len(step)
+    if n == 0:
+        return list(ready)
+    src = np.fromiter((m.src for m in step), np.int64, n)
+    dst = np.fromiter((m.dst for m in step), np.int64, n)
+    nbytes = np.fromiter((sum(nbytes_of(k) for k in m.keys) for m in step), np.int64, n)
+    reduce = np.fromiter((m.reduce for m in step), bool, n)
+    ready_of = np.asarray(ready, dtype=np.float64)
+    order = np.lexsort((dst, src, ready_of[src]))
+    src, dst, nbytes, reduce = src[order], dst[order], nbytes[order], reduce[order]
+    arrival = network.transfer_many(src, dst, nbytes, ready_of[src])
+    done = ready_of.copy()
+    np.maximum.at(done, dst, arrival)
+    np.maximum.at(done, src, arrival)
+    adds = np.flatnonzero(reduce & (nbytes > 0))
+    if adds.size:
+        by = np.lexsort((nbytes[adds], src[adds], dst[adds], arrival[adds]))
+        adds = adds[by]
+        reduce_in_turn(arrival[adds], dst[adds], nbytes[adds] / network.reduce_gb_s, done)
+    return done.tolist()
 
 
 class Reducer:

@@ -36,17 +36,14 @@ class NetworkStats:
 
 
 class _Link:
-    """Counters of one direction of a link; its booked intervals live in the Network's arrays
-    (row ``row``), where neuronemu.timing.links books them."""
+    """One direction of a link: its bandwidth and its row in the Network's arrays, where
+    neuronemu.timing.links books its intervals and counts its messages, bytes and busy time."""
 
-    __slots__ = ("busy", "bytes", "gb_s", "messages", "row")
+    __slots__ = ("gb_s", "row")
 
     def __init__(self, gb_s: float, row: int):
         self.gb_s = gb_s
         self.row = row
-        self.messages = 0
-        self.bytes = 0
-        self.busy = 0.0
 
 
 class Network:
@@ -65,6 +62,10 @@ class Network:
         self.starts = np.zeros((8, 8))
         self.ends = np.zeros((8, 8))
         self.counts = np.zeros(8, dtype=np.int64)
+        # per link row: messages, bytes and busy ns (summed in booking order)
+        self.link_messages = np.zeros(8, dtype=np.int64)
+        self.link_bytes = np.zeros(8, dtype=np.int64)
+        self.link_busy = np.zeros(8)
         self.messages = 0
         self.bytes = 0
 
@@ -85,12 +86,16 @@ class Network:
             self.routes[key] = (hops, gb_s, len(hops) * topo.hop_ns, rows)
         return self.routes[key]
 
-    def _room(self, rows: np.ndarray) -> None:
-        """Grow the interval arrays so every link of a route has a free slot for one booking."""
+    def _room(self, rows: np.ndarray, bookings: np.ndarray | None = None) -> None:
+        """Grow the interval arrays so every link of ``rows`` has room for its bookings
+        (``bookings[k]`` more on rows[k]; None: one each)."""
         links, cap = self.starts.shape
         need_links = max(len(self.links), int(rows.max()) + 1 if rows.size else 0)
-        known = rows[rows < links]
-        need_cap = int(self.counts[known].max()) + 2 if known.size else cap
+        known = rows < links
+        extra = np.ones(rows.size, dtype=np.int64) if bookings is None else bookings
+        need_cap = (int((self.counts[rows[known]] + extra[known]).max()) + 1
+                    if known.any() else 0)
+        need_cap = max(need_cap, int(extra.max()) + 1 if extra.size else 0)
         if need_links <= links and need_cap <= cap:
             return
         new_links, new_cap = max(links, need_links * 2), max(cap, need_cap * 2)
@@ -98,9 +103,11 @@ class Network:
             grown = np.zeros((new_links, new_cap))
             grown[:links, :cap] = getattr(self, name)
             setattr(self, name, grown)
-        counts = np.zeros(new_links, dtype=np.int64)
-        counts[:links] = self.counts
-        self.counts = counts
+        for name in ("counts", "link_messages", "link_bytes", "link_busy"):
+            old = getattr(self, name)
+            grown = np.zeros(new_links, dtype=old.dtype)
+            grown[:links] = old
+            setattr(self, name, grown)
 
     def reduce_ns(self, nbytes: int) -> float:
         """Time for a rank's DMA engines to add ``nbytes`` received into its own chunk: the
@@ -117,19 +124,56 @@ class Network:
             return ready, ready + nbytes / self.local_gb_s
         if a == b:
             return ready, ready + self.local_ns + nbytes / self.local_gb_s
-        from neuronemu.timing.links import book_route
-
-        hops, gb_s, latency, rows = self._route(a, b)
+        _, gb_s, latency, rows = self._route(a, b)
         duration = nbytes / gb_s
-        links = [self.links[h] for h in hops]
         self._room(rows)
-        start = float(book_route(self.starts, self.ends, self.counts, rows, float(ready),
-                                 float(duration)))
-        for link in links:
-            link.messages += 1
-            link.bytes += nbytes
-            link.busy += duration
+        start = float(self._book(rows, np.array([0, rows.size]), np.zeros(1, np.int64),
+                                 np.array([float(ready)]), np.array([duration]),
+                                 np.array([nbytes], dtype=np.int64))[0])
         return start, start + latency + duration
+
+    def _book(self, rows, ptr, route_of, ready, duration, nbytes) -> np.ndarray:
+        """Book messages over link routes in order (neuronemu.timing.links.book_many); the
+        caller has made room."""
+        from neuronemu.timing.links import book_many
+
+        return book_many(self.starts, self.ends, self.counts, rows, ptr, route_of, ready,
+                         duration, nbytes, self.link_busy, self.link_messages, self.link_bytes)
+
+    def transfer_many(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray,
+                      ready: np.ndarray) -> np.ndarray:
+        """Book messages in the order given, as ``transfer`` called for each in turn would
+        (the same times to the bit, the same link counters); returns their arrivals."""
+        n = src.size
+        self.messages += n
+        self.bytes += int(nbytes.sum())
+        arrival = np.empty(n)
+        a, b = src // self.ranks_per_chip, dst // self.ranks_per_chip
+        itself = src == dst
+        arrival[itself] = ready[itself] + nbytes[itself] / self.local_gb_s
+        chip = (a == b) & ~itself
+        arrival[chip] = ready[chip] + self.local_ns + nbytes[chip] / self.local_gb_s
+        cross = np.flatnonzero(a != b)
+        if cross.size == 0:
+            return arrival
+        nodes = self.topology.nodes
+        pairs, route_of = np.unique(a[cross] * nodes + b[cross], return_inverse=True)
+        routes = [self._route(int(p) // nodes, int(p) % nodes) for p in pairs]
+        rows = np.concatenate([r[3] for r in routes])
+        ptr = np.zeros(len(routes) + 1, dtype=np.int64)
+        np.cumsum([r[3].size for r in routes], out=ptr[1:])
+        gb_s = np.array([r[1] for r in routes])
+        latency = np.array([r[2] for r in routes])
+        route_of = route_of.astype(np.int64).ravel()
+        duration = nbytes[cross] / gb_s[route_of]
+        per_row = np.repeat(np.bincount(route_of, minlength=len(routes)), np.diff(ptr))
+        used = np.unique(rows)
+        bookings = np.bincount(rows, weights=per_row, minlength=int(rows.max()) + 1)[used]
+        self._room(used, bookings.astype(np.int64))
+        start = self._book(rows, ptr, route_of, ready[cross].astype(np.float64), duration,
+                           nbytes[cross].astype(np.int64))
+        arrival[cross] = start + latency[route_of] + duration
+        return arrival
 
     def stats(self) -> NetworkStats:
         chips = self.topology.chips if self.topology else 1
@@ -137,7 +181,9 @@ class Network:
         def node(n: int) -> str:
             return f"chip{n}" if n < chips else f"switch{n - chips}"
 
-        links = {f"{node(a)}->{node(b)}": LinkStats(link.messages, link.bytes, link.busy)
+        links = {f"{node(a)}->{node(b)}": LinkStats(int(self.link_messages[link.row]),
+                                                    int(self.link_bytes[link.row]),
+                                                    float(self.link_busy[link.row]))
                  for (a, b), link in sorted(self.links.items())}
         return NetworkStats(self.messages, self.bytes,
                             sum(s.bytes for s in links.values()), links)

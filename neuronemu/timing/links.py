@@ -80,3 +80,37 @@ def book_route(starts, ends, counts, route, ready, duration):
             counts[link] = _book(starts[link], ends[link], counts[link], start,
                                  start + duration)
     return start
+
+
+@jit
+def book_many(starts, ends, counts, rows, ptr, route_of, ready, duration, nbytes, link_busy,
+              link_messages, link_bytes):
+    """Book messages one after another, as ``book_route`` called for each in turn: message i
+    takes route ``route_of[i]`` (link rows ``rows[ptr[r]:ptr[r + 1]]``), is ready at
+    ``ready[i]`` and lasts ``duration[i]``; each link it crosses counts it (messages, bytes,
+    busy time, summed in message order). The caller has made room for every booking. Returns
+    the starts."""
+    out = np.empty(route_of.shape[0])
+    for i in range(route_of.shape[0]):
+        r = route_of[i]
+        route = rows[ptr[r]:ptr[r + 1]]
+        out[i] = book_route(starts, ends, counts, route, ready[i], duration[i])
+        for k in range(route.shape[0]):
+            link = route[k]
+            link_messages[link] += 1
+            link_bytes[link] += nbytes[i]
+            link_busy[link] += duration[i]
+    return out
+
+
+@jit
+def reduce_in_turn(arrival, dst, duration, done):
+    """Receivers add what they received one message after another: for messages sorted by
+    (arrival, dst, src, bytes), each starts when it has arrived and its receiver's adder is
+    free, and holds the adder for ``duration``; ``done[dst]`` becomes at least its end."""
+    free = np.zeros(done.shape[0])
+    for i in range(arrival.shape[0]):
+        d = dst[i]
+        start = max(arrival[i], free[d])
+        free[d] = start + duration[i]
+        done[d] = max(done[d], free[d])
