@@ -335,6 +335,17 @@ def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options,
     """Run the ranks one partition owns and report them: partition 0 returns every rank's
     Result (gathered) and the links' state; the others return (None, network). An error on
     any partition (a fault, a deadlock, a finish that fails) is raised on every partition."""
+    try:
+        return _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits)
+    except NeuronemuError:
+        raise
+    except BaseException:
+        if hasattr(comm, "abort"):
+            comm.abort()
+        raise
+
+
+def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits):
     from neuronemu.multichip import spmd
 
     with _memory_errors():

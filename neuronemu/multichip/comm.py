@@ -17,6 +17,7 @@ and ``MpiComm`` (one partition per MPI process, ``mpiexec -n P``; mpi4py importe
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -144,6 +145,16 @@ class MpiComm(Comm):
 
     def gather(self, obj: Any) -> list | None:
         return self.big.gather(obj, root=0)
+
+    def abort(self) -> None:
+        """End every process of the launch: after an exception this partition alone raised
+        (a bug, not a fault of the run, which every partition raises alike), the others would
+        wait for it forever."""
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        self.comm.Abort(1)
 
 
 _MPI_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE")

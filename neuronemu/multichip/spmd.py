@@ -35,7 +35,7 @@ from collections import deque
 
 import numpy as np
 
-from neuronemu.errors import InputError, RuntimeFault
+from neuronemu.errors import InputError, NeuronemuError, RuntimeFault
 from neuronemu.exec import layout as L
 from neuronemu.exec.core import FINISHED, Core, RunLimits, stop_on_sigint
 from neuronemu.multichip import collectives as C
@@ -103,10 +103,24 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
     # compact on-chip memory on one rank too: tiles never leave their allocations (in_bounds),
     # so bytes past the last allocation are never read or written; filling and tracking the
     # whole 24-32 MiB SBUF cost a small kernel's run ~3 ms and its RSS 28+ MiB
-    check_host_memory(program, len(mine), compact=True)
-    cores = {r: Core(program, inputs[r], seed, rank=r, world=world,
-                     max_trace_events=max_trace_events, stochastic_rounding=stochastic_rounding,
-                     rounding_seed=rounding_seed, compact=True) for r in mine}
+    cores, error = {}, None
+    try:
+        check_host_memory(program, len(mine), compact=True)
+        cores = {r: Core(program, inputs[r], seed, rank=r, world=world,
+                         max_trace_events=max_trace_events,
+                         stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed,
+                         compact=True) for r in mine}
+    except MemoryError as e:
+        from neuronemu.resources import out_of_memory
+
+        error = out_of_memory(e)
+    except NeuronemuError as e:
+        error = e
+    if comm.partitions > 1:   # one partition short of memory stops them all, alike
+        errors = comm.allgather(error)
+        error = next((e for e in errors if e is not None), None)
+    if error is not None:
+        raise error
     network = Network(topology, program.target, ranks_per_chip)
     own_limits = limits is None
     limits = limits if limits is not None else RunLimits(max_instructions, timeout)

@@ -89,17 +89,59 @@ def book_many(starts, ends, counts, rows, ptr, route_of, ready, duration, nbytes
     takes route ``route_of[i]`` (link rows ``rows[ptr[r]:ptr[r + 1]]``), is ready at
     ``ready[i]`` and lasts ``duration[i]``; each link it crosses counts it (messages, bytes,
     busy time, summed in message order). The caller has made room for every booking. Returns
-    the starts."""
-    out = np.empty(route_of.shape[0])
-    for i in range(route_of.shape[0]):
+    the starts.
+
+    The same starts, found faster: with r0 the earliest ready time and dmin the shortest
+    duration of the batch, ``floor[link]`` is the first time >= r0 at which the link is free
+    for dmin. No message of the batch can start on that link before its floor (it would need a
+    free gap of at least dmin there), and bookings only take free time, so each search starts
+    at the floor instead of rescanning the link's early, fragmented intervals (a 1,152-rank mesh
+    step books 1.3 M messages on links holding hundreds of intervals each). A floor is moved on
+    only when a booking covers it."""
+    n = route_of.shape[0]
+    out = np.empty(n)
+    if n == 0:
+        return out
+    r0 = ready.min()
+    dmin = duration.min()
+    floor = np.full(counts.shape[0], -np.inf)
+    known = np.zeros(counts.shape[0], dtype=np.bool_)
+    for i in range(n):
         r = route_of[i]
         route = rows[ptr[r]:ptr[r + 1]]
-        out[i] = book_route(starts, ends, counts, route, ready[i], duration[i])
+        d = duration[i]
+        start = ready[i]
+        if d > 0.0:
+            if dmin > 0.0:
+                for k in range(route.shape[0]):
+                    link = route[k]
+                    if not known[link]:
+                        floor[link] = _earliest(starts[link], ends[link], counts[link], r0,
+                                                dmin)
+                        known[link] = True
+            while True:
+                moved = False
+                for k in range(route.shape[0]):
+                    link = route[k]
+                    t = _earliest(starts[link], ends[link], counts[link],
+                                  max(start, floor[link]), d)
+                    if t > start:
+                        start = t
+                        moved = True
+                if not moved:
+                    break
+            for k in range(route.shape[0]):
+                link = route[k]
+                counts[link] = _book(starts[link], ends[link], counts[link], start, start + d)
+                if dmin > 0.0 and start <= floor[link] + dmin:
+                    floor[link] = _earliest(starts[link], ends[link], counts[link],
+                                            floor[link], dmin)
+        out[i] = start
         for k in range(route.shape[0]):
             link = route[k]
             link_messages[link] += 1
             link_bytes[link] += nbytes[i]
-            link_busy[link] += duration[i]
+            link_busy[link] += d
     return out
 
 

@@ -1,0 +1,83 @@
+"""Link booking (neuronemu/timing/links.py) against a brute-force reference: each link a plain
+Python list of busy intervals, each message placed at the first time >= its ready at which every
+link of its route is free for its duration. The compiled batch (book_many, with its per-link
+floors) and transfer_many must give exactly the reference's starts and link counters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.multichip.network import Network
+from neuronemu.multichip.topology import load_topologies
+from neuronemu.timing.links import book_many
+
+
+def reference_starts(messages, links: int) -> tuple[list[float], list[float]]:
+    """messages: (route rows, ready, duration), booked in order; returns starts and busy ns."""
+    busy: list[list[tuple[float, float]]] = [[] for _ in range(links)]
+    starts, total = [], [0.0] * links
+    for route, ready, duration in messages:
+        candidates = sorted({ready} | {e for row in route for _, e in busy[row] if e >= ready})
+        start = ready if duration == 0 else next(t for t in candidates if all(
+            not (s < t + duration and t < e) for row in route for s, e in busy[row]))
+        if duration > 0:
+            for row in route:
+                busy[row].append((start, start + duration))
+        for row in route:
+            total[row] += duration
+        starts.append(start)
+    return starts, total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_book_many_places_every_message_first_fit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    links, routes_n, n = 5, 7, 300
+    routes = [rng.choice(links, size=rng.integers(1, 4), replace=False) for _ in range(routes_n)]
+    rows = np.concatenate(routes).astype(np.int64)
+    ptr = np.zeros(routes_n + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in routes], out=ptr[1:])
+    route_of = rng.integers(0, routes_n, n).astype(np.int64)
+    # sorted ready times with ties, durations from a few sizes (and a zero one) as in a step
+    ready = np.sort(rng.integers(0, 40, n)).astype(np.float64) * 2.5
+    duration = rng.choice([0.0, 3.0, 3.5, 7.25], n)
+    nbytes = (duration * 4).astype(np.int64)
+    cap = n + 2
+    starts = np.zeros((links, cap))
+    ends = np.zeros((links, cap))
+    counts = np.zeros(links, dtype=np.int64)
+    busy = np.zeros(links)
+    messages = np.zeros(links, dtype=np.int64)
+    moved = np.zeros(links, dtype=np.int64)
+    got = book_many(starts, ends, counts, rows, ptr, route_of, ready, duration, nbytes, busy,
+                    messages, moved)
+    want, want_busy = reference_starts(
+        [(routes[r], ready[i], duration[i]) for i, r in enumerate(route_of)], links)
+    assert got.tolist() == want
+    assert busy.tolist() == want_busy
+    assert messages.tolist() == [sum(int(row in routes[r]) for r in route_of)
+                                 for row in range(links)]
+    for link in range(links):   # intervals stay sorted and disjoint
+        k = counts[link]
+        assert (starts[link, :k] < ends[link, :k]).all()
+        assert (ends[link, :k - 1] < starts[link, 1:k]).all()
+
+
+def test_transfer_many_equals_one_transfer_per_message() -> None:
+    """The same messages on a switched topology (shared server uplinks), booked one call each
+    and as one batch: equal arrivals and link statistics, to the bit."""
+    program = neuronemu.assemble(".hbm x float32[2, 2] input\n", "k.s", target="trn3")
+    topology = load_topologies()["trn3-ultraserver-gen1"]
+    rng = np.random.default_rng(3)
+    n = 2000
+    src = rng.integers(0, 128, n).astype(np.int64)
+    dst = rng.integers(0, 128, n).astype(np.int64)
+    nbytes = rng.choice([0, 4096, 65536, 65540], n).astype(np.int64)
+    ready = np.sort(rng.uniform(0, 2e4, n))
+    one, batch = Network(topology, program.target, 2), Network(topology, program.target, 2)
+    arrivals = [one.transfer(int(s), int(d), int(b), float(t))[1]
+                for s, d, b, t in zip(src, dst, nbytes, ready, strict=True)]
+    assert batch.transfer_many(src, dst, nbytes, ready).tolist() == arrivals
+    assert batch.stats() == one.stats()
