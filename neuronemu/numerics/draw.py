@@ -100,20 +100,26 @@ def _next_double(word):
 
 
 @jit(inline="always")
-def _standard_normal(hi, lo, inc_hi, inc_lo):
-    """numpy's random_standard_normal from the PCG64 state: (state high, state low, value)."""
-    ki, wi, fi = _KI, _WI, _FI
+def _try(hi, lo, inc_hi, inc_lo):
+    """One word's try of the ziggurat: (state high, state low, idx, rabs, x); x is the value
+    when rabs < ki[idx] (99.3% of words)."""
+    hi, lo, r = _pcg64(hi, lo, inc_hi, inc_lo)
+    idx = np.intp(r & np.uint64(0xFF))
+    r = r >> np.uint64(8)
+    rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
+    x = np.float64(rabs) * _WI[idx]
+    if r & np.uint64(1):   # the sign bit
+        x = -x
+    return hi, lo, idx, rabs, x
+
+
+@jit
+def _rejected(hi, lo, inc_hi, inc_lo, idx, rabs, x):
+    """The rest of random_standard_normal after a word's try was rejected: the tail (idx 0) or
+    the wedge test, then fresh tries until one is accepted. Out of line, so the loops that
+    call _standard_normal keep only the common path."""
+    fi = _FI
     while True:
-        hi, lo, r = _pcg64(hi, lo, inc_hi, inc_lo)
-        idx = np.intp(r & np.uint64(0xFF))
-        r = r >> np.uint64(8)
-        sign = r & np.uint64(1)
-        rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
-        x = np.float64(rabs) * wi[idx]
-        if sign != 0:
-            x = -x
-        if rabs < ki[idx]:   # 99.3% of values end here
-            return hi, lo, x
         if idx == 0:
             # the tail: pairs of doubles until one is accepted
             while True:
@@ -128,6 +134,18 @@ def _standard_normal(hi, lo, inc_hi, inc_lo):
         hi, lo, w = _pcg64(hi, lo, inc_hi, inc_lo)
         if (fi[idx - 1] - fi[idx]) * _next_double(w) + fi[idx] < math.exp(-0.5 * x * x):
             return hi, lo, x
+        hi, lo, idx, rabs, x = _try(hi, lo, inc_hi, inc_lo)
+        if rabs < _KI[idx]:
+            return hi, lo, x
+
+
+@jit(inline="always")
+def _standard_normal(hi, lo, inc_hi, inc_lo):
+    """numpy's random_standard_normal from the PCG64 state: (state high, state low, value)."""
+    hi, lo, idx, rabs, x = _try(hi, lo, inc_hi, inc_lo)
+    if rabs >= _KI[idx]:
+        hi, lo, x = _rejected(hi, lo, inc_hi, inc_lo, idx, rabs, x)
+    return hi, lo, x
 
 
 @jit
