@@ -150,6 +150,7 @@ def _aligned_dense(op, start):
 
 
 _LINE = 64   # bytes: a cache line, and one 512-bit vector
+_ALIGN_FROM = 1 << 14   # fp32 values (64 KiB): smaller tiles are not worth placing
 
 
 @jit
@@ -158,7 +159,10 @@ def empty_f32(rows, cols):
     32 bytes; on a CPU with 512-bit vectors a loop over a 32-byte-aligned fp32 row splits
     every other vector across two cache lines, which made each matmul ~1.8x slower whenever
     the allocator put an operand or the sum there (one run in two of matmul_tiled.s). Rows
-    of a multiple of 16 values stay aligned. Only where the values lie changes."""
+    of a multiple of 16 values stay aligned. Only where the values lie changes. A tile under
+    64 KiB is numba's own array: placing it costs ~17 ns a call, as much as its loops lose."""
+    if rows * cols < _ALIGN_FROM:
+        return np.empty((rows, cols), dtype=np.float32)
     flat = np.empty(rows * cols + _LINE // 4, dtype=np.float32)
     start = ((_LINE - flat.ctypes.data % _LINE) % _LINE) // 4
     return flat[start: start + rows * cols].reshape((rows, cols))
