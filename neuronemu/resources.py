@@ -23,11 +23,12 @@ def host_memory() -> tuple[int | None, int | None]:
     """(total, available) bytes of host memory, None where the platform does not say."""
     total = available = None
     try:
-        with open("/proc/meminfo") as f:
-            fields = dict(line.split(":", 1) for line in f if ":" in line)
-        total = int(fields["MemTotal"].split()[0]) * 1024
-        available = int(fields["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
+        # the two lines wanted, found in the bytes (a dict of all ~55 lines cost ~10 us a run)
+        with open("/proc/meminfo", "rb") as f:
+            text = f.read()
+        total = _meminfo_kib(text, b"MemTotal:") * 1024
+        available = _meminfo_kib(text, b"MemAvailable:") * 1024
+    except (OSError, ValueError, IndexError):
         pass
     try:
         page = os.sysconf("SC_PAGE_SIZE")
@@ -41,6 +42,12 @@ def host_memory() -> tuple[int | None, int | None]:
     if limit is not None:
         available = limit if available is None else min(available, limit)
     return total, available
+
+
+def _meminfo_kib(text: bytes, key: bytes) -> int:
+    """The kB figure of the /proc/meminfo line starting with ``key`` (ValueError if none)."""
+    start = text.index(b"\n" + key) + 1 if not text.startswith(key) else 0
+    return int(text[start + len(key): text.index(b"\n", start)].split()[0])
 
 
 def _address_space_left() -> int | None:

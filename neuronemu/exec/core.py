@@ -117,8 +117,7 @@ def initial_slabs(tensor: HbmTensor, seed: int, rank: int | None = None
     from neuronemu.numerics import draw  # rng.normal's values, computed faster
 
     kind, *params = tensor.init
-    key = [seed, zlib.crc32(tensor.name.encode())] + ([rank] if rank is not None else [])
-    rng = np.random.default_rng(key)
+    rng = _generator(tensor, seed, rank)
     size = math.prod(tensor.shape)
     columns = tensor.shape[-1] if tensor.shape else 1
     for start in range(0, size, SLAB_ELEMENTS):
@@ -136,6 +135,28 @@ def initial_slabs(tensor: HbmTensor, seed: int, rank: int | None = None
             yield np.maximum(draw.normal(rng, params[0], params[1], count), 0.0)
         else:
             yield np.full(count, _CONSTANT_INITS.get(kind, _CONSTANT_INITS["nan"])(tensor))
+
+
+def _generator(tensor: HbmTensor, seed: int, rank: int | None) -> np.random.Generator:
+    """The tensor's own PCG64 stream, keyed by (seed, crc32(name)[, rank])."""
+    key = [seed, zlib.crc32(tensor.name.encode())] + ([rank] if rank is not None else [])
+    return np.random.default_rng(key)
+
+
+def _draw_bits(hbm: np.ndarray, tensor: HbmTensor, seed: int, rank: int | None) -> bool:
+    """Write a float32 / bfloat16 tensor's ``normal`` initial values straight into its HBM
+    bits, drawn and rounded in one compiled loop: the bits initial_slabs and _write_tensor
+    give, without their float64 and float32 temporaries (draw.normal_bits). False (the
+    tensor is not written) where that does not apply: the caller takes the general way."""
+    if (tensor.init[0] != "normal" or tensor.compressed
+            or tensor.dtype not in ("float32", "bfloat16")):
+        return False
+    from neuronemu.numerics import draw
+
+    itemsize = 4 if tensor.dtype == "float32" else 2
+    words = hbm[0, tensor.offset: tensor.offset + tensor.nbytes].view(f"<u{itemsize}")
+    return draw.normal_bits(_generator(tensor, seed, rank), tensor.init[1], tensor.init[2],
+                            words)
 
 
 def initial_values(tensor: HbmTensor, seed: int, rank: int | None = None) -> np.ndarray:
@@ -265,7 +286,7 @@ class Core:
                 itemsize = dtypes.get(tensor.dtype).itemsize
                 hbm[0, tensor.offset: tensor.offset + tensor.nbytes].view(
                     f"<u{itemsize}")[:] = one[0]
-            else:
+            elif not _draw_bits(hbm, tensor, seed, rank if world > 1 else None):
                 _write_tensor(hbm, tensor, initial_slabs(tensor, seed,
                                                          rank if world > 1 else None))
         regs = np.zeros(L.REG_COUNT, dtype=np.int64)

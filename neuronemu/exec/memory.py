@@ -149,6 +149,25 @@ def _aligned_dense(op, start):
             and op[L.OP_PCOLSTEP] % itemsize == 0)
 
 
+_LINE = 64   # bytes: a cache line, and one 512-bit vector
+_ALIGN_FROM = 1 << 14   # fp32 values (64 KiB): smaller tiles are not worth placing
+
+
+@jit
+def empty_f32(rows, cols):
+    """np.empty((rows, cols), float32) starting on a 64-byte boundary. numba aligns arrays to
+    32 bytes; on a CPU with 512-bit vectors a loop over a 32-byte-aligned fp32 row splits
+    every other vector across two cache lines, which made each matmul ~1.8x slower whenever
+    the allocator put an operand or the sum there (one run in two of matmul_tiled.s). Rows
+    of a multiple of 16 values stay aligned. Only where the values lie changes. A tile under
+    64 KiB is numba's own array: placing it costs ~17 ns a call, as much as its loops lose."""
+    if rows * cols < _ALIGN_FROM:
+        return np.empty((rows, cols), dtype=np.float32)
+    flat = np.empty(rows * cols + _LINE // 4, dtype=np.float32)
+    start = ((_LINE - flat.ctypes.data % _LINE) % _LINE) // 4
+    return flat[start: start + rows * cols].reshape((rows, cols))
+
+
 @jit
 def load_f32(op, mems, regs, fmt, table):
     """A tile decoded to fp32 [P, N]."""
@@ -156,7 +175,7 @@ def load_f32(op, mems, regs, fmt, table):
     start = dynamic_offset(op, regs)
     if not _aligned_dense(op, start):
         bits = load_bits(op, mems, regs)
-        out = np.empty(bits.shape, dtype=np.float32)
+        out = empty_f32(bits.shape[0], bits.shape[1])
         for p in range(bits.shape[0]):
             for i in range(bits.shape[1]):
                 out[p, i] = decode(bits[p, i], code, fmt, table)
@@ -166,7 +185,7 @@ def load_f32(op, mems, regs, fmt, table):
     n = op[L.OP_SIZE]
     itemsize = op[L.OP_ITEMSIZE]
     is_float = fmt[code, D.F_KIND] == _KIND_FLOAT
-    out = np.empty((op[L.OP_PCOUNT], n), dtype=np.float32)
+    out = empty_f32(op[L.OP_PCOUNT], n)
     if is_float and itemsize == 4:
         words = mem.view(np.float32)
         for p in range(op[L.OP_PCOUNT]):

@@ -40,16 +40,58 @@ def test_millions_of_values_cover_the_tail_and_the_wedges() -> None:
     assert rng.bit_generator.state == reference.bit_generator.state
 
 
-def test_a_value_whose_words_run_out_is_redone() -> None:
-    """The compiled loop given only as many words as values stops at a value it cannot finish
-    and reports how far it got; drawing more words and continuing gives numpy's values."""
-    count = 50_000
-    words = np.random.default_rng(5).bit_generator.random_raw(count)
-    out = np.empty(count)
-    done, used = draw._normals(words, out, 0, 0.0, 1.0)
-    assert done < count and used <= count   # some value needed more than one word
-    expected = np.random.default_rng(5).normal(size=count)
-    np.testing.assert_array_equal(out[:done], expected[:done])
+@pytest.mark.parametrize("dtype, width", [("bfloat16", np.uint16), ("float32", np.uint32)])
+@pytest.mark.parametrize("loc, scale", [(0.0, 1.0), (0.3, 1.7), (-2.0, 1e-39), (5.0, 0.0)])
+def test_storage_bits_are_numpys_values_cast(dtype: str, width, loc: float, scale: float) -> None:
+    """normal_bits: the bits of numpy's values cast by numpy (float32) and ml_dtypes
+    (bfloat16, through float32), the generator left where numpy's call leaves it. Oracle:
+    numpy's draw and ml_dtypes' astype (a scale of 1e-39 gives float32 subnormals)."""
+    import ml_dtypes
+
+    count = draw.MIN_FAST + 4099
+    ours, theirs = np.random.default_rng([7, 9]), np.random.default_rng([7, 9])
+    out = np.empty(count, dtype=width)
+    assert draw.normal_bits(ours, loc, scale, out)
+    values = theirs.normal(loc, scale, size=count).astype(np.float32)
+    if dtype == "bfloat16":
+        values = values.astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out, values.view(width))
+    assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+@pytest.mark.parametrize("dtype, width, loc", [("bfloat16", np.uint16, 3.3e38),
+                                               ("float32", np.uint32, 3.4e38)])
+def test_storage_bits_refuse_values_past_the_dtype(dtype: str, width, loc: float) -> None:
+    """A value that overflows the dtype (its bits are the general cast's to decide) makes
+    normal_bits return False with the generator untouched; so do other generators and draws
+    below MIN_FAST."""
+    rng = np.random.default_rng(4)
+    before = rng.bit_generator.state
+    assert not draw.normal_bits(rng, loc, 1e37, np.empty(draw.MIN_FAST, dtype=width))
+    assert rng.bit_generator.state == before
+    assert not draw.normal_bits(rng, 0.0, 1.0, np.empty(draw.MIN_FAST - 1, dtype=width))
+    assert not draw.normal_bits(np.random.Generator(np.random.MT19937(3)), 0.0, 1.0,
+                                np.empty(draw.MIN_FAST, dtype=width))
+    assert rng.bit_generator.state == before
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("init", ["normal(0.5, 2)", "normal(3.0e38, 1.0e38)"])
+def test_a_run_stores_the_general_casts_bits(dtype: str, init: str) -> None:
+    """A run's default input (drawn into HBM by normal_bits, or the general way when a value
+    overflows) holds the bits of numpy's whole draw cast by neuronemu.numerics.convert (whose
+    own tests check it against ml_dtypes and the encoder)."""
+    import zlib
+
+    import neuronemu
+    from neuronemu.numerics.convert import to_bits
+
+    program = neuronemu.assemble(f".hbm w {dtype}[512, 512] input init={init}\n", "k.s")
+    loc, scale = (float(p) for p in init[len("normal("):-1].split(", "))
+    rng = np.random.default_rng([3, zlib.crc32(b"w")])
+    expected = to_bits(rng.normal(loc, scale, size=(512, 512)), dtype)
+    got = neuronemu.run(program, seed=3).tensors["w"]
+    np.testing.assert_array_equal(got.view(expected.dtype), expected)
 
 
 def test_small_draws_and_other_generators_are_numpys_call() -> None:

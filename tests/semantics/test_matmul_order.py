@@ -94,6 +94,28 @@ def test_order_is_visible() -> None:
     assert (got.view(np.uint32) != backwards.view(np.uint32)).any()
 
 
+def test_sum_and_large_tiles_start_on_a_cache_line() -> None:
+    """memory.empty_f32 places tiles of 16K values or more on a 64-byte boundary (a row 32
+    bytes past one split every other 512-bit access); smaller ones are plain arrays. Checked
+    on many allocations, since numba's own 32-byte alignment lands on a line half the time."""
+    from neuronemu.exec.memory import empty_f32
+
+    rng = np.random.default_rng(1)
+    s = rng.standard_normal((128, 128)).astype(F32)
+    x = rng.standard_normal((128, 512)).astype(F32)
+    kept = []   # keep each array alive so the next one lands elsewhere
+    for rows, cols in [(128, 512), (128, 128), (256, 64), (7, 4099)] * 8:
+        tile = empty_f32(rows, cols)
+        assert tile.shape == (rows, cols) and tile.dtype == F32 and tile.flags.c_contiguous
+        assert tile.ctypes.data % 64 == 0
+        kept.append(tile)
+        got = _products_summed(s, x)
+        assert got.ctypes.data % 64 == 0 and got.flags.c_contiguous
+        kept.append(got)
+    small = empty_f32(3, 5)
+    assert small.shape == (3, 5) and small.dtype == F32
+
+
 # --- whole instructions: PSUM write and accumulate, double-row, a bf16 PSUM dst ---------------
 
 def hbm(name: str, array: np.ndarray, role: str = "input") -> str:
