@@ -306,3 +306,38 @@ def test_mpi_launch_is_detected_from_the_launcher_environment(monkeypatch) -> No
     monkeypatch.setenv("PMI_RANK", "2")
     assert comm_module.launched_by_mpiexec()
     assert comm_module.partition_number() == 2
+
+
+API_UNDER_MPI = """\
+import hashlib, json, sys
+import neuronemu
+from neuronemu.api import run_spmd
+from neuronemu.multichip.comm import partition_number
+result = run_spmd(neuronemu.assemble_file(sys.argv[1]))
+if result is None:
+    print(json.dumps({"partition": partition_number(), "result": None}))
+else:
+    digest = hashlib.sha256(b"".join(v.tobytes() for v in result.outputs.values())).hexdigest()
+    print(json.dumps({"partition": partition_number(), "world": result.world,
+                      "time_ns": result.time_ns, "outputs": digest}))
+"""
+
+
+@needs_mpi
+def test_python_api_under_mpiexec(tmp_path: Path) -> None:
+    """run_spmd under mpiexec -n 2: partition 0 returns the whole result (the in-process
+    run's outputs and time), partition 1 returns None."""
+    script = tmp_path / "api.py"
+    script.write_text(API_UNDER_MPI)
+    kernel = str(COLLECTIVES / "pairwise_alltoall.s")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    proc = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(script), kernel],
+                          check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted((json.loads(line) for line in proc.stdout.splitlines()),
+                   key=lambda d: d["partition"])
+    assert lines[1] == {"partition": 1, "result": None}
+    local = run_spmd(neuronemu.assemble_file(kernel))
+    digest = hashlib.sha256(b"".join(v.tobytes() for v in local.outputs.values())).hexdigest()
+    assert lines[0] == {"partition": 0, "world": 16, "time_ns": local.time_ns,
+                        "outputs": digest}
