@@ -11,6 +11,16 @@ from neuronemu.multichip.topology import load_topologies
 
 TOPOLOGIES = load_topologies()
 
+# r0 = rank, r1 = world, r2 = right neighbour, r3 = left neighbour
+NEIGHBOURS = """\
+    ctrl.rank r0
+    ctrl.world r1
+    ctrl.add r2, r0, 1
+    ctrl.rem r2, r2, r1            # right: (r + 1) mod n
+    ctrl.sub r3, r0, 1
+    ctrl.rem r3, r3, r1            # left: (r - 1) mod n, never negative
+"""
+
 
 def world_of(topology: str, ranks_per_chip: int = 1) -> int:
     return TOPOLOGIES[topology].chips * ranks_per_chip

@@ -8,21 +8,12 @@ import re
 
 import numpy as np
 import pytest
-from spmd_helpers import TOPOLOGIES, assemble_for, spmd, world_of
+from spmd_helpers import NEIGHBOURS, TOPOLOGIES, assemble_for, spmd, world_of
 
 import neuronemu
 from neuronemu.api import run
 from neuronemu.errors import RuntimeFault
 from neuronemu.multichip.spmd import CommError
-
-NEIGHBOURS = """\
-    ctrl.rank r0
-    ctrl.world r1
-    ctrl.add r2, r0, 1
-    ctrl.rem r2, r2, r1            # right: (r + 1) mod n
-    ctrl.sub r3, r0, 1
-    ctrl.rem r3, r3, r1            # left: (r - 1) mod n, never negative
-"""
 
 
 def line_of(text: str, fragment: str) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spmd_helpers import assemble_for, spmd
+from spmd_helpers import NEIGHBOURS, assemble_for, spmd
 
 import neuronemu
 from neuronemu.api import run_spmd
@@ -72,13 +72,7 @@ RING = """\
 .hbm y float32[32, 64] output
 .sbuf a float32[32, 64]
 .sbuf b float32[32, 64]
-    ctrl.rank r0
-    ctrl.world r1
-    ctrl.add r2, r0, 1
-    ctrl.rem r2, r2, r1
-    ctrl.add r3, r0, r1
-    ctrl.sub r3, r3, 1
-    ctrl.rem r3, r3, r1
+""" + NEIGHBOURS + """\
     dma.copy a, x, queue=0
     ctrl.mov r4, 0
 again:
@@ -187,13 +181,7 @@ done:
     "shapes of a send and its recv": """\
 .hbm x float32[2, 8] input
 .hbm y float32[4, 8] output
-    ctrl.rank r0
-    ctrl.world r1
-    ctrl.add r2, r0, 1
-    ctrl.rem r2, r2, r1
-    ctrl.add r3, r0, r1
-    ctrl.sub r3, r3, 1
-    ctrl.rem r3, r3, r1
+""" + NEIGHBOURS + """\
     cc.send x, peer=r2
     cc.recv y, peer=r3
 """,
