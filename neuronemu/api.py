@@ -301,7 +301,7 @@ def run_spmd(program: Program, topology: str | None = None,
         from neuronemu.multichip.comm import run_loopback
 
         limits = RunLimits(max_instructions, options["timeout"])
-        with stop_on_sigint(limits):
+        with stop_on_sigint(limits), _memory_errors():
             parts = run_loopback(partitions, lambda c: _run_partition(
                 program, topo, ranks_per_chip, per_rank, seed, c, options, limits))
         results, network = parts[0]
@@ -348,7 +348,12 @@ def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options,
 def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits):
     from neuronemu.multichip import spmd
 
-    with _memory_errors():
+    split = comm is not None and comm.partitions > 1
+    # split: a MemoryError one partition alone meets stays one (the caller aborts an MPI
+    # launch on it, a loopback run re-raises it as a ResourceError in the caller); only the
+    # agreement points (set-up in spmd.execute, the reports below) turn it into an error
+    # every partition raises alike
+    with _memory_errors() if not split else contextlib.nullcontext():
         cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
                                       comm=comm, limits=limits, **options)
         world = len(per_rank)
@@ -362,6 +367,11 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
                                      options["max_instructions"], world)
             except NeuronemuError as e:
                 error = e
+                break
+            except MemoryError as e:
+                from neuronemu.resources import out_of_memory
+
+                error = out_of_memory(e)
                 break
         del cores
         errors = comm.allgather(error)

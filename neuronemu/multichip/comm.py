@@ -39,6 +39,10 @@ class Comm:
         everything = self.allgather(obj)
         return everything if self.partition == 0 else None
 
+    def ranks_on_this_host(self, mine: int) -> int:
+        """How many ranks this host's memory holds when this partition holds ``mine``."""
+        return mine
+
     @property
     def name(self) -> str:
         return type(self).__name__
@@ -90,6 +94,9 @@ class LoopbackComm(Comm):
         everything = self._exchange(obj)
         return everything if self.partition == 0 else None
 
+    def ranks_on_this_host(self, mine: int) -> int:
+        return sum(self._exchange(mine))   # every partition lives in this process
+
 
 def run_loopback(partitions: int, body: Callable[[Comm], Any]) -> list:
     """Run ``body(comm)`` on ``partitions`` threads, one per partition; returns their results
@@ -123,10 +130,12 @@ def run_loopback(partitions: int, body: Callable[[Comm], Any]) -> list:
 
 
 class MpiComm(Comm):
-    """One partition per MPI process of ``MPI.COMM_WORLD``. Objects travel pickled: the small
-    per-round ones with mpi4py's own collectives, payloads and results with numpy arrays as
-    out-of-band pickle-5 buffers (mpi4py.util.pkl5: no copy into the pickle stream, no 2 GiB
-    limit per message; its point-to-point collectives cost more per call, measured)."""
+    """One partition per MPI process of ``MPI.COMM_WORLD``. Objects travel pickled: per-round
+    metadata and payloads with mpi4py's own collectives (pickled in-band: one extra copy; a
+    collective step's chunks are packed into one array first), the final results with numpy
+    arrays as out-of-band pickle-5 buffers (mpi4py.util.pkl5: no copy into the pickle stream,
+    no 2 GiB limit per message; its point-to-point collectives cost more per small call,
+    measured)."""
 
     def __init__(self):
         from mpi4py import MPI
@@ -145,6 +154,12 @@ class MpiComm(Comm):
 
     def gather(self, obj: Any) -> list | None:
         return self.big.gather(obj, root=0)
+
+    def ranks_on_this_host(self, mine: int) -> int:
+        import socket
+
+        host = socket.gethostname()
+        return sum(n for name, n in self.comm.allgather((host, mine)) if name == host)
 
     def abort(self) -> None:
         """End every process of the launch: after an exception this partition alone raised

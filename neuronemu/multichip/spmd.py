@@ -105,7 +105,7 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
     # whole 24-32 MiB SBUF cost a small kernel's run ~3 ms and its RSS 28+ MiB
     cores, error = {}, None
     try:
-        check_host_memory(program, len(mine), compact=True)
+        check_host_memory(program, comm.ranks_on_this_host(len(mine)), compact=True)
         cores = {r: Core(program, inputs[r], seed, rank=r, world=world,
                          max_trace_events=max_trace_events,
                          stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed,
@@ -225,8 +225,8 @@ class _Driver:
             if all(self.finished):
                 break
             self.rounds += 1
-            dirty = self._round()
-            if dirty:
+            dirty, booked = self._round()
+            if dirty or booked:   # a cc.sendrecv's send half alone is progress too
                 continue
             if not any(self.finished) and all(s.name in COLLECTIVES for s in self.stops):
                 self._collective()
@@ -280,10 +280,12 @@ class _Driver:
             stop.error = error
         return stop
 
-    def _round(self) -> list[int]:
-        """Carry out one round's sends and recvs; returns the ranks that completed one."""
+    def _round(self) -> tuple[list[int], bool]:
+        """Carry out one round's sends and recvs; returns the ranks that completed a cc.*
+        instruction and whether any send was booked."""
         stops, world = self.stops, self.world
         dirty: list[int] = []
+        booked: list[int] = []
         sends = sorted((stops[r].ready, r) for r in range(world)
                        if not self.finished[r] and (stops[r].name == "cc.send" or (
                            stops[r].name == "cc.sendrecv" and r not in self.sent)))
@@ -312,7 +314,7 @@ class _Driver:
             if box:
                 self._recv(r, box.popleft(), self.sent.pop(r, 0.0))
                 dirty.append(r)
-        return sorted(dirty)
+        return sorted(dirty), bool(booked)
 
     # --- point to point -------------------------------------------------------------------
 

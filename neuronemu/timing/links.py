@@ -1,10 +1,10 @@
 """Link booking for the multi-chip network model, compiled.
 
 Each direction of each link keeps its booked intervals sorted and disjoint (touching intervals
-merge) in row ``link`` of ``starts`` / ``ends``; ``counts[link]`` says how many. ``book_route``
-finds the first time >= ready at which every link of a route is free for ``duration`` (the
-same fixpoint as before: each link moves the start to its own first gap, until none moves it)
-and books it. It was Python (bisect over lists, ~30 us per message on 144 chips); the
+merge) in row ``link`` of ``starts`` / ``ends``; ``counts[link]`` says how many. ``book_many``
+books messages in turn, each at the first time >= its ready at which every link of its route is
+free for its duration (the same fixpoint as before: each link moves the start to its own first
+gap, until none moves it). It was Python (bisect over lists, ~30 us per message on 144 chips); the
 comparisons and float sums are the same, so the times are identical.
 """
 
@@ -60,32 +60,10 @@ def _book(starts, ends, n, start, end):
 
 
 @jit
-def book_route(starts, ends, counts, route, ready, duration):
-    """Book ``duration`` on every link of ``route`` (link rows) at the first common free time
-    >= ready; returns that start. The caller keeps one free slot per row (see ``room``)."""
-    start = ready
-    if duration > 0.0:
-        while True:
-            moved = False
-            for k in range(route.shape[0]):
-                link = route[k]
-                t = _earliest(starts[link], ends[link], counts[link], start, duration)
-                if t > start:
-                    start = t
-                    moved = True
-            if not moved:
-                break
-        for k in range(route.shape[0]):
-            link = route[k]
-            counts[link] = _book(starts[link], ends[link], counts[link], start,
-                                 start + duration)
-    return start
-
-
-@jit
 def book_many(starts, ends, counts, rows, ptr, route_of, ready, duration, nbytes, link_busy,
               link_messages, link_bytes):
-    """Book messages one after another, as ``book_route`` called for each in turn: message i
+    """Book messages one after another, each at the first common free time of its route's
+    links at or after its ready time (first-fit; duration 0: at its ready time): message i
     takes route ``route_of[i]`` (link rows ``rows[ptr[r]:ptr[r + 1]]``), is ready at
     ``ready[i]`` and lasts ``duration[i]``; each link it crosses counts it (messages, bytes,
     busy time, summed in message order). The caller has made room for every booking. Returns

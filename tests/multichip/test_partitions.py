@@ -329,3 +329,46 @@ def test_python_api_under_mpiexec(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"".join(v.tobytes() for v in local.outputs.values())).hexdigest()
     assert lines[0] == {"partition": 0, "world": 16, "time_ns": local.time_ns,
                         "outputs": digest}
+
+
+SKEWED_SWAP = """\
+.hbm x int32[128, 512] input
+.hbm y int32[128, 512] output
+.sbuf xs int32[128, 512]
+.sbuf ys int32[128, 512]
+    ctrl.rank r0
+    ctrl.rem r4, r0, 2
+    ctrl.sub r5, 1, r4
+    ctrl.add r5, r5, r0
+    ctrl.sub r5, r5, r4            # partner: rank xor 1
+    dma.copy xs, x
+    ctrl.bne r4, 1, go
+    dma.copy xs, x                 # odd ranks reach the swap later than one round's window
+    dma.copy xs, x
+    dma.copy xs, x
+go:
+    cc.sendrecv ys, xs, send_to=r5, recv_from=r5
+    dma.copy y, ys
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 16])
+def test_a_round_of_sendrecv_send_halves_alone_is_progress(partitions: int) -> None:
+    """Even ranks book their send halves a round before the odd ranks reach the swap; no recv
+    completes in that round, which is not a deadlock. Every rank ends with its partner's x."""
+    x = np.arange(16 * 128 * 512, dtype=np.int32).reshape(16, 128, 512)
+    result = spmd(SKEWED_SWAP, "trn2.48xlarge", {"x": x}, partitions=partitions)
+    assert np.array_equal(result.outputs["y"], x[np.arange(16) ^ 1])
+
+
+def test_loopback_checks_host_memory_for_every_rank_of_the_process() -> None:
+    """The partitions of a loopback run share one process: each checks the host's memory for
+    all their ranks, so the check (and its message) is the one of the run in one partition."""
+    seen = []
+
+    def body(comm):
+        seen.append(comm.ranks_on_this_host(comm.partition + 1))
+
+    comm_module.run_loopback(3, body)
+    assert seen == [6, 6, 6]
+    assert comm_module.LocalComm().ranks_on_this_host(5) == 5
