@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -347,6 +346,7 @@ def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options,
 
 def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits):
     from neuronemu.multichip import spmd
+    from neuronemu.multichip.comm import agree
 
     split = comm is not None and comm.partitions > 1
     # split: a MemoryError one partition alone meets stays one (the caller aborts an MPI
@@ -374,10 +374,7 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
                 error = out_of_memory(e)
                 break
         del cores
-        errors = comm.allgather(error)
-        first = next((e for e in errors if e is not None), None)
-        if first is not None:
-            raise first if first is error else copy.copy(first)
+        agree(comm, error)
         for result in results.values():
             result.program = None   # every partition has it: not sent along
         parts = comm.gather(results)

@@ -146,24 +146,10 @@ def barrier_steps(n: int) -> list[list[Message]]:
     return steps
 
 
-def run_steps(steps, data: list[dict], nbytes_of, ready: list[float], network,
-              combine) -> list[float]:
-    """Move (and reduce) the chunks of ``data`` (per rank: key -> array) step by step, timing
-    each message on ``network``; returns when each rank finished.
-
-    A message the receiver reduces into its own chunk is added after it has arrived, by the
-    receiver's DMA engines at ``network.reduce_ns`` (the runtime's collectives reduce with DMA
-    compute descriptors: ARCHITECTURE.md 6.3), the reductions of one receiver one after the
-    other in arrival order; so a built-in collective pays for its additions as a hand-written
-    ring of cc.send / cc.recv and an add does."""
-    done = time_steps(steps, nbytes_of, ready, network)
-    move_steps(steps, dict(enumerate(data)), combine)
-    return done
-
-
 def move_steps(steps, data: dict[int, dict], combine, owner: list[int] | None = None,
                comm=None) -> None:
-    """The data half of ``run_steps`` (the timing does not depend on the data). ``data`` holds
+    """Move (and reduce) the chunks of ``data`` (per rank: key -> array) step by step; the
+    timing is ``time_steps``'s, which does not depend on the data. ``data`` holds
     the boxes of the ranks this partition owns (``owner[rank]`` is a rank's partition; None:
     one partition owns every rank); the chunks a step sends to another partition travel in one
     ``comm.alltoall`` per step. Every receiver applies its step's messages in (src, dst) order,
@@ -227,8 +213,14 @@ def _unpack(packed) -> list[list[np.ndarray]]:
 
 
 def time_steps(steps, nbytes_of, ready: list[float], network) -> list[float]:
-    """When each rank finishes the steps if rank r starts at ready[r]: the timing of
-    ``run_steps`` without the data (the explicit-sync replay re-times collectives with it)."""
+    """When each rank finishes the steps if rank r starts at ready[r] (the run and the
+    explicit-sync replay time collectives with it).
+
+    A message the receiver reduces into its own chunk is added after it has arrived, by the
+    receiver's DMA engines at ``network.reduce_ns`` (the runtime's collectives reduce with DMA
+    compute descriptors: ARCHITECTURE.md 6.3), the reductions of one receiver one after the
+    other in arrival order; so a built-in collective pays for its additions as a hand-written
+    ring of cc.send / cc.recv and an add does."""
     ready = list(ready)
     for step in steps:
         ready = time_step(step, nbytes_of, ready, network)

@@ -16,6 +16,7 @@ and ``MpiComm`` (one partition per MPI process, ``mpiexec -n P``; mpi4py importe
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import threading
@@ -56,6 +57,17 @@ class LocalComm(Comm):
 
     def alltoall(self, objs: list) -> list:
         return list(objs)
+
+
+def agree(comm: Comm, error: BaseException | None) -> None:
+    """Raise, on every partition alike, the first partition's error of this step (None: this
+    partition had none); every partition must call it at the same point."""
+    if comm.partitions > 1:
+        first = next((e for e in comm.allgather(error) if e is not None), None)
+        # the partition that raised it raises its own object, the others a copy
+        error = first if first is None or first is error else copy.copy(first)
+    if error is not None:
+        raise error
 
 
 class _Hub:

@@ -39,7 +39,7 @@ from neuronemu.errors import InputError, NeuronemuError, RuntimeFault
 from neuronemu.exec import layout as L
 from neuronemu.exec.core import FINISHED, Core, RunLimits, stop_on_sigint
 from neuronemu.multichip import collectives as C
-from neuronemu.multichip.comm import Comm, LocalComm, Partitioning
+from neuronemu.multichip.comm import Comm, LocalComm, Partitioning, agree
 from neuronemu.multichip.network import Network
 
 COLLECTIVES = ("cc.all_reduce", "cc.reduce_scatter", "cc.all_gather", "cc.all_to_all",
@@ -116,11 +116,7 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
         error = out_of_memory(e)
     except NeuronemuError as e:
         error = e
-    if comm.partitions > 1:   # one partition short of memory stops them all, alike
-        errors = comm.allgather(error)
-        error = next((e for e in errors if e is not None), None)
-    if error is not None:
-        raise error
+    agree(comm, error)   # one partition short of memory stops them all, alike
     network = Network(topology, program.target, ranks_per_chip)
     own_limits = limits is None
     limits = limits if limits is not None else RunLimits(max_instructions, timeout)
@@ -150,13 +146,6 @@ class _Stop:
         self.peer = self.source = -1
         self.nbytes = 0
         self.dtype, self.shape, self.signature = "", (), ()
-
-    def __getstate__(self):
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __setstate__(self, state) -> None:
-        for k, v in zip(self.__slots__, state, strict=True):
-            setattr(self, k, v)
 
 
 def _window(topology, ranks_per_chip: int, network: Network) -> float:
@@ -202,7 +191,6 @@ class _Driver:
         self.send_half: dict[int, _Message] = {}
         self.sent: dict[int, float] = {}  # rank at a cc.sendrecv whose send half is done -> end
         self.timer: tuple = ((), None, False)
-        self.rounds = 0
 
     def name(self, r: int) -> str:
         return self.stops[r].name
@@ -224,7 +212,6 @@ class _Driver:
             self._update([(r, self._stop(r)) for r in dirty if self.owner[r] == self.me])
             if all(self.finished):
                 break
-            self.rounds += 1
             dirty, booked = self._round()
             if dirty or booked:   # a cc.sendrecv's send half alone is progress too
                 continue
@@ -341,7 +328,8 @@ class _Driver:
         bits = None
         if self.owner[r] == self.me:
             core = self.cores[r]
-            bits = core.load("src").astype(f"<u{stop.nbytes // max(1, _size(stop.shape))}")
+            tile = self.program.instructions[stop.pc].args["src"]
+            bits = core.load("src").astype(f"<u{tile_itemsize(tile)}")
             if self.owner[peer] != self.me:
                 outgoing[self.owner[peer]].append(bits)
         message = _Message(r, stop.pc, bits, stop.dtype, stop.shape, arrival, peer, stop.nbytes)
@@ -616,13 +604,6 @@ class _Driver:
                 raise CommError(f"rank {src} sent {len(box)} message(s) to rank {dst} that "
                                 f"rank {dst} never received (a send with no matching recv)",
                                 ins.location)
-
-
-def _size(shape: tuple) -> int:
-    size = 1
-    for n in shape:
-        size *= n
-    return size
 
 
 
