@@ -15,11 +15,16 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from neuronemu.hostmem import on_chip_widths
 from neuronemu.machine import layout as L
 from neuronemu.program import HbmTensor, Program
+
+if TYPE_CHECKING:
+    from neuronemu.timing.explicit import Replay
 
 FINISHED = "finished"
 STOPPED = "stopped"   # at a cc.* instruction (pc points at it)
@@ -182,23 +187,6 @@ def tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(convert.to_bits(values, tensor.dtype))
 
 
-def on_chip_widths(program: Program, compact: bool = False) -> tuple[int, int]:
-    """Bytes per partition of SBUF and PSUM. ``compact``: only the bytes per partition the
-    kernel's allocations reach (tiles cannot address past their allocation), so a run of many
-    ranks costs memory in proportion to what the kernel uses, not to the size of the chips."""
-    target = program.target
-
-    def width(space: str, full: int) -> int:
-        if not compact:
-            return full
-        used = max((a.offset + a.bytes_per_partition for a in program.allocations.values()
-                    if a.space == space), default=0)
-        return max(-(-used // 64) * 64, 64)
-
-    return (width("sbuf", target.sbuf_partition_bytes),
-            width("psum", target.psum_partition_bytes))
-
-
 def make_memories(program: Program, compact: bool = False
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SBUF and PSUM start as 0xFF bytes (NaN in every float dtype, -1 in ints) so that reading
@@ -220,17 +208,13 @@ def make_memories(program: Program, compact: bool = False
 
 
 def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
-    """The kernel address of each of the program's instructions (compiled on first use), kept
-    on the program so that the ranks of a multi-chip run share one table."""
+    """The kernel address of each of the program's instructions (compiled on first use); the
+    ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones)."""
     from neuronemu.exec import kernels
     from neuronemu.timing.model import C_FORMULA, F_NETWORK
 
-    addresses = getattr(program, "_kernel_addresses", None)
-    if addresses is None:
-        yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
-        addresses = kernels.kernel_addresses(program.instrs, yields)
-        program._kernel_addresses = addresses
-    return addresses
+    yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+    return kernels.program_addresses(program.instrs, yields)
 
 
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
@@ -328,6 +312,8 @@ class Core:
         self.status = L.STATUS_OK
         self.wall = 0.0
         self.compile_seconds = 0.0
+        self.kernels: np.ndarray | None = None   # kernel address per pc, on the first run
+        self.replay: Replay | None = None   # .sync explicit: the replayed times (set after the run)
 
     def run(self, limits: RunLimits | int) -> str:
         """Run until the kernel ends (FINISHED) or reaches a cc.* instruction (STOPPED); a fault
@@ -347,7 +333,9 @@ class Core:
             limits = RunLimits(int(limits))
         program = self.program
         before = compiling.seconds()
-        addresses = program_kernels(program, self.timing_state[0])
+        if self.kernels is None:
+            self.kernels = program_kernels(program, self.timing_state[0])
+        addresses = self.kernels
         fmt, table = dtypes.format_table(), dtypes.decode_table()
         dims = abi.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
         global _loop_ready

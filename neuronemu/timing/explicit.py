@@ -84,6 +84,41 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     return replayer.result()
 
 
+def replay_cores(program, cores: list, couple=None) -> list[Replay]:
+    """The explicit-sync replay of a finished run, the one entry for a single core
+    (exec/session.py) and for the ranks of a multi-chip run (multichip/spmd.py): one Replay per
+    core, in the order given. ``cores`` hold the run's events (``events``, ``event_times``,
+    ``regs``, ``clocks``, ``rank``: exec.core.Core). Each core is replayed on its own, a cc.*
+    instruction keeping the duration the run gave it, unless ``couple`` is given: then every
+    core's Replayer stops at its cc.* events and ``couple(replayers)`` drives them together
+    (the multi-chip driver works out those events' ends from the other ranks' replayed times)."""
+    if couple is not None:
+        recorded = [_recorded(core) for core in cores]
+        replayers = [Replayer(program, events, times, core.clocks, couple=True)
+                     for core, (events, times) in zip(cores, recorded, strict=True)]
+        couple(replayers)
+        return [replayer.result() for replayer in replayers]
+    out = []
+    for core in cores:
+        events, times = _recorded(core)
+        try:
+            out.append(replay(program, events, times, core.clocks))
+        except RuntimeFault as e:
+            if len(cores) > 1:
+                e.message = f"rank {core.rank}: {e.message}"
+            raise
+    return out
+
+
+def _recorded(core) -> tuple[np.ndarray, np.ndarray]:
+    """A core's trace events, all of them: the replay needs every instruction."""
+    n = int(core.regs[L.REG_EVENTS])
+    if n > len(core.events):
+        raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
+                           f"executed {n} and max_trace_events is {len(core.events)}")
+    return core.events[:n], core.event_times[:n]
+
+
 class Replayer:
     """The replay of one rank's events, which can stop at its cc.* instructions.
 
