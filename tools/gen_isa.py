@@ -3,19 +3,20 @@
 Writes, all committed and checked for freshness by tests/test_isa_table.py:
   neuronemu/isa/codes.py        opcode, engine and enum constants (beside the tables they come from)
   neuronemu/exec/wrappers.py    one kernel wrapper per semantics function (compiled lazily)
-  docs/isa.md                         the instruction reference
+  docs/isa.md                   the instruction reference
+  isa/README.md                 the tables' format, from the loader's key, kind and rule tables
 
-Usage: python tools/gen_isa.py [--check]   (--check: exit 1 if any file is stale, write nothing)
+Usage: python -m tools.gen_isa [--check]   (--check: exit 1 if any file is stale, write nothing)
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from neuronemu.isa.table import load_isa
 
@@ -130,12 +131,75 @@ def reference(isa) -> str:
     return "\n".join(out)
 
 
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _rule_params(fn) -> str:
+    params = list(inspect.signature(fn).parameters.values())[1:]   # after ctx
+    return " ".join(f"{p.name}..." if p.kind is p.VAR_POSITIONAL else p.name for p in params)
+
+
+def readme(isa) -> str:
+    """isa/README.md: the format of the tables, from the loader's own key, kind and rule tables
+    (neuronemu/isa/table.py, neuronemu/asm/checks.py)."""
+    from neuronemu.asm.checks import RULES
+    from neuronemu.isa import table
+
+    out = [("<!-- Generated from neuronemu/isa/table.py and neuronemu/asm/checks.py by "
+           "tools/gen_isa.py -- do not edit. -->"),
+           "# The ISA tables: format", "",
+           ("Everything neuronemu knows about an instruction is one entry in a table of this "
+            "directory; the assembler, the binary encoding, the interpreter's kernel table, the "
+            "timing model and docs/isa.md are derived from it. `neuronemu/isa/table.py` loads "
+            "the tables and rejects any key, kind or rule not listed below, naming the entry "
+            "(`isa/vector.toml: [tensor_tensor].args[2]: ...`)."), "",
+           "## Files", "",
+           "| file | holds |", "|---|---|",
+           *(f"| `{name}.toml` | the {name} engine's instructions |" for name in table.ENGINE_FILES),
+           *(f"| `{name}` | {_cell(what)} |" for name, what in table.DATA_FILES.items()),
+           "",
+           ("Adding an instruction: an entry in its engine's table (keys below), its semantics "
+            "function in `neuronemu/semantics/`, a test against an independent oracle, then "
+            "`python -m tools.gen_isa` (writes `neuronemu/isa/codes.py`, "
+            "`neuronemu/exec/wrappers.py` and `docs/isa.md`; this file when a key or a rule "
+            "changes)."), "",
+           "## Instruction entries", "",
+           ("One TOML table per instruction, named by its mnemonic (`[tensor_tensor]` in "
+            "`vector.toml` is `vector.tensor_tensor`)."), "",
+           "| key | meaning |", "|---|---|",
+           *(f"| `{k}` | {_cell(v)} |" for k, v in table.INSTR_KEYS.items()),
+           "", f"At most {table.MAX_ARGS} arguments per instruction.", "",
+           "## Arguments", "",
+           ("Each item of `args` is an inline table: "
+           "`{ name = \"dst\", kind = \"tile\", space = \"sbuf|psum\", access = \"w\" }`."),
+           "", "| key | meaning |", "|---|---|",
+           *(f"| `{k}` | {_cell(v)} |" for k, v in table.ARG_KEYS.items()),
+           "", "### Argument kinds", "", "| kind | written as |", "|---|---|",
+           *(f"| `{k}` | {_cell(v)} |" for k, v in table.ARG_KINDS.items()),
+           "", "## Checks", "",
+           ("A check is `rule arg ...`: the rule's parameters are argument names, numbers, dtype "
+            "names or `@field` (a field of the target's table in `targets.toml`). A rule skips "
+            "an optional argument left out and an immediate where it expects a tile."), "",
+           "| rule | parameters | checks |", "|---|---|---|",
+           *(f"| `{name}` | {_rule_params(fn)} | {_cell(inspect.getdoc(fn) or '')} |"
+             for name, fn in sorted(RULES.items())),
+           "", "## Cost classes (`costs.toml`)", "",
+           (f"One table per class; `formula` is one of {', '.join(f'`{f}`' for f in table.COST_FORMULAS)}. "
+            "The comments at the top of `costs.toml` give each formula."), "",
+           "| key | meaning |", "|---|---|",
+           *(f"| `{k}` | {_cell(v)} |" for k, v in table.COST_KEYS.items()),
+           ""]
+    return "\n".join(out)
+
+
 def outputs() -> dict[Path, str]:
     isa = load_isa()
     return {
         ROOT / "neuronemu/isa/codes.py": constants(isa),
         ROOT / "neuronemu/exec/wrappers.py": kernels(isa),
         ROOT / "docs/isa.md": reference(isa),
+        ROOT / "isa/README.md": readme(isa),
     }
 
 

@@ -42,11 +42,6 @@ DIRECTIVES = ("target", "topology", "sync", "hbm", "sbuf", "psum", "const")
 # the expression grammar splits, so the name is read from the line's text
 _TOPOLOGY = re.compile(r'\.topology\s+"?([A-Za-z0-9_.\-]+)"?\s*(?:,?\s*ranks_per_chip\s*=.*)?$')
 SYNC_MODES = ("auto", "explicit")
-PACKED_USERS = {"vector.quantize_mx", "tensor.matmul_mx"}
-PACKED_FILLS = {"vector.memset", "gpsimd.memset"}  # nki.isa.memset: x4 tiles take value=0 only
-PACKED_COPIES = {"dma.copy", "dma.compress", "dma.decompress", "vector.tensor_copy",
-                 "gpsimd.tensor_copy", "cc.send", "cc.recv", "cc.sendrecv", "cc.all_gather", "cc.all_to_all",
-                 "cc.permute"}
 # Largest size of one dimension. Sizes are Python ints (exact), and every tensor must fit its
 # memory (HBM is at most 144 GiB); this bound keeps every lowered offset far inside int64.
 MAX_DIM = 1 << 40
@@ -554,12 +549,12 @@ class Assembler:
         tiles = [(a.name, values[a.name]) for a in definition.args
                  if isinstance(values.get(a.name), Tile)]
         packed = [(n, t) for n, t in tiles if dtypes.get(t.dtype).packs]
-        if not packed or definition.name in PACKED_USERS:
+        if not packed or definition.packed == "use":
             return
         name, tile = packed[0]
-        if definition.name in PACKED_COPIES and len({t.dtype for _, t in tiles}) == 1:
+        if definition.packed == "copy" and len({t.dtype for _, t in tiles}) == 1:
             return
-        if definition.name in PACKED_FILLS:
+        if definition.packed == "fill":   # nki.isa.memset: x4 tiles take value=0 only
             value = values.get("value")
             if value == 0.0 and not math.copysign(1.0, value) < 0:
                 return
@@ -567,12 +562,14 @@ class Assembler:
                            f"({tile.dtype}) only with value=0 (all bits zero, as nki.isa.memset "
                            f"documents), not {value!r}", tile.location)
         element = dtypes.get(dtypes.get(tile.dtype).packs)
+        copies, fills = (sorted(n for n, d in self.isa.instructions.items() if d.packed == how)
+                         for how in ("copy", "fill"))
         raise AsmError(f"{definition.name} cannot use '{tile.symbol}' ({tile.dtype}, four "
                        f"{element.name} values per element) as '{name}': packed tiles are made "
                        f"by vector.quantize_mx (fp8 only) or loaded, read by tensor.matmul_mx, "
                        f"and moved unchanged by "
-                       f"{', '.join(sorted(PACKED_COPIES))} (same dtype on both sides), and "
-                       f"zero-filled by {' / '.join(sorted(PACKED_FILLS))} value=0",
+                       f"{', '.join(copies)} (same dtype on both sides), and "
+                       f"zero-filled by {' / '.join(fills)} value=0",
                        tile.location)
 
     def _check_bitvec_allowed(self, definition: InstrDef, values: dict, given: dict) -> None:
@@ -1140,7 +1137,7 @@ def lower(program: Program, same_as: list[int] | None = None,
         if d.engine == "tensor":
             row[L.I_FLAGS] |= _tensor_flags(ins.args, program.target, isa)
             # NeuronCore-v2 transposes through a plain matmul with an identity (nc_transpose)
-            if d.name == "tensor.transpose" and program.target.name == "trn1":
+            if d.name == "tensor.transpose" and not program.target.pe_transpose_mode:
                 row[L.I_FLAGS] |= L.PE_TRANSPOSE_MATMUL
         if d.engine == "sync":
             # a barrier belongs to every track: ALL_TRACKS, expanded by the explicit replay
@@ -1199,7 +1196,7 @@ def _tensor_flags(args, target, isa) -> int:
     if args.get("perf_mode") == isa.enums["matmul_perf_mode"].values["double_row"]:
         flags |= L.MATMUL_DOUBLE_ROW
     # NeuronCore-v2 has no transpose mode: the flag only labels an ordinary matmul
-    transpose_mode = bool(args.get("is_transpose")) and target.name != "trn1"
+    transpose_mode = bool(args.get("is_transpose")) and target.pe_transpose_mode
     if transpose_mode:
         flags |= L.MATMUL_TRANSPOSE
     if transpose_mode or args.get("is_stationary_onezero") or args.get("is_moving_onezero"):

@@ -91,6 +91,7 @@ class CheckContext:
 
 @rule
 def same_shape(ctx, *names):
+    """The tiles named have the same partitions and free size (the first is the reference)."""
     tiles = _tiles(ctx, names)
     for name, tile in tiles[1:]:
         first_name, first = tiles[0]
@@ -121,6 +122,7 @@ def _broadcast_notes(ctx, name, tile, dst_name, dst) -> tuple[str, ...]:
 
 @rule
 def same_partitions(ctx, *names):
+    """The tiles named span the same number of partitions."""
     tiles = _tiles(ctx, names)
     for name, tile in tiles[1:]:
         first_name, first = tiles[0]
@@ -131,6 +133,7 @@ def same_partitions(ctx, *names):
 
 @rule
 def same_free(ctx, *names):
+    """The tiles named have the same number of elements per partition."""
     tiles = _tiles(ctx, names)
     for name, tile in tiles[1:]:
         first_name, first = tiles[0]
@@ -141,6 +144,7 @@ def same_free(ctx, *names):
 
 @rule
 def max_partitions(ctx, name, limit):
+    """``name`` spans at most ``limit`` partitions (a number or ``@target_field``)."""
     for _, tile in _tiles(ctx, [name]):
         if tile.partitions > _param(ctx, limit):
             _fail(tile, f"{name} spans {tile.partitions} partitions; {ctx.definition.name} "
@@ -149,6 +153,7 @@ def max_partitions(ctx, name, limit):
 
 @rule
 def partitions_eq(ctx, name, value):
+    """``name`` spans exactly ``value`` partitions."""
     for _, tile in _tiles(ctx, [name]):
         if tile.partitions != _param(ctx, value):
             _fail(tile, f"{name} must span exactly {_param(ctx, value)} partition(s), "
@@ -157,6 +162,7 @@ def partitions_eq(ctx, name, value):
 
 @rule
 def max_free(ctx, name, limit):
+    """``name`` has at most ``limit`` elements per partition (a number or ``@target_field``)."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size > _param(ctx, limit):
             where = f" on {ctx.target.name}" if limit.startswith("@") else ""
@@ -166,6 +172,7 @@ def max_free(ctx, name, limit):
 
 @rule
 def free_eq(ctx, name, value):
+    """``name`` has exactly ``value`` elements per partition."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size != _param(ctx, value):
             _fail(tile, f"{name} must have exactly {_param(ctx, value)} elements per partition, "
@@ -174,6 +181,7 @@ def free_eq(ctx, name, value):
 
 @rule
 def min_free(ctx, name, limit):
+    """``name`` has at least ``limit`` elements per partition."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size < _param(ctx, limit):
             _fail(tile, f"{name} has {tile.free_size} elements per partition; "
@@ -182,6 +190,7 @@ def min_free(ctx, name, limit):
 
 @rule
 def free_multiple(ctx, name, value):
+    """``name``'s elements per partition are a multiple of ``value``."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size % _param(ctx, value):
             _fail(tile, f"{name} must have a multiple of {_param(ctx, value)} elements per "
@@ -190,6 +199,7 @@ def free_multiple(ctx, name, value):
 
 @rule
 def divides(ctx, small, big):
+    """``small``'s elements per partition divide ``big``'s."""
     tiles = dict(_tiles(ctx, [small, big]))
     if len(tiles) == 2 and tiles[big].free_size % tiles[small].free_size:
         _fail(tiles[small], f"{small} has {tiles[small].free_size} elements per partition, "
@@ -198,6 +208,7 @@ def divides(ctx, small, big):
 
 @rule
 def column(ctx, name):
+    """``name`` is an immediate or a [P, 1] column tile."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size != 1:
             _fail(tile, f"{name} must be an immediate or a [P, 1] column tile, not "
@@ -206,6 +217,7 @@ def column(ctx, name):
 
 @rule
 def not_both_psum(ctx, a, b):
+    """At most one of the inputs ``a`` and ``b`` is in PSUM."""
     tiles = _tiles(ctx, [a, b])
     if len(tiles) == 2 and all(t.space == "psum" for _, t in tiles):
         _fail(tiles[1][1], f"{a} and {b} are both in PSUM; {ctx.definition.name} can read at "
@@ -227,6 +239,7 @@ def dtype(ctx, name, *allowed):
 
 @rule
 def same_dtype(ctx, a, b):
+    """``a`` and ``b`` have the same dtype."""
     tiles = _tiles(ctx, [a, b])
     if len(tiles) == 2 and tiles[0][1].dtype != tiles[1][1].dtype:
         _fail(tiles[0][1], f"{a} has dtype {tiles[0][1].dtype} but {b} has "
@@ -235,6 +248,7 @@ def same_dtype(ctx, a, b):
 
 @rule
 def same_dtype_or_fp32(ctx, dst, src):
+    """``dst`` has ``src``'s dtype or float32."""
     tiles = dict(_tiles(ctx, [dst, src]))
     if len(tiles) == 2 and tiles[dst].dtype not in (tiles[src].dtype, "float32"):
         _fail(tiles[dst], f"{dst} has dtype {tiles[dst].dtype}; it must be float32 or "
@@ -246,7 +260,7 @@ def pe_transpose_dtypes(ctx, dst, data):
     """tensor.transpose's dtypes. NeuronCore-v3+ (transpose mode): dst in data's dtype (the bits
     move) or float32. NeuronCore-v2 has no transpose mode: the PE array multiplies data by an
     identity, so data must be a matmul input dtype and dst is what every trn1 matmul writes."""
-    if ctx.target.name != "trn1":
+    if ctx.target.pe_transpose_mode:
         same_dtype_or_fp32(ctx, dst, data)
         return
     tiles = dict(_tiles(ctx, [dst, data]))
@@ -266,6 +280,7 @@ _FP32_FAMILY = ("float32", "tfloat32")
 
 @rule
 def matmul_operands(ctx, a, b):
+    """Either both matmul operands are float32/tfloat32 or neither is."""
     tiles = dict(_tiles(ctx, [a, b]))
     if len(tiles) < 2:
         return
@@ -288,7 +303,7 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
     if s.partitions > 128:
         _fail(s, f"{stationary} spans {s.partitions} partitions; the PE array has 128 rows")
     double = ctx.args.get(mode) == 1
-    is_transpose = bool(ctx.args.get(transpose)) and ctx.target.name != "trn1"
+    is_transpose = bool(ctx.args.get(transpose)) and ctx.target.pe_transpose_mode
     if is_transpose and double:
         _fail(ctx.at(mode), f"{mode}=double_row cannot be combined with {transpose}=true")
     m_size, n_size = s.free_size, m.free_size
@@ -389,6 +404,7 @@ def dynamic_offset(ctx, name):
 
 @rule
 def even_free(ctx, name):
+    """``name`` has an even number of elements per partition."""
     for _, tile in _tiles(ctx, [name]):
         if tile.free_size % 2:
             _fail(tile, f"{name} must have an even number of elements per partition, not "
@@ -397,6 +413,8 @@ def even_free(ctx, name):
 
 @rule
 def psum_banks(ctx, name):
+    """``name``'s bytes in each partition stay in one PSUM bank, on targets whose largest matmul
+    fits one bank."""
     for _, tile in _tiles(ctx, [name]):
         bank = ctx.target.psum_bank_bytes
         first = tile.base
@@ -411,6 +429,7 @@ def psum_banks(ctx, name):
 
 @rule
 def transposed(ctx, dst, src):
+    """``dst``'s shape is ``src``'s transposed: [src free, src partitions]."""
     tiles = dict(_tiles(ctx, [dst, src]))
     if len(tiles) == 2:
         d, s = tiles[dst], tiles[src]
@@ -438,6 +457,7 @@ def index_column(ctx, index):
 
 @rule
 def free_ratio(ctx, big, small, factor):
+    """``big`` has ``factor`` elements per partition for each of ``small``'s."""
     tiles = dict(_tiles(ctx, [big, small]))
     if len(tiles) == 2 and tiles[big].free_size != int(factor) * tiles[small].free_size:
         _fail(tiles[big], f"{big} must have {factor} x {tiles[small].free_size} = "
@@ -447,6 +467,7 @@ def free_ratio(ctx, big, small, factor):
 
 @rule
 def free_plus(ctx, big, small, extra):
+    """``big`` has ``small``'s elements per partition plus ``extra``."""
     tiles = dict(_tiles(ctx, [big, small]))
     if len(tiles) == 2 and tiles[big].free_size != tiles[small].free_size + int(extra):
         _fail(tiles[big], f"{big} must have {tiles[small].free_size} + {extra} = "
@@ -466,6 +487,7 @@ def _enum_in(ctx, name, allowed, what):
 
 @rule
 def scan_op(ctx, name):
+    """``name`` is a scan operator: add, subtract, multiply, maximum or minimum."""
     _enum_in(ctx, name, ("add", "subtract", "multiply", "maximum", "minimum"),
              "a scan operator")
 
@@ -484,6 +506,7 @@ def activation_reduce_op(ctx, name):
 
 @rule
 def collective_op(ctx, name):
+    """``name`` is a collective's reduction: add, maximum or minimum."""
     _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
 
 
@@ -525,6 +548,7 @@ def engine_alu_ops(ctx, *names):
 
 @rule
 def compare_op(ctx, name):
+    """``name`` is a comparison: equal, not_equal, greater, greater_equal, less, less_equal."""
     _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
              "a comparison")
 
@@ -590,6 +614,9 @@ def _mx_scale_rows_ok(data: Tile, scale: Tile) -> bool:
 
 @rule
 def mx_layout(ctx, src, dst, scale):
+    """MX quantisation's layout: ``src`` spans a multiple of 32 partitions (at most 128) and a
+    multiple of 4 elements; ``dst`` holds one x4 element per four values; ``scale`` one scale
+    per 8 partitions."""
     tiles = dict(_tiles(ctx, [src, dst, scale]))
     if len(tiles) != 3:
         return
@@ -609,6 +636,8 @@ def mx_layout(ctx, src, dst, scale):
 
 @rule
 def mx_scales(ctx, data, scale):
+    """An MX operand ``data`` spans a multiple of 32 partitions and ``scale`` holds one scale per 8
+    of them, per element."""
     tiles = dict(_tiles(ctx, [data, scale]))
     if len(tiles) != 2:
         return
@@ -623,6 +652,8 @@ def mx_scales(ctx, data, scale):
 
 @rule
 def mx_dst(ctx, dst, stationary, moving):
+    """matmul_mx's ``dst`` is [stationary free, moving free], and moving's free size fits one
+    partition of PSUM in dst's dtype."""
     tiles = dict(_tiles(ctx, [dst, stationary, moving]))
     if len(tiles) == 3:
         d, s, m = tiles[dst], tiles[stationary], tiles[moving]

@@ -17,10 +17,6 @@ import numpy as np
 from neuronemu.machine import layout as L
 from neuronemu.program import Program, Tile
 
-# Instructions whose destination element i is source element i (the argument named here):
-# the chain of last writers goes on through them.
-COPIES = {"dma.copy": "src", "vector.tensor_copy": "data", "gpsimd.tensor_copy": "data"}
-
 
 @dataclass(frozen=True)
 class Writer:
@@ -121,7 +117,9 @@ def last_writers(program: Program, timing, tensor: str, index: tuple[int, ...],
         pc = int(events[e, 0])
         chain.append(Writer(pc, what))
         ins = program.instructions[pc]
-        src_arg = COPIES.get(ins.definition.name)
+        # a copy's destination element i is its source's element i (the table's copy_source):
+        # the chain of last writers goes on through it
+        src_arg = ins.definition.copy_source
         if src_arg is None:
             break
         source = ins.args.get(src_arg)

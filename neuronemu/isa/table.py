@@ -13,7 +13,18 @@ from pathlib import Path
 
 from neuronemu.isa.resources import isa_dir, read_toml
 
+# The instruction tables, in the order their entries are loaded (docs and the fuzz strategies
+# follow it); every other file of isa/ is one of DATA_FILES, so a new table cannot be missed.
 ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl", "cc")
+DATA_FILES = {
+    "enums.toml": "named codes: engines, ALU operators, activation functions, ...",
+    "dtypes.toml": "the dtypes: storage format, rounding, NaN and overflow behaviour",
+    "costs.toml": "cost classes: how long an instruction occupies its engine",
+    "targets.toml": "per target (trn1, trn2, trn3): memories, clocks, dtypes, DMA rates",
+    "topologies.toml": "multi-chip systems: chips, links, layouts",
+    "grammar.lark": "the shape of an assembly line (adding an instruction does not touch it)",
+    "README.md": "this file",
+}
 
 ARG_KINDS = {
     "tile": "a memory tile (named allocation or HBM tensor, optionally sliced)",
@@ -31,10 +42,54 @@ SPACES = ("hbm", "sbuf", "psum")
 # At most this many arguments per instruction: the lowered instruction row (machine/layout.py)
 # has a (tag, value) slot pair for each.
 MAX_ARGS = 14
-_ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
-             "range", "compressed", "length", "broadcast"}
-_INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
-               "targets", "setup", "teardown"}
+# The keys of the tables, each with what it means: the loader accepts exactly these, and
+# isa/README.md (the format spec the tables point to) is generated from them by
+# tools/gen_isa.py, so the spec and the loader cannot disagree.
+INSTR_KEYS = {
+    "opcode": "required. The binary opcode, unique in the ISA; its high byte is the engine's "
+              "code in isa/enums.toml [engine] (0x05xx: Vector).",
+    "summary": "required. One sentence, ending in a full stop: what the instruction computes.",
+    "semantics": "required. `module.function` of neuronemu/semantics/ that executes it; "
+                 "entries may share a function, and then share its argument order.",
+    "cost_class": "required. A class of isa/costs.toml: how long it occupies its engine.",
+    "example": "required. One line of assembly using it; tests run it on every target and "
+               "round-trip it through the binary encoding.",
+    "args": "required. The argument list, in operand order (keys below): the order is the "
+            "lowered instruction row's, which the semantics function reads.",
+    "checks": "Rules (below) the assembler applies, one `rule arg ...` string each.",
+    "nki": "The NKI function it implements (`nki.isa.tensor_tensor`).",
+    "targets": "The targets that have it (isa/targets.toml names); all when absent.",
+    "setup": "Declarations and instructions that make `example` runnable; the example may "
+             "branch to the label `end`, placed after it.",
+    "teardown": "Instructions that must follow the example (the cc.recv taking a cc.send's "
+                "message).",
+    "packed": "How it treats x4 (MX-packed) tiles: `use` reads them as packed values, "
+              "`fill` zero-fills them (value=0), `copy` moves their bytes unchanged (same dtype "
+              "on both sides). Absent: an x4 tile operand is an error.",
+    "driver": "cc.* only: `p2p` or `collective`, how the multi-chip driver carries it out (a "
+              "collective waits until every rank stands at one).",
+    "sync": "sync.* only: `wait`, `signal` or `barrier`, what the explicit-sync replay does.",
+    "copy_source": "The argument whose element i the destination's element i is (a copy): the "
+                   "lab grader follows a byte's chain of writers through it.",
+}
+ARG_KEYS = {
+    "name": "required. The operand's name (`dst`, `op`), as checks and keywords say it.",
+    "kind": "required. One of the argument kinds below.",
+    "space": "tile and scalar: the memories it may be in, `|`-separated (hbm, sbuf, psum); "
+             "default `sbuf|psum`.",
+    "access": "`r`, `w` or `rw`: how the instruction uses a tile (timing and race checks).",
+    "keyword": "true: written `name=value`; keyword arguments follow positional ones.",
+    "default": "The value when the argument is left out (an enum's value by name).",
+    "optional": "true: may be left out without a default.",
+    "enum": "enum only: the table of isa/enums.toml it names a value of.",
+    "doc": "What the argument means; every non-tile argument has one.",
+    "range": "int: `[low, high]`, the values allowed.",
+    "compressed": "`yes`: the tile must belong to a compressed HBM tensor; `no` (default): it "
+                  "must not.",
+    "length": "int_list: the number of items.",
+    "broadcast": "true: a read tile (a DMA source) of one partition whose free size equals "
+                 "the written operand's is read by every partition of it.",
+}
 
 
 class TableError(ValueError):
@@ -91,6 +146,10 @@ class InstrDef:
     setup: str = ""
     # instructions that must follow the example (e.g. the cc.recv that takes a cc.send's message)
     teardown: str = ""
+    packed: str | None = None        # x4 tiles: "use", "fill" or "copy" (INSTR_KEYS says how)
+    driver: str | None = None        # cc.*: "p2p" or "collective"
+    sync: str | None = None          # sync.*: "wait", "signal" or "barrier"
+    copy_source: str | None = None   # the argument a copy's destination element i comes from
 
     @property
     def example_program(self) -> str:
@@ -143,9 +202,22 @@ class Target:
 
 
 COST_FORMULAS = ("free", "stream", "two_input", "matmul", "transpose", "dma", "network")
-_COST_KEYS = {"formula", "per_element", "fast_per_element", "min_ii", "fixed", "extra_output",
-              "latency", "stationary_load",
-              "fp32_factor", "efficiency", "sbuf_efficiency", "indexed", "source"}
+COST_KEYS = {
+    "formula": "required. One of the formulas below (isa/costs.toml's comments give each).",
+    "source": "required. Where the numbers come from.",
+    "per_element": "Cycles per free element (stream, two_input).",
+    "fast_per_element": "two_input: cycles per element on the fast path.",
+    "min_ii": "The fewest cycles an instruction occupies the engine.",
+    "fixed": "Cycles added to every instruction of the class.",
+    "extra_output": "Cycles per optional output given.",
+    "fp32_factor": "matmul: the factor for float32 operands.",
+    "efficiency": "dma: fraction of engine bandwidth when reading HBM.",
+    "sbuf_efficiency": "dma: the same when reading SBUF.",
+    "indexed": "dma: 1 when an index tile picks the rows of an HBM table.",
+    "latency": "Cycles after the issue interval until a result is readable.",
+    "stationary_load": "matmul: LoadStationary cycles per stationary column when the PE "
+                       "array idled before the instruction.",
+}
 
 
 @dataclass(frozen=True)
@@ -186,9 +258,9 @@ def _fail(origin: str, message: str):
 
 
 def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
-    unknown = set(raw) - _ARG_KEYS
+    unknown = set(raw) - ARG_KEYS.keys()
     if unknown:
-        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_ARG_KEYS)}")
+        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(ARG_KEYS)}")
     if "name" not in raw or "kind" not in raw:
         _fail(origin, "every argument needs 'name' and 'kind'")
     kind = raw["kind"]
@@ -225,9 +297,9 @@ def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
 
 def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
                  enums: dict[str, EnumDef]) -> InstrDef:
-    unknown = set(raw) - _INSTR_KEYS
+    unknown = set(raw) - INSTR_KEYS.keys()
     if unknown:
-        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_INSTR_KEYS)}")
+        _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(INSTR_KEYS)}")
     for key in ("opcode", "summary", "semantics", "cost_class", "example", "args"):
         if key not in raw:
             _fail(origin, f"missing required key '{key}'")
@@ -255,6 +327,15 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
             if w[0].isalpha() and w not in names and not _is_dtype_word(w):
                 _fail(f"{origin}.checks[{i}]", f"'{w}' is not an argument of {engine}.{mnemonic}")
         checks.append(Check(words[0], tuple(words[1:]), text))
+    for key, allowed in _CHOICES.items():
+        if key in raw and raw[key] not in allowed:
+            _fail(origin, f"{key} must be one of {', '.join(allowed)}, not {raw[key]!r}")
+    if "copy_source" in raw and raw["copy_source"] not in names:
+        _fail(origin, f"copy_source '{raw['copy_source']}' is not an argument of "
+                      f"{engine}.{mnemonic}")
+    if (raw["opcode"] >> 8) != enums["engine"].values.get(engine, -1):
+        _fail(origin, f"opcode {raw['opcode']:#06x}: the high byte must be the engine's code in "
+                      f"isa/enums.toml [engine] ({engine} = {enums['engine'].values.get(engine)})")
     targets = raw.get("targets")
     return InstrDef(engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
                     summary=raw["summary"], semantics=raw["semantics"],
@@ -262,7 +343,14 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
                     checks=tuple(checks), nki=raw.get("nki"),
                     targets=tuple(targets) if targets else None, origin=origin,
                     setup=raw.get("setup", "").strip(),
-                    teardown=raw.get("teardown", "").strip())
+                    teardown=raw.get("teardown", "").strip(), packed=raw.get("packed"),
+                    driver=raw.get("driver"), sync=raw.get("sync"),
+                    copy_source=raw.get("copy_source"))
+
+
+# the values of the instruction keys that name a policy
+_CHOICES = {"packed": ("use", "fill", "copy"), "driver": ("p2p", "collective"),
+            "sync": ("wait", "signal", "barrier")}
 
 
 def _is_dtype_word(word: str) -> bool:
@@ -285,6 +373,13 @@ def _parse_enums(raw: dict) -> dict[str, EnumDef]:
 def load_isa(directory: str | None = None) -> ISA:
     """Read every table of the ISA directory (default: the bundled one) and validate it."""
     root = Path(directory) if directory else isa_dir()
+    stray = sorted(p.name for p in root.iterdir() if p.is_file() and p.suffix in (".toml", ".md",
+                                                                                 ".lark")
+                   and p.stem not in ENGINE_FILES and p.name not in DATA_FILES)
+    if stray:
+        _fail(f"isa/{stray[0]}", f"neither an engine table ({', '.join(ENGINE_FILES)}) nor one "
+                                 f"of {', '.join(DATA_FILES)}: add it to ENGINE_FILES or "
+                                 f"DATA_FILES (neuronemu/isa/table.py)")
     enums = _parse_enums(read_toml(root / "enums.toml"))
     targets = {name: Target(name, data) for name, data in read_toml(root / "targets.toml").items()}
     instructions: dict[str, InstrDef] = {}
@@ -314,9 +409,9 @@ def _parse_costs(raw: dict) -> dict[str, CostClass]:
     costs = {}
     for code, (name, fields) in enumerate(sorted(raw.items())):
         origin = f"isa/costs.toml: [{name}]"
-        unknown = set(fields) - _COST_KEYS
+        unknown = set(fields) - COST_KEYS.keys()
         if unknown:
-            _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_COST_KEYS)}")
+            _fail(origin, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(COST_KEYS)}")
         if fields.get("formula") not in COST_FORMULAS:
             _fail(origin, f"formula must be one of {', '.join(COST_FORMULAS)}")
         if not fields.get("source"):

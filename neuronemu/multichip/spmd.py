@@ -43,8 +43,13 @@ from neuronemu.multichip import collectives as C
 from neuronemu.multichip.comm import Comm, LocalComm, Partitioning, agree
 from neuronemu.multichip.network import Network
 
-COLLECTIVES = ("cc.all_reduce", "cc.reduce_scatter", "cc.all_gather", "cc.all_to_all",
-               "cc.permute", "cc.barrier")
+
+@functools.cache
+def collectives() -> frozenset[str]:
+    """The cc.* instructions every rank takes part in at once (isa/cc.toml driver = collective)."""
+    from neuronemu.isa.table import load_isa
+
+    return frozenset(n for n, d in load_isa().instructions.items() if d.driver == "collective")
 
 
 class CommError(RuntimeFault):
@@ -224,7 +229,7 @@ class _Driver:
             dirty, booked = self._round()
             if dirty or booked:   # a cc.sendrecv's send half alone is progress too
                 continue
-            if not any(self.finished) and all(s.name in COLLECTIVES for s in self.stops):
+            if not any(self.finished) and all(s.name in collectives() for s in self.stops):
                 self._collective()
                 dirty = list(range(self.world))
                 continue
@@ -270,7 +275,7 @@ class _Driver:
                 stop.nbytes = tile.partitions * tile.free_size * tile_itemsize(tile)
             if name in ("cc.recv", "cc.sendrecv"):
                 stop.source = self._peer(core, "peer" if name == "cc.recv" else "recv_from")
-            if name in COLLECTIVES:
+            if name in collectives():
                 stop.signature = self._signature(core)
         except RuntimeFault as error:
             stop.error = error
@@ -578,7 +583,7 @@ class _Driver:
 
     def _deadlock(self, waiting: list[int]) -> CommError:
         lines = []
-        at_collective = [w for w in waiting if self.name(w) in COLLECTIVES]
+        at_collective = [w for w in waiting if self.name(w) in collectives()]
         for w in waiting:
             if self.name(w) in ("cc.recv", "cc.sendrecv"):
                 peer = self.stops[w].source

@@ -61,7 +61,7 @@ KIND_MASK = 3
 F_TENSOR_ENGINE = 4   # issues on the PE array (definition.engine == "tensor")
 F_TENSOR_OP = 8       # a tensor.* instruction: the track may issue the next one at its start
 F_CC = 16             # a cc.* instruction timed by the multi-rank driver (Replayer couple=True)
-_KINDS = {"sync.wait": K_WAIT, "sync.signal": K_SIGNAL, "sync.barrier": K_BARRIER}
+_SYNC_KINDS = {"wait": K_WAIT, "signal": K_SIGNAL, "barrier": K_BARRIER}   # isa/sync.toml sync
 
 # what _run returns
 OK, RACE_WRITE, RACE_READ, DEADLOCK, PAUSED, STALLED = 0, 1, 2, 3, 4, 5
@@ -220,9 +220,10 @@ def _kinds(program, couple: bool = False) -> np.ndarray:
     kinds = np.zeros(max(len(program.instructions), 1), dtype=np.int64)
     for pc, ins in enumerate(program.instructions):
         d = ins.definition
-        kinds[pc] = (_KINDS.get(d.name, K_WORK) | (F_TENSOR_ENGINE if d.engine == "tensor" else 0)
+        kinds[pc] = (_SYNC_KINDS.get(d.sync, K_WORK)
+                     | (F_TENSOR_ENGINE if d.engine == "tensor" else 0)
                      | (F_TENSOR_OP if d.name.startswith("tensor.") else 0)
-                     | (F_CC if couple and d.name.startswith("cc.") else 0))
+                     | (F_CC if couple and d.driver is not None else 0))
     return kinds
 
 
