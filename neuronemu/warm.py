@@ -1,5 +1,5 @@
 """Compile everything ahead: every instruction kernel, the interpreter loop and the helpers the
-bundled programs reach (``neuronemu warm``, tools/warm_cache.py). After it, no run of this
+bundled programs reach (``neuronemu warm``; CI runs it before the tests). After it, no run of this
 version on this machine compiles anything."""
 
 from __future__ import annotations

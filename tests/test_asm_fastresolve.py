@@ -6,7 +6,6 @@ for a bad line."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
@@ -22,10 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _asm_speed():
-    spec = importlib.util.spec_from_file_location("asm_speed", ROOT / "tools" / "asm_speed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tools import asm_speed
+
+    return asm_speed
 
 
 def _assemble(text: str, fast: bool, monkeypatch, reuse: bool = True):

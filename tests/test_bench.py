@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench.py"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_bench_quick_ctrl_loop_json():
-    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--skip-cold", "--only",
-                           "ctrl_loop", "--json"], capture_output=True, text=True, timeout=300,
-                          check=False)
+    proc = subprocess.run([sys.executable, "-m", "tools.bench", "--quick", "--skip-cold",
+                           "--only", "ctrl_loop", "--json"], capture_output=True, text=True,
+                          timeout=300, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert isinstance(doc["ctrl_loop_ips"], float) and doc["ctrl_loop_ips"] > 0

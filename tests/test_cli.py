@@ -224,7 +224,7 @@ def test_isa_reference_documents_every_instruction() -> None:
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "isa.md").read_text()
     missing = [name for name in load_isa().instructions if f"### `{name}`" not in text]
-    assert not missing, f"docs/isa.md lacks {missing}: run python tools/gen_isa.py"
+    assert not missing, f"docs/isa.md lacks {missing}: run python -m tools.gen_isa"
 
 
 def test_programs_fit_the_terminal_and_keep_whole_sentences() -> None:

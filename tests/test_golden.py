@@ -3,16 +3,12 @@ time), saved outputs and Perfetto trace are exactly as recorded in tests/golden/
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "golden.py"
-_spec = importlib.util.spec_from_file_location("golden_tool", TOOL)
-golden = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden)
+from tools import golden
+
 EXPECTED = json.loads(golden.CORPUS.read_text())
 
 

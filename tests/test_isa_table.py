@@ -20,8 +20,8 @@ INSTRUCTIONS = sorted(ISA.instructions.values(), key=lambda d: d.opcode)
 
 def test_generated_files_are_fresh() -> None:
     """Editing isa/*.toml without rerunning tools/gen_isa.py fails here."""
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_isa.py"), "--check"],
-                            check=False, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "tools.gen_isa", "--check"],
+                            check=False, capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

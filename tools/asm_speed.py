@@ -1,6 +1,6 @@
 """Assembly speed in lines per second (issue 17 item 7: >= 100,000 lines/s).
 
-Usage: python tools/asm_speed.py [--lines N] [--repeat N] [--dir DIR] [--no-cli] [--json]
+Usage: python -m tools.asm_speed [--lines N] [--repeat N] [--dir DIR] [--no-cli] [--json]
                                 [--checkout DIR]
 
 Generates three kernels of --lines lines (default 16,001) in --dir (default a temporary
@@ -142,7 +142,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
-    sys.path.insert(0, str(args.checkout.resolve()))
+    checkout = str(args.checkout.resolve())
+    if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != checkout:
+        # measure that checkout's neuronemu: run again with it first on the import path
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [checkout, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        again = subprocess.run([sys.executable, "-m", "tools.asm_speed", *sys.argv[1:]],
+                               check=False, env=env, cwd=Path(__file__).resolve().parents[1])
+        sys.exit(again.returncode)
     import neuronemu
 
     load = os.getloadavg()[0]

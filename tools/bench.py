@@ -1,6 +1,6 @@
 """Engine speed, measured as whole phases against the "Must reach" table of issue 13.
 
-Usage: python tools/bench.py [--json] [--repeat N] [--quick] [--skip-cold] [--only NAME,...]
+Usage: python -m tools.bench [--json] [--repeat N] [--quick] [--skip-cold] [--only NAME,...]
 
 Measurements (NAME for --only; the figure each reports; the issue's bound):
   first_run_cold   first_run_cold_s: a whole `python -m neuronemu run vector_add.s` process with
@@ -74,7 +74,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import neuronemu
 from neuronemu.program import Program

@@ -6,17 +6,13 @@ reports the modelled time in us; `analytic` is Topology.ring_allreduce_ns with t
 reduce rate (the textbook ring plus its n - 1 additions of a chunk). Also prints the wall
 time of each run.
 
-Usage: python tools/collective_table.py [--sizes 65536,1048576] [--topologies a,b]
+Usage: python -m tools.collective_table [--sizes 65536,1048576] [--topologies a,b]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import neuronemu
 from neuronemu.api import run_spmd

@@ -6,15 +6,10 @@ Trn2 DMA engine moved 32 KiB HBM -> SBUF in 1,416 ns; the same transfer here is 
 (one engine's) of 4 KiB, alone (waiting for no other engine), and, for comparison, after a
 Vector instruction that writes its source, when it pays the cross-engine latency (docs/dma.md).
 
-    python tools/dma_sweep.py            # markdown tables for docs/dma.md
+    python -m tools.dma_sweep            # markdown tables for docs/dma.md
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import neuronemu
 from neuronemu.isa.table import load_isa

@@ -3,7 +3,7 @@ command lines, each executed in a worker process; prints counts by outcome and w
 minimal reproducer per distinct failure signature.
 
 Usage:
-    python tools/fuzz.py [--cases N] [--seed S] [--time-budget SECONDS] [--jobs J]
+    python -m tools.fuzz [--cases N] [--seed S] [--time-budget SECONDS] [--jobs J]
                          [--modes generated,example,mutant,neo,api,cli] [--out DIR] [--no-minimize]
 
 Outcomes: ``ok``; a documented error (``AsmError``, ``RuntimeFault``, ``SyncError``,
@@ -34,12 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
-sys.path.insert(0, str(ROOT))
 
-import fuzzgen
-import fuzzrun
-from known import known_family
+from tests.fuzz import fuzzgen, fuzzrun
+from tests.fuzz.known import known_family
 
 # share of each mode in a run: kernels reach most code, the others are cheap
 DEFAULT_MODES = {"generated": 3, "example": 2, "mutant": 3, "neo": 2, "api": 1, "cli": 1}
@@ -309,15 +306,15 @@ def write_reproducer(directory: Path, failure: Failure, case: dict) -> None:
                f"neuronemu {' '.join(case['argv'])}")
     else:
         (directory / "repro.py").write_text(
-            "import sys\nsys.path.insert(0, 'tests/fuzz')  # run from the repository root\n"
-            "import neuronemu\nfrom fuzzrun import make_array\n\n"
+            "# PYTHONPATH=<the repository root> python repro.py\n"
+            "import neuronemu\nfrom tests.fuzz.fuzzrun import make_array\n\n"
             f"program = neuronemu.assemble({case['source']!r})\n"
             f"inputs = {case['inputs']!r}\n"
             "if isinstance(inputs, dict):\n"
             "    inputs = {k: make_array(v) if isinstance(v, tuple) else v "
             "for k, v in inputs.items()}\n"
             f"neuronemu.run(program, inputs=inputs, **{dict(case['kwargs'])!r})\n")
-        how = "python repro.py"
+        how = f"PYTHONPATH={ROOT} python repro.py"
     (directory / "README").write_text(f"{failure.signature}\nseen {failure.count} times "
                                       f"({dict(failure.modes)})\nreproduce: {how}\n")
 

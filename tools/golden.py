@@ -6,8 +6,8 @@ the JSON report minus its wall-clock fields, the sha256 of every saved output fi
 Perfetto trace. tests/golden/programs.json holds the recorded corpus; tests/test_golden.py checks
 it. An engine change must leave every case identical: outputs bit for bit, cycles, trace.
 
-    python tools/golden.py            check, print one line per case, exit 1 on a difference
-    python tools/golden.py --update   record (only on the engine the corpus should describe)
+    python -m tools.golden            check, print one line per case, exit 1 on a difference
+    python -m tools.golden --update   record (only on the engine the corpus should describe)
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 CORPUS = ROOT / "tests" / "golden" / "programs.json"
 
 ONE_CORE = ["examples/vector_add", "examples/matmul_tile", "examples/matmul_tiled",

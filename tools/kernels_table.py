@@ -6,8 +6,8 @@ assembled for each target; a target it does not assemble for (MX instructions on
 is not one it supports. Each supported target runs once with the kernel's default inputs (seed 0);
 a multi-rank kernel runs on its .topology, or for another target on SYSTEM_OF's system.
 
-    python tools/kernels_table.py            print the table
-    python tools/kernels_table.py --write    replace the table in docs/kernels.md
+    python -m tools.kernels_table            print the table
+    python -m tools.kernels_table --write    replace the table in docs/kernels.md
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DOC = ROOT / "docs" / "kernels.md"
 BEGIN = "<!-- kernels table: tools/kernels_table.py --write -->"

@@ -1,11 +1,11 @@
 """Instructor tools for the labs of programs/labs (docs/labs/README.md).
 
-    python tools/labs.py record           run every reference solution, write each budget.json
-    python tools/labs.py table            grade every starter and reference: times, scores,
+    python -m tools.labs record           run every reference solution, write each budget.json
+    python -m tools.labs table            grade every starter and reference: times, scores,
                                           budgets and the machine time it took (markdown)
-    python tools/labs.py bundle DIR       the student bundle: programs/labs and docs/labs without
+    python -m tools.labs bundle DIR       the student bundle: programs/labs and docs/labs without
                                           any solution/ folder (and nothing else)
-    python tools/labs.py pictures         the starter and reference timelines of docs/labs/img
+    python -m tools.labs pictures         the starter and reference timelines of docs/labs/img
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from neuronemu.grade.grader import grade
 from neuronemu.grade.labs import LABS, lab_dir

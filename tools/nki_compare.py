@@ -1,7 +1,7 @@
 """Modelled time of each NKI-style kernel of tests/nki/nki_kernels.py, traced by neuronemu.nki,
 beside the hand-written .s of the same algorithm in programs/ (same shapes and dtypes).
 
-    python tools/nki_compare.py [--target trn2] [--markdown]
+    python -m tools.nki_compare [--target trn2] [--markdown]
 
 The hand-written kernels run on their declared inputs, the traced ones on seeded inputs of the
 same shape; modelled times do not depend on the values (docs/timing.md)."""
@@ -9,19 +9,15 @@ same shape; modelled times do not depend on the values (docs/timing.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "nki"))
-
-import nki_kernels as K
-
 import neuronemu
 from neuronemu import nki
+from tests.nki import nki_kernels as K
 
 BF16 = ml_dtypes.bfloat16
 FP8 = ml_dtypes.float8_e4m3

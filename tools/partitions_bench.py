@@ -2,8 +2,8 @@
 ``mpiexec -n P``, their wall time, each process's peak memory, and whether the results are the
 same to the bit.
 
-    python tools/partitions_bench.py ring            # 16-rank send/recv ring all-reduce
-    python tools/partitions_bench.py allreduce-1152  # 144 chips x 8 cores, 1 MiB all-reduce
+    python -m tools.partitions_bench ring            # 16-rank send/recv ring all-reduce
+    python -m tools.partitions_bench allreduce-1152  # 144 chips x 8 cores, 1 MiB all-reduce
 
 Each case runs the whole CLI (``neuronemu run ... --json``) in one process and under
 ``mpiexec -n P`` (P = 2, or --processes), ``--repeat`` times each, alternating, and prints the

@@ -1,6 +1,6 @@
 """Compare neuronemu's TensorE time for GEMMs with SCALE-Sim 3's weight-stationary cycle formula.
 
-Usage: python tools/scalesim_compare.py [--target trn2]   (prints the Markdown table of
+Usage: python -m tools.scalesim_compare [--target trn2]   (prints the Markdown table of
 docs/timing.md)
 
 For C[M, N] = A[M, K] @ B[K, N] on an R x C = 128 x 128 array, weight stationary: the stationary
@@ -30,9 +30,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import neuronemu
 

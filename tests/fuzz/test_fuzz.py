@@ -3,7 +3,7 @@ or a documented CLI exit code -- never another exception, never a signal. Cases 
 worker process (fuzzrun.Worker) so that a segfault is an outcome, not the end of pytest.
 
 The budget (about 30-60 s on 2 cores) is set by the ``max_examples`` below; ``derandomize``
-makes CI deterministic. The long run is ``python tools/fuzz.py`` (see its docstring).
+makes CI deterministic. The long run is ``python -m tools.fuzz`` (see its docstring).
 Failures of the known families listed in known.py are tolerated until their fixes are merged.
 """
 

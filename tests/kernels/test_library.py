@@ -3,15 +3,13 @@ row in docs/kernels.md, and the library covers the workloads the docs promise.""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tools import kernels_table
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("kernels_table", ROOT / "tools" / "kernels_table.py")
-kernels_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kernels_table)
 LIBRARY = kernels_table.library()
 
 
@@ -27,7 +25,7 @@ def test_every_kernel_has_a_test_and_a_row_in_the_docs(name):
     assert tests, f"no test in tests/kernels runs {name} (e.g. tests/kernels/test_{stem}.py)"
     table = kernels_table.DOC.read_text()
     assert f"| `{name}` |" in table, f"{name} has no row in docs/kernels.md: run " \
-                                     f"python tools/kernels_table.py --write"
+                                     f"python -m tools.kernels_table --write"
 
 
 def test_every_row_of_the_docs_is_a_kernel():

@@ -113,7 +113,7 @@ def test_reference_gets_full_marks_and_matches_its_budget(name: str) -> None:
         # a timing-model change moves the references: re-record with tools/labs.py record
         assert report.times_ns[variant] == pytest.approx(ns, rel=0.05), (
             f"{name} {variant}: reference now {report.times_ns[variant]:.1f} ns, budget.json "
-            f"says {ns}; run `python tools/labs.py record --only {name}`")
+            f"says {ns}; run `python -m tools.labs record --only {name}`")
     validate_gradescope(gradescope.results(report))
 
 
