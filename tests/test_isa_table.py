@@ -142,3 +142,23 @@ def test_argument_names_are_the_slots_of_the_table() -> None:
         for slot, a in enumerate(d.args):
             key = f"{function}_{a.name}".upper().replace(".", "_")
             assert getattr(names, key) == slot, (d.name, a.name)
+
+
+def test_generated_names_may_not_collide(tmp_path) -> None:
+    """activation's reduce_res and an argument res of activation_reduce would both be named
+    ACTIVATION_REDUCE_RES: the generator refuses rather than let one shadow the other."""
+    import shutil
+
+    from neuronemu.isa.resources import isa_dir
+
+    bad = tmp_path / "isa"
+    shutil.copytree(isa_dir(), bad)
+    table = bad / "scalar.toml"
+    head, _, body = table.read_text().partition("[activation_reduce]\n")
+    table.write_text(f"{head}[activation_reduce]\n" + body.replace('name = "alpha"',
+                                                                    'name = "res"', 1))
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_isa.py"), "--check",
+                             "--isa", str(bad)], check=False, capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("error: isa/scalar.toml: [activation_reduce]: argument 'res' "
+                                    "would be named ACTIVATION_REDUCE_RES"), result.stderr
