@@ -20,7 +20,7 @@ import pytest
 
 import neuronemu
 from neuronemu.exec import layout as L
-from neuronemu.exec.interpreter import EVENT_TIMES_WIDTH, EVENT_WIDTH
+from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
 from neuronemu.timing import explicit
 from neuronemu.timing.explicit import SyncError
 
