@@ -24,10 +24,9 @@ at each cc.* event, whose end the driver works out from the other ranks' replaye
 
 The replay itself is compiled (``_setup`` and ``_run``); Python only prepares the per-instruction
 kinds and the segment tables, and turns the indices a race or deadlock returns into the located
-message. It
-was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
-version (tracking bytes instead of 64-byte blocks since) as the oracle the compiled one must
-match bit for bit, message for message.
+message. The engine rules (PE blocks, result latencies, busy time) are sync mode auto's own
+(neuronemu/timing/engines.py); tests/timing/test_explicit_vs_auto.py checks that a kernel whose
+semaphores encode its memory dependencies replays to auto's schedule.
 """
 
 from __future__ import annotations
