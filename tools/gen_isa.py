@@ -1,9 +1,9 @@
 """Generate the glue derived from the ISA tables (run after editing anything in isa/).
 
-Writes, all committed and checked for freshness by tests/test_generated_fresh.py:
-  neuronemu/_generated/constants.py   opcode, engine and enum constants
-  neuronemu/_generated/kernels.py     one kernel wrapper per semantics function (compiled lazily)
-  neuronemu/isa/args/<module>.py      the argument slots of each semantics function, by name
+Writes, all committed and checked for freshness by tests/test_isa_table.py:
+  neuronemu/isa/codes.py        opcode, engine and enum constants (beside the tables they come from)
+  neuronemu/isa/args/<module>.py   the argument slots of each semantics function, by name
+  neuronemu/exec/wrappers.py    one kernel wrapper per semantics function (compiled lazily)
   docs/isa.md                         the instruction reference
 
 Usage: python tools/gen_isa.py [--check] [--isa DIR]
@@ -56,8 +56,8 @@ def kernels(isa) -> str:
               'into'),
              'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
              "",
-             "from neuronemu.exec import layout as L",
-             "from neuronemu.exec.abi import views",
+             "from neuronemu.machine import layout as L",
+             "from neuronemu.machine.abi import views",
              f"from neuronemu.semantics import {', '.join(modules)}",
              "",
              "# opcode -> kernel wrapper",
@@ -170,8 +170,8 @@ def reference(isa) -> str:
 def outputs(isa_directory: str | None = None) -> dict[Path, str]:
     isa = load_isa(isa_directory)
     files = {
-        ROOT / "neuronemu/_generated/constants.py": constants(isa),
-        ROOT / "neuronemu/_generated/kernels.py": kernels(isa),
+        ROOT / "neuronemu/isa/codes.py": constants(isa),
+        ROOT / "neuronemu/exec/wrappers.py": kernels(isa),
         ROOT / "docs/isa.md": reference(isa),
     }
     for module, text in argument_modules(isa).items():

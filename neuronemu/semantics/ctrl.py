@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_tag, arg_value, load_bits, store_bits
+from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.ctrl import (
     ADD_B,
     ADD_RA,
@@ -45,6 +43,8 @@ from neuronemu.isa.args.ctrl import (
     SUB_RD,
     WORLD_RD,
 )
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_tag, arg_value, load_bits, store_bits
 from neuronemu.semantics.alu import to_int
 
 

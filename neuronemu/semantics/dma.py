@@ -8,21 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.codec import decode_row, encode_row
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
-    arg_tag,
-    arg_value,
-    copy_tile,
-    dynamic_offset,
-    load_bits,
-    load_f32,
-    one_row,
-    round_to_bits,
-    store_bits,
-    store_f32,
-)
+from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.dma import (
     ACCUMULATE_DST,
     ACCUMULATE_SRC,
@@ -44,6 +30,20 @@ from neuronemu.isa.args.dma import (
     SCATTER_TABLE,
     TRANSPOSE_DST,
     TRANSPOSE_SRC,
+)
+from neuronemu.machine import layout as L
+from neuronemu.machine.codec import decode_row, encode_row
+from neuronemu.machine.memory import (
+    arg_tag,
+    arg_value,
+    copy_tile,
+    dynamic_offset,
+    load_bits,
+    load_f32,
+    one_row,
+    round_to_bits,
+    store_bits,
+    store_f32,
 )
 from neuronemu.numerics.cast import decode
 from neuronemu.semantics.alu import to_int

@@ -4,24 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import borrowed, keep_alive
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
-    arg_tag,
-    arg_value,
-    copy_tile,
-    f32_row,
-    f32_window,
-    in_place_safe,
-    load_bits,
-    load_f32,
-    same_shape,
-    scalar_column,
-    store_bits,
-    store_f32,
-)
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
 from neuronemu.isa.args.elementwise import (
     BN_AGGR_DATA,
     BN_AGGR_DST,
@@ -77,6 +61,22 @@ from neuronemu.isa.args.elementwise import (
     TENSOR_TENSOR_SCAN_REVERSE1,
     TRANSPOSE32_DATA,
     TRANSPOSE32_DST,
+)
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import borrowed, keep_alive
+from neuronemu.machine.memory import (
+    arg_tag,
+    arg_value,
+    copy_tile,
+    f32_row,
+    f32_window,
+    in_place_safe,
+    load_bits,
+    load_f32,
+    same_shape,
+    scalar_column,
+    store_bits,
+    store_f32,
 )
 from neuronemu.semantics.alu import (
     binary,

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
 from neuronemu.isa.args.gpsimd import (
     AFFINE_SELECT_CHANNEL_MULTIPLIER,
     AFFINE_SELECT_CMP_OP,
@@ -43,6 +41,8 @@ from neuronemu.isa.args.gpsimd import (
     TOPK_SRC,
     TOPK_VAL_DST,
 )
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
 from neuronemu.semantics.alu import reduce_rows, to_int
 
 

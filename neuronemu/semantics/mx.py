@@ -15,9 +15,8 @@ import math
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import dtypes as D
 from neuronemu.isa.args.mx import (
     MATMUL_MX_ACCUMULATE,
     MATMUL_MX_DST,
@@ -29,7 +28,8 @@ from neuronemu.isa.args.mx import (
     QUANTIZE_MX_DST_SCALE,
     QUANTIZE_MX_SRC,
 )
-from neuronemu.numerics import dtypes as D
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
 from neuronemu.numerics.cast import decode, encode
 
 # x4 dtype code -> code of the dtype of its four values, and the bits of one value

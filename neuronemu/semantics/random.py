@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_bits, scalar_column, store_bits, store_f32
+from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.random import (
     DROPOUT_DATA,
     DROPOUT_DST,
@@ -27,6 +25,8 @@ from neuronemu.isa.args.random import (
     RNG_DST,
     SET_RNG_SEED_SEED,
 )
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_value, load_bits, scalar_column, store_bits, store_f32
 from neuronemu.numerics.stochastic import random_bits, stream_key
 
 _SALT = 0x524E47  # "RNG": keeps these streams apart from stochastic rounding's

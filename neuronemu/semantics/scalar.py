@@ -6,20 +6,8 @@ import math
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import borrowed, keep_alive
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
-    arg_tag,
-    arg_value,
-    f32_window,
-    in_place_safe,
-    load_f32,
-    same_shape,
-    scalar_column,
-    store_f32,
-)
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
 from neuronemu.isa.args.scalar import (
     ACTIVATE2_DATA,
     ACTIVATE2_DST,
@@ -49,6 +37,18 @@ from neuronemu.isa.args.scalar import (
     ACTIVATION_REDUCE_RES,
     ACTIVATION_REDUCE_SCALE,
     ACTIVATION_SCALE,
+)
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import borrowed, keep_alive
+from neuronemu.machine.memory import (
+    arg_tag,
+    arg_value,
+    f32_window,
+    in_place_safe,
+    load_f32,
+    same_shape,
+    scalar_column,
+    store_f32,
 )
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary

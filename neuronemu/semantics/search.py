@@ -5,17 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
-    arg_tag,
-    arg_value,
-    load_bits,
-    load_f32,
-    scalar_column,
-    store_bits,
-    store_f32,
-)
+from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.search import (
     FIND_INDEX8_DATA,
     FIND_INDEX8_DST,
@@ -36,6 +26,16 @@ from neuronemu.isa.args.search import (
     STREAM_SHUFFLE_DST,
     STREAM_SHUFFLE_MASK,
     STREAM_SHUFFLE_SRC,
+)
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import (
+    arg_tag,
+    arg_value,
+    load_bits,
+    load_f32,
+    scalar_column,
+    store_bits,
+    store_f32,
 )
 
 

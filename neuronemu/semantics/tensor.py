@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
-    arg_value,
-    empty_f32,
-    f32_row,
-    f32_window,
-    load_bits,
-    load_f32,
-    store_bits,
-    store_f32,
-)
+from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.tensor import (
     MATMUL_ACCUMULATE,
     MATMUL_DST,
@@ -25,6 +14,17 @@ from neuronemu.isa.args.tensor import (
     MATMUL_STATIONARY,
     TRANSPOSE_DATA,
     TRANSPOSE_DST,
+)
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import (
+    arg_value,
+    empty_f32,
+    f32_row,
+    f32_window,
+    load_bits,
+    load_f32,
+    store_bits,
+    store_f32,
 )
 from neuronemu.numerics.cast import f32_to_bits
 

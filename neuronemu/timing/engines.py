@@ -9,8 +9,8 @@ the code they were when each wrote the rule out itself."""
 
 from __future__ import annotations
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
 from neuronemu.timing.costs import C_FORMULA, C_LATENCY, F_DMA, F_FREE, F_NETWORK
 
 PE_BLOCKS = 16   # 32 x 32 blocks of the 128 x 128 PE array (a 4 x 4 grid)

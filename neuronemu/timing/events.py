@@ -5,9 +5,9 @@ instructions the multi-chip driver executes (``Core.complete``)."""
 
 from __future__ import annotations
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import dynamic_offset
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import dynamic_offset
 
 EVENT_WIDTH = 2 + L.MAX_ARGS   # pc, track, then per argument its value at run time
 EVENT_TIMES_WIDTH = 5          # start, end, cycles (ns for DMA), bytes, wire bytes

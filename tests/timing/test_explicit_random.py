@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.timing import explicit
 from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
 from neuronemu.timing.explicit import SyncError
