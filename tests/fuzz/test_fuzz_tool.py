@@ -1,0 +1,29 @@
+"""tools/fuzz.py as a program: its time budget ends the run with a summary (issue 30 item 14)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "fuzz.py"
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("fuzz_tool", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module    # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_time_budget_ends_with_a_summary(tmp_path, capsys):
+    fuzz = _load_tool()
+    code = fuzz.main(["--time-budget", "2", "--cases", "1000000", "--modes", "api",
+                      "--progress", "0", "--no-minimize", "--out", str(tmp_path)])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert code == 0 and summary["failures"] == []
+    assert 0 < summary["cases"] < 1_000_000          # stopped by the budget, not the count
+    assert summary["seconds"] < 30
+    assert "cases in" in capsys.readouterr().out
