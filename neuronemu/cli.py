@@ -419,7 +419,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
         plot_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
-    _check_plot(plot_path)
+    _check_plot(plot_path, as_json)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
@@ -438,8 +438,9 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
                                    limit="interrupt"), as_json) from None
 
 
-def _check_plot(plot_path: Path | None) -> None:
-    """--plot needs matplotlib (an optional extra): say so before running anything."""
+def _check_plot(plot_path: Path | None, as_json: bool = False) -> None:
+    """--plot needs matplotlib (an optional extra) and a directory to write into: say so before
+    running (or grading) anything, not after (issue 30 item 12)."""
     if plot_path is None:
         return
     from neuronemu.plot import MissingMatplotlib, require_matplotlib
@@ -448,6 +449,14 @@ def _check_plot(plot_path: Path | None) -> None:
         require_matplotlib()
     except MissingMatplotlib as e:
         raise click.BadParameter(str(e), param_hint="--plot") from None
+    folder = plot_path.parent
+    if not folder.is_dir():
+        why = "is not a directory" if folder.exists() else "does not exist"
+        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
+                                  f"{why}"), as_json)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
+                                  f"is not writable"), as_json)
 
 
 def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bool) -> None:
@@ -839,7 +848,7 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         return
     if lab is None or kernel is None:
         raise click.UsageError("give LAB and KERNEL.s (or --list)")
-    _check_plot(plot_path)
+    _check_plot(plot_path, as_json)
     from neuronemu.grade import gradescope
     from neuronemu.grade.grader import grade, note
 
@@ -861,6 +870,7 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         click.echo(report.text())
         if plot_path is not None:
             click.echo(f"plot     {plot_path}" if report.plots else
+                       f"plot     none drawn: {report.plot_error}" if report.plot_error else
                        "plot     none drawn: no timed shape produced correct outputs")
 
 
