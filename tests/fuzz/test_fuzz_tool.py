@@ -21,7 +21,8 @@ def _load_tool():
 def test_time_budget_ends_with_a_summary(tmp_path, capsys):
     fuzz = _load_tool()
     code = fuzz.main(["--time-budget", "2", "--cases", "1000000", "--modes", "api",
-                      "--progress", "0", "--no-minimize", "--out", str(tmp_path)])
+                      "--progress", "0", "--no-minimize", "--hostile-rounds", "0",
+                      "--out", str(tmp_path)])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert code == 0 and summary["failures"] == []
     assert 0 < summary["cases"] < 1_000_000          # stopped by the budget, not the count
