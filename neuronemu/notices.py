@@ -34,7 +34,7 @@ def set_sink(sink: Callable[[str], None] | None) -> Callable[[str], None]:
 
 
 # The texts, kept here rather than beside the code that raises them: that code is in a compiled
-# package, whose every edit makes numba compile everything again (exec/cache.py).
+# package, whose every edit makes numba compile everything again (compiled/cache.py).
 
 def compiling(what: str, where: str) -> str:
     """Before a first compile. The figures are measured (`neuronemu warm` on 2 busy cores): the

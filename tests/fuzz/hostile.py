@@ -398,7 +398,7 @@ def endless_progress(scratch: Path, rng: random.Random) -> Verdict:
 # ------------------------------------------------------------------------------ items 10, 11
 
 def _warm_cache_copy(to: Path) -> Path | None:
-    from neuronemu.exec import cache
+    from neuronemu.compiled import cache
 
     source = cache.cache_dir()
     if not list(source.glob(f"neuronemu__generated/*{MEMSET_UNIT}*.nbi")):
@@ -409,7 +409,7 @@ def _warm_cache_copy(to: Path) -> Path | None:
 
 def damaged_cache(scratch: Path, rng: random.Random) -> Verdict:
     """A damaged compiled-code file: reported, compiled again, the run succeeds."""
-    from neuronemu.exec import cache
+    from neuronemu.compiled import cache
 
     copy = _warm_cache_copy(scratch / "numba" / "neuronemu" / cache.source_hash())
     if copy is None:
@@ -451,7 +451,7 @@ def _read_only_argv(folder: Path, argv: list[str]) -> list[str] | None:
 def read_only_cache(scratch: Path, rng: random.Random) -> Verdict:
     """A read-only cache, warm or empty: used as it is or replaced by a temporary directory with
     a notice; never a traceback, never code compiled into the package."""
-    from neuronemu.exec import cache
+    from neuronemu.compiled import cache
 
     home = scratch / "home-cache"
     warm = rng.random() < 0.5

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import neuronemu
-from neuronemu import resources
+from neuronemu import hostmem as resources
 from neuronemu.errors import ResourceError
 
 GIB, MIB = 1 << 30, 1 << 20

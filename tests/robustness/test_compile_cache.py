@@ -1,4 +1,4 @@
-"""The compiled-code cache (neuronemu/exec/cache.py): a damaged file is detected by its checksum,
+"""The compiled-code cache (neuronemu/compiled/cache.py): a damaged file is detected by its checksum,
 reported and compiled again (issue 30 item 10); a read-only cache is used as it is, and what it
 lacks is compiled into a temporary directory with a notice (item 11).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from neuronemu import notices
-from neuronemu.exec import cache
+from neuronemu.compiled import cache
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_UNIT = "elementwise__memset"          # the compute kernel of KERNEL

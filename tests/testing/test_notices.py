@@ -27,7 +27,7 @@ def test_a_notice_inside_a_passing_test_is_shown(pytester):
 
 
 def test_the_compile_announcement_goes_through_the_notices(monkeypatch):
-    from neuronemu.exec import cache, compiling
+    from neuronemu.compiled import cache, compiling
 
     said: list[str] = []
     previous = notices.set_sink(said.append)

@@ -33,7 +33,7 @@ def announce(what: str) -> None:
         return
     _state["announced"] = True
     from neuronemu import notices
-    from neuronemu.exec.cache import prune_old_caches, write_dir
+    from neuronemu.compiled.cache import prune_old_caches, write_dir
 
     prune_old_caches()
     notices.notify(notices.compiling(what, str(write_dir())))
@@ -65,7 +65,7 @@ def is_cached(dispatcher) -> bool:
     if getattr(dispatcher, "overloads", None):
         return True   # already compiled or loaded in this process
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
-    if hasattr(cache_file, "has_index"):   # neuronemu's layered cache (exec/cache.py)
+    if hasattr(cache_file, "has_index"):   # neuronemu's layered cache (compiled/cache.py)
         return cache_file.has_index()
     index = getattr(cache_file, "_index_path", None)
     return bool(index) and os.path.exists(index)
