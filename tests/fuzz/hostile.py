@@ -401,7 +401,7 @@ def _warm_cache_copy(to: Path) -> Path | None:
     from neuronemu.compiled import cache
 
     source = cache.cache_dir()
-    if not list(source.glob(f"neuronemu__generated/*{MEMSET_UNIT}*.nbi")):
+    if not list(source.glob(f"*/*.{MEMSET_UNIT}-*.nbi")):
         return None
     shutil.copytree(source, to)
     return to
@@ -414,7 +414,7 @@ def damaged_cache(scratch: Path, rng: random.Random) -> Verdict:
     copy = _warm_cache_copy(scratch / "numba" / "neuronemu" / cache.source_hash())
     if copy is None:
         return skipped("this version's cache is cold (run `neuronemu warm`)")
-    files = sorted(copy.glob(f"neuronemu__generated/*{MEMSET_UNIT}*"))
+    files = sorted(copy.glob(f"*/*.{MEMSET_UNIT}-*"))
     victim = rng.choice(files)
     data = bytearray(victim.read_bytes())
     how = rng.choice(["flip", "truncate", "zero"])
