@@ -44,11 +44,9 @@ def assemble_file(path: str | Path, target: str | None = None) -> Program:
     if encoding.is_encoded(data):
         # a binary is checked like source: disassemble, then assemble the canonical text
         return assemble(encoding.disassemble(data, str(path)), f"{path} (disassembled)", target)
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        raise InputError(f"kernel {path} is neither UTF-8 assembly nor a .neo binary") from None
-    return assemble(text, str(path), target)
+    from neuronemu.kernel_text import decode_kernel
+
+    return assemble(decode_kernel(data, str(path)), str(path), target)
 
 
 def _as_array(name: str, value, tensor: HbmTensor) -> np.ndarray:

@@ -419,7 +419,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
         plot_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
-    _check_plot(plot_path)
+    _check_plot(plot_path, as_json)
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
@@ -438,8 +438,9 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
                                    limit="interrupt"), as_json) from None
 
 
-def _check_plot(plot_path: Path | None) -> None:
-    """--plot needs matplotlib (an optional extra): say so before running anything."""
+def _check_plot(plot_path: Path | None, as_json: bool = False) -> None:
+    """--plot needs matplotlib (an optional extra) and a directory to write into: say so before
+    running (or grading) anything, not after (issue 30 item 12)."""
     if plot_path is None:
         return
     from neuronemu.plot import MissingMatplotlib, require_matplotlib
@@ -448,6 +449,14 @@ def _check_plot(plot_path: Path | None) -> None:
         require_matplotlib()
     except MissingMatplotlib as e:
         raise click.BadParameter(str(e), param_hint="--plot") from None
+    folder = plot_path.parent
+    if not folder.is_dir():
+        why = "is not a directory" if folder.exists() else "does not exist"
+        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
+                                  f"{why}"), as_json)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
+                                  f"is not writable"), as_json)
 
 
 def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bool) -> None:
@@ -747,48 +756,21 @@ def check(kernel, target, as_json):
 @click.argument("mnemonic", required=False)
 @click.option("--json", "as_json", is_flag=True)
 def isa(mnemonic, as_json):
-    """List the instructions (all, or one ENGINE's), or describe one (ENGINE.MNEMONIC or
-    MNEMONIC)."""
-    import difflib
+    """List the instructions (all, or one ENGINE's), describe one (ENGINE.MNEMONIC or
+    MNEMONIC), or show an argument's legal values (an enum such as activation, or one value)."""
+    from neuronemu import isa_reference
 
-    from neuronemu.isa.table import load_isa
-
-    table = load_isa().instructions
-    entries = list(table.values())
-    engines = {d.engine for d in entries}
-    listing = not mnemonic or mnemonic in engines   # `isa vector`: that engine's instructions
-    if mnemonic:
-        entries = [d for d in entries if mnemonic in (d.name, d.mnemonic, d.engine)]
-        if not entries:
-            close = difflib.get_close_matches(mnemonic, list(table) + sorted(engines) +
-                                              [d.mnemonic for d in table.values()], n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            # a name on the command line, not a file: a usage error (exit 2), as click's own
-            raise click.BadParameter(f"unknown instruction or engine '{mnemonic}'{hint}",
-                                     param_hint="MNEMONIC")
+    try:
+        found = isa_reference.lookup(mnemonic)
+    except isa_reference.UnknownName as e:
+        # a name on the command line, not a file: a usage error (exit 2), as click's own
+        raise click.BadParameter(str(e), param_hint="MNEMONIC") from None
     if as_json:
-        docs = [{"mnemonic": d.name, "engine": d.engine, "opcode": d.opcode,
-                 "targets": list(d.targets or TARGETS), "nki": d.nki, "summary": d.summary,
-                 "syntax": d.syntax, "cost_class": d.cost_class,
-                 "args": [{"name": a.name, "kind": a.kind, "spaces": list(a.spaces),
-                           "keyword": a.keyword, "default": a.default} for a in d.args]}
-                for d in entries]
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "instructions": docs}, indent=2))
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION,
+                               **isa_reference.render_json(found)}, indent=2))
         return
-    if listing:
-        width = max(len(d.name) for d in entries)
-        for d in sorted(entries, key=lambda d: (d.engine, d.opcode)):
-            click.echo(f"{d.name:<{width}}  {d.summary}")
-        return
-    for d in entries:
-        click.echo(f"{d.name}  ({d.nki or 'sequencer control'})\n  {d.summary}\n"
-                   f"  syntax:  {d.syntax}\n  example: {d.example}")
-        width = max((len(a.name) for a in d.args), default=0)
-        for a in d.args:
-            kind = f"enum {a.enum}" if a.kind == "enum" else a.kind
-            where = f" in {'/'.join(a.spaces)}" if a.spaces else ""
-            default = f" (default {a.default})" if a.default is not None else ""
-            click.echo(f"    {a.name:<{width}}  {kind}{where}{default} {a.doc}".rstrip())
+    for line in isa_reference.render_text(found):
+        click.echo(line)
 
 
 @main.command("asm")
@@ -866,7 +848,7 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         return
     if lab is None or kernel is None:
         raise click.UsageError("give LAB and KERNEL.s (or --list)")
-    _check_plot(plot_path)
+    _check_plot(plot_path, as_json)
     from neuronemu.grade import gradescope
     from neuronemu.grade.grader import grade, note
 
@@ -888,6 +870,7 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         click.echo(report.text())
         if plot_path is not None:
             click.echo(f"plot     {plot_path}" if report.plots else
+                       f"plot     none drawn: {report.plot_error}" if report.plot_error else
                        "plot     none drawn: no timed shape produced correct outputs")
 
 

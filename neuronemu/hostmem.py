@@ -2,15 +2,18 @@
 
 Without this, a legal but huge kernel (a 40 GB HBM tensor) or a `.npy` claiming terabytes ends
 in a MemoryError traceback or, worse, the kernel's OOM killer part-way through. Numbers come from
-``/proc/meminfo`` (MemAvailable: what can be allocated without swapping) or ``os.sysconf``; no
-extra dependency.
+``/proc/meminfo`` (MemAvailable: what can be allocated without swapping) or ``os.sysconf``, bounded
+by the container's memory limit (cgroups v1 and v2: a container sees the host's MemAvailable but
+is killed at its own limit) and by ``ulimit -v``; no extra dependency.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronemu.errors import ResourceError
@@ -47,7 +50,99 @@ def host_memory() -> tuple[int | None, int | None]:
     limit = _address_space_left()
     if limit is not None:
         available = limit if available is None else min(available, limit)
+    group = cgroup_memory()
+    if group is not None:
+        total = group[0] if total is None else min(total, group[0])
+        available = group[1] if available is None else min(available, group[1])
     return total, available
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+_UNLIMITED = 1 << 62   # cgroups v1 writes "no limit" as 2^63 rounded down to a page
+
+
+def cgroup_memory(root: Path | None = None,
+                  membership: Path | None = None) -> tuple[int, int] | None:
+    """(limit, bytes left) of the tightest memory limit among the cgroups holding this process
+    and their ancestors, None when none is limited (or the platform has no cgroups).
+
+    cgroups v2: ``memory.max`` and ``memory.current`` in the process's group (``0::/path`` of
+    /proc/self/cgroup) and every parent up to ``root``; v1: ``memory.limit_in_bytes`` and
+    ``memory.usage_in_bytes`` under ``root/memory``. Page cache the kernel would drop first
+    (``inactive_file`` of memory.stat) does not count as used, as ``docker stats`` reckons it.
+    ``root`` and ``membership`` are parameters for tests (a fake tree)."""
+    tightest = None
+    for folder, usage_file, inactive_key in _limited_groups(
+            CGROUP_ROOT if root is None else root, PROC_CGROUP if membership is None
+            else membership):
+        limit = _read_bytes(folder / ("memory.max" if usage_file == "memory.current"
+                                      else "memory.limit_in_bytes"))
+        if limit is None or limit >= _UNLIMITED:
+            continue
+        used = (_read_bytes(folder / usage_file) or 0) - _stat_bytes(folder, inactive_key)
+        left = max(limit - max(used, 0), 0)
+        if tightest is None or left < tightest[1]:
+            tightest = (limit, left)
+    return tightest
+
+
+@functools.lru_cache(maxsize=4)
+def _limited_groups(root: Path, membership: Path) -> tuple[tuple[Path, str, str], ...]:
+    """The groups (folder, usage file, memory.stat key) of this process and their ancestors
+    that have a memory limit, found once per process: the walk costs ~0.5 ms, and which groups
+    hold the process does not change while it runs (their limits are read on every call)."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        lines = []
+    paths = {"v2": "/", "v1": "/"}            # inside a cgroup namespace the group is the root
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":
+            paths["v2"] = path or "/"
+        elif "memory" in controllers.split(","):
+            paths["v1"] = path or "/"
+    found = []
+    for base, path, limit_file, usage_file, key in (
+            (root, paths["v2"], "memory.max", "memory.current", "inactive_file"),
+            (root / "memory", paths["v1"], "memory.limit_in_bytes", "memory.usage_in_bytes",
+             "total_inactive_file")):
+        for folder in _up_to(base, path):
+            limit = _read_bytes(folder / limit_file)
+            if limit is not None and limit < _UNLIMITED:
+                found.append((folder, usage_file, key))
+    return tuple(found)
+
+
+def _up_to(base: Path, path: str) -> list[Path]:
+    """``base/path`` and its parents up to ``base`` (just ``base`` if that group is not there)."""
+    folder = base.joinpath(*[p for p in path.split("/") if p not in ("", ".", "..")])
+    if not folder.is_dir():
+        return [base]
+    chain = [folder]
+    while chain[-1] != base and base in chain[-1].parents:
+        chain.append(chain[-1].parent)
+    return chain
+
+
+def _read_bytes(path: Path) -> int | None:
+    try:
+        word = path.read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    return None if word == "max" else int(word) if word.isdigit() else None
+
+
+def _stat_bytes(folder: Path, key: str) -> int:
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
 
 
 def _meminfo_kib(text: bytes, key: bytes) -> int:
@@ -144,8 +239,12 @@ def check_host_memory(program, world: int = 1, compact: bool = False) -> None:
                   f"{human(biggest.nbytes)}")
     ranks, per_rank = (f" on {world} ranks", " per rank") if world > 1 else ("", "")
     of_total = f" of {human(total)}" if total is not None else ""
+    where = "this machine has"
+    group = cgroup_memory()
+    if group is not None and group[1] == available:   # the container is the bound
+        where, of_total = "this container has", f" of its {human(group[0])} memory limit (cgroup)"
     raise ResourceError(
         f"the run needs about {human(need)} of host memory{ranks} (HBM image "
         f"{human(program.hbm_bytes)}{per_rank}, plus on-chip memory and timing tables){detail}, "
-        f"but this machine has {human(available)} available{of_total}",
+        f"but {where} {human(available)} available{of_total}",
         biggest.location if biggest is not None else None)

@@ -32,10 +32,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the targets a test's neuronemu_targets marker names")
 
 
+_PREVIOUS_SINK = pytest.StashKey()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(*targets): run the test once per target (no targets: every "
                    f"target); --neuronemu-target narrows the list")
+    from neuronemu import notices
+
+    config.stash[_PREVIOUS_SINK] = notices.set_sink(
+        functools.partial(_notice_past_capture, config))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from neuronemu import notices
+
+    notices.set_sink(config.stash.get(_PREVIOUS_SINK, None))
+
+
+def _notice_past_capture(config: pytest.Config, text: str) -> None:
+    """A notice (a first compile that will take a minute, a damaged cache) shown while the test
+    runs: pytest captures stderr per test and shows it only for failures, which left a first
+    compile inside a test as an unexplained silence (issue 30 item 19)."""
+    import sys
+
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is None:
+        print(text, file=sys.stderr, flush=True)
+        return
+    with capture.global_and_fixture_disabled():
+        print(f"\n{text}", file=sys.stderr, flush=True)
 
 
 @functools.cache

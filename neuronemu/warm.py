@@ -12,13 +12,13 @@ def warm(echo: Callable[[str], None] = print) -> float:
     """Compile (or load) all compiled code; returns the seconds it took."""
     import neuronemu
     from neuronemu.api import run_spmd
-    from neuronemu.compiled.cache import cache_dir
+    from neuronemu.compiled.cache import write_dir
     from neuronemu.exec import kernels
     from neuronemu.numerics import convert
     from neuronemu.programs import bundled_programs
 
     start = time.perf_counter()
-    echo(f"compiling into {cache_dir()}")
+    echo(f"compiling into {write_dir()}")
     entries = kernels.all_entries()
     for i, entry in enumerate(entries, 1):
         began = time.perf_counter()

@@ -7,8 +7,10 @@ the suite makes fails the test that made the run, even when that test's own asse
 against a float64 oracle, say) would still pass. Runs whose key is not in the corpus (random
 inputs from hypothesis) are not compared.
 
-``pytest --golden-record`` rewrites the corpus from this run; do that only on the engine the
-corpus describes (record before an engine change, never to make a changed engine pass).
+``pytest --golden-record`` rewrites the corpus from this run (under pytest-xdist too: the workers'
+runs are gathered in the controller); do that only on the engine the corpus describes (record
+before an engine change, never to make a changed engine pass). A session whose corpus is empty or
+missing fails: a golden check that compares nothing is no check.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from pathlib import Path
 
 import golden_digest
+import pytest
 
 SUITE_CORPUS = Path(__file__).parent / "golden" / "suite.json"
 
@@ -93,20 +96,65 @@ def pytest_configure(config):
     neuronemu.run = api.run
 
 
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist, in the controller: a worker's runs and comparisons join the session's.
+    Under ``-n N`` the tests (and so the runs) happen in the workers only; without this the
+    controller would record an empty corpus and report 0 runs compared (issue 30 item 2)."""
+    part = getattr(node, "workeroutput", {}).get("golden")
+    if _GOLDEN is None or part is None:
+        return
+    _GOLDEN.compared += part["compared"]
+    _GOLDEN.unstable.update(part["unstable"])
+    for k, d in part["seen"].items():
+        if k in _GOLDEN.seen and _GOLDEN.seen[k] != d:
+            _GOLDEN.unstable.add(k)
+        _GOLDEN.seen.setdefault(k, d)
+
+
+def _corpus_problem() -> str | None:
+    """Why this session's golden check compared nothing that it should have, or None."""
+    if _GOLDEN.record:
+        if _GOLDEN.seen and not any(k not in _GOLDEN.unstable for k in _GOLDEN.seen):
+            return "every run of this session was non-deterministic: nothing to record"
+        return None
+    if not _GOLDEN.expected:
+        return (f"{SUITE_CORPUS} holds no runs, so nothing was compared; restore it "
+                f"(git checkout tests/golden/suite.json) or record it on the engine it describes")
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _GOLDEN is None:
         return
-    if _GOLDEN.record and exitstatus == 0:
+    config = session.config
+    if _is_xdist_worker(config):   # the controller records and judges (pytest_testnodedown)
+        config.workeroutput["golden"] = {"seen": _GOLDEN.seen, "unstable": sorted(_GOLDEN.unstable),
+                                         "compared": _GOLDEN.compared}
+        return
+    problem = _corpus_problem()
+    if problem is not None and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if _GOLDEN.record and exitstatus == 0 and problem is None:
         runs = {k: d for k, d in sorted(_GOLDEN.seen.items()) if k not in _GOLDEN.unstable}
-        SUITE_CORPUS.parent.mkdir(exist_ok=True)
-        SUITE_CORPUS.write_text(json.dumps({"schema": 1, "runs": runs}, indent=0) + "\n")
+        if runs:   # a session that ran no kernel leaves the corpus as it was
+            SUITE_CORPUS.parent.mkdir(exist_ok=True)
+            SUITE_CORPUS.write_text(json.dumps({"schema": 1, "runs": runs}, indent=0) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _GOLDEN is None:
+    if _GOLDEN is None or _is_xdist_worker(terminalreporter.config):
         return
-    line = (f"golden corpus: {_GOLDEN.compared} runs compared with tests/golden/suite.json, "
-            f"{len(_GOLDEN.seen)} distinct runs")
+    verb = "recorded" if _GOLDEN.record else "compared with tests/golden/suite.json"
+    count = len(_GOLDEN.seen) - len(_GOLDEN.unstable) if _GOLDEN.record else _GOLDEN.compared
+    line = f"golden corpus: {count} runs {verb}, {len(_GOLDEN.seen)} distinct runs"
     if _GOLDEN.unstable:
         line += f", {len(_GOLDEN.unstable)} NOT DETERMINISTIC (left out of the corpus)"
     terminalreporter.write_line(line)
+    problem = _corpus_problem()
+    if problem is not None:
+        terminalreporter.write_line(f"golden corpus: FAILED: {problem}", red=True, bold=True)

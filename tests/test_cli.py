@@ -208,7 +208,7 @@ def test_isa_listing_and_entry() -> None:
 def test_isa_unknown_suggests() -> None:
     """An unknown name is a usage error (exit 2; 4 is for bad files)."""
     result = invoke("isa", "tensor_tensr")
-    assert_clean_error(result, 2, "unknown instruction or engine 'tensor_tensr'", "tensor_tensor")
+    assert_clean_error(result, 2, "unknown instruction, engine or enum value 'tensor_tensr'", "tensor_tensor")
 
 
 def test_isa_engine_lists_its_instructions() -> None:

@@ -107,9 +107,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # - the MPI partitions gather ranks' Results, so `results` (a finished core -> Result) sits
 #   below `multichip`, beside `exec` (it reads a Core's arrays, never imports exec).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "source programs",           # text, locations and the bundled files: import nothing
+    "source programs notices",   # text, locations, bundled files, user notices: import nothing
     "errors",
-    "isa",                       # the tables: instructions, dtypes, topologies, generated codes
+    "isa kernel_text",           # the tables (instructions, dtypes, topologies, codes); decoding
     "compiled",                  # numba tooling: jit, content-keyed cache, compile reporter
     "numerics",                  # value <-> bits
     "machine",                   # lowered-array layout, kernel ABI, tile memory, compression
@@ -119,7 +119,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "multichip",
     "api plot",
     "neuronemu",
-    "nki testing grade warm",
+    "nki testing grade warm isa_reference",
     "cli pytest_plugin",
     "__main__",
 ))

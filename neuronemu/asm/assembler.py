@@ -58,7 +58,11 @@ MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
 def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
+    choices = list(choices)
+    close = difflib.get_close_matches(word, choices, n=1)
+    if not close and len(word) >= 2:
+        # an abbreviation (op0=mul, sub, div) is too short for difflib: the names it begins
+        close = [c for c in choices if c.startswith(word)][:1]
     return f"; did you mean '{close[0]}'?" if close else ""
 
 

@@ -7,19 +7,38 @@ edit to a semantics module would otherwise leave a cached kernel running old cod
 of our own: numba names cache directories after the absolute path of the source, so the same
 sources in a second checkout, an installed copy or a CI clone would compile everything again;
 ours names them after the package-relative path under the content hash.
+
+Why checksums: numba trusts its cache files. A damaged one (a disk error, a copy cut short, a
+stray edit) made every later run fail the same way -- an unpickling traceback, LLVM's bare abort,
+a segfault in code loaded from garbage -- with nothing pointing at the cache (issue 30 item 10).
+Every file this cache writes carries a sha256 of its content; a file that does not match is
+reported on stderr, removed, and its unit compiled again.
+
+Why a fallback directory: a read-only HOME or cache (a container image, a shared install) made
+numba give up with a RuntimeError, or quietly compile everything into the package directory
+(item 11). A read-only cache is used as it is, for what it holds; what it lacks is compiled into a
+per-user temporary directory, with a notice saying so.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
+import itertools
 import os
+import pickle
 import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import numba
+from numba.core import caching
 from numba.core.caching import CacheImpl, _CacheLocator, _SourceFileBackedLocatorMixin
+
+from neuronemu import notices
 
 CACHE = os.environ.get("NEURONEMU_NUMBA_CACHE", "1") != "0"
 BOUNDSCHECK = os.environ.get("NEURONEMU_BOUNDSCHECK", "0") == "1"
@@ -79,18 +98,252 @@ def prune_old_caches() -> list[Path]:
     return removed
 
 
+def fallback_root() -> Path:
+    """Where compiled code goes when the cache cannot be written: a per-user directory under the
+    system's temporary directory (kept between runs until the system cleans it)."""
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"neuronemu-{uid}" / "numba"
+
+
+def fallback_dir() -> Path:
+    return fallback_root() / source_hash()
+
+
+def fallback_is_safe() -> bool:
+    """Whether the fallback's top directory is this user's alone. Cache files are unpickled,
+    and an attacker who made ``/tmp/neuronemu-<uid>`` first could plant code in them."""
+    top = fallback_root().parent
+    try:
+        top.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(top)
+    except OSError:
+        return False
+    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return stat.S_ISDIR(info.st_mode) and mine and not info.st_mode & 0o022
+
+
+@functools.cache
+def writable(folder: str) -> bool:
+    """Whether new files can be created in ``folder`` (tried, as numba does: permission bits
+    say nothing about a read-only mount, and nothing at all to root)."""
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+        return True
+    except OSError:
+        return False
+
+
+def write_dir() -> Path:
+    """Where code compiled now is cached: the cache, or the fallback when it is read-only."""
+    current = cache_dir()
+    if current.is_dir() and writable(str(current)):
+        return current
+    try:
+        current.mkdir(parents=True, exist_ok=True)
+        if writable(str(current)):
+            return current
+    except OSError:
+        pass
+    return fallback_dir()
+
+
+_told: set[str] = set()
+
+
+def _tell_once(key: str, text: str) -> None:
+    if key not in _told:
+        _told.add(key)
+        notices.notify(text)
+
+
+def _tell_fallback(why: str) -> None:
+    _tell_once("fallback", notices.cache_fallback(str(cache_dir()), why, str(fallback_dir())))
+
+
+# ----------------------------------------------------------------------------- checked files
+
+_MAGIC = b"neuronemu numba cache 1\n"
+_DIGEST = hashlib.sha256().digest_size
+
+
+class DamagedCacheFile(Exception):
+    """A cache file whose checksum does not match its content (or that does not parse)."""
+
+
+def seal(payload: bytes) -> bytes:
+    """The bytes written for ``payload``: a marker, its sha256, then the payload."""
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def unseal(blob: bytes, path: str) -> bytes:
+    """The payload of a sealed file; ``DamagedCacheFile`` if it is not exactly what was sealed."""
+    head = len(_MAGIC) + _DIGEST
+    payload = blob[head:]
+    if (len(blob) < head or not blob.startswith(_MAGIC)
+            or hashlib.sha256(payload).digest() != blob[len(_MAGIC):head]):
+        raise DamagedCacheFile(path)
+    return payload
+
+
+def _is_ours(folder: str) -> bool:
+    path = Path(folder)
+    return any(root in path.parents for root in (cache_root(), fallback_root()))
+
+
+class CheckedCacheFile(caching.IndexDataCacheFile):
+    """numba's index + data files, for neuronemu's caches sealed with a checksum and layered:
+    read from the cache, then from the fallback; written to the first writable of the two.
+    Other packages' numba caches keep numba's own behaviour."""
+
+    def __init__(self, cache_path, filename_base, source_stamp):
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._base = filename_base
+        self._ours = _is_ours(cache_path)
+        self._folders = [cache_path]
+        if self._ours and cache_path.startswith(str(cache_dir())):
+            relative = os.path.relpath(cache_path, cache_dir())
+            spare = str(fallback_dir() / relative)
+            if spare != cache_path:
+                self._folders.append(spare)
+
+    # numba's entry points ----------------------------------------------------------------
+
+    def load(self, key):
+        if not self._ours:
+            return super().load(key)
+        for i, folder in enumerate(self._folders):
+            if i > 0 and not fallback_is_safe():
+                continue
+            overloads = self._index_of(folder)
+            name = overloads.get(key)
+            if name is None:
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as f:
+                    return pickle.loads(unseal(f.read(), path))
+            except OSError:
+                continue   # removed while the index still names it: compile it again
+            except Exception:   # noqa: BLE001 - any undecodable content is damage
+                self._damaged(folder, path)
+        return None
+
+    def save(self, key, data):
+        if not self._ours:
+            return super().save(key, data)
+        folder = self._writable_folder()
+        if folder is None:
+            return   # nowhere to write: the code runs, uncached
+        overloads = self._index_of(folder)
+        name = overloads.get(key)
+        if name is None:
+            taken = set(overloads.values())
+            name = next(n for n in (self._data_name(i) for i in itertools.count(1))
+                        if n not in taken)
+            overloads[key] = name
+            self._write(folder, self._index_name, self._index_bytes(overloads))
+        self._write(folder, name, self._dump(data))
+
+    def flush(self):
+        if not self._ours:
+            return super().flush()
+        folder = self._writable_folder()
+        if folder is not None:
+            self._write(folder, self._index_name, self._index_bytes({}))
+
+    def has_index(self) -> bool:
+        """Whether any layer holds an index for this function (a load may succeed)."""
+        return any(os.path.exists(os.path.join(f, self._index_name)) for f in self._folders)
+
+    # layers ------------------------------------------------------------------------------
+
+    def _writable_folder(self) -> str | None:
+        for i, folder in enumerate(self._folders):
+            if i > 0 and not fallback_is_safe():
+                continue
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError:
+                continue
+            if writable(folder):
+                if i > 0:
+                    _tell_fallback("is read-only (its compiled code is still used)")
+                return folder
+        return None
+
+    def _index_of(self, folder: str) -> dict:
+        path = os.path.join(folder, self._index_name)
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return {}
+        try:
+            stream = io.BytesIO(unseal(blob, path))
+            version = pickle.load(stream)
+            if version != self._version:
+                return {}
+            stamp, overloads = pickle.loads(stream.read())
+        except Exception:   # noqa: BLE001 - any undecodable content is damage
+            self._damaged(folder, path)
+            return {}
+        return overloads if stamp == self._source_stamp else {}
+
+    def _index_bytes(self, overloads: dict) -> bytes:
+        return pickle.dumps(self._version, protocol=-1) + self._dump(
+            (self._source_stamp, overloads))
+
+    def _write(self, folder: str, name: str, payload: bytes) -> None:
+        with self._open_for_write(os.path.join(folder, name)) as f:
+            f.write(seal(payload))
+
+    def _damaged(self, folder: str, path: str) -> None:
+        """Say so, and remove this function's files from ``folder`` so it compiles afresh."""
+        unit = self._base.split("-")[0]
+        removed = []
+        for name in [self._index_name] + [n for n in _listdir(folder)
+                                          if n.startswith(self._base + ".")
+                                          and n.endswith(".nbc")]:
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed.append(name)
+            except OSError:
+                pass
+        notices.notify(notices.cache_damaged(path, unit, bool(removed)))
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+# ----------------------------------------------------------------------------- locator
+
 class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """numba cache locator for neuronemu's modules: the cache path is the package-relative
     directory under ``cache_dir()``; numba's own stamp (sha256 of the file) and index key (types,
-    CPU) still decide whether an entry fits."""
+    CPU) still decide whether an entry fits. A cache that cannot be created at all is replaced
+    by the fallback directory; one that exists but is read-only is kept, to read from."""
 
     def __init__(self, py_func, py_file, relative: str):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
+        self._relative = relative
         self._cache_path = str(cache_dir() / relative)
 
     def get_cache_path(self):
         return self._cache_path
+
+    def ensure_cache_path(self):
+        """numba calls this before every save: a read-only cache that exists is not an error
+        (CheckedCacheFile writes to the fallback instead)."""
+        try:
+            super().ensure_cache_path()
+        except OSError:
+            if not os.path.isdir(self._cache_path):
+                raise
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -100,11 +353,25 @@ class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
             return None   # not one of neuronemu's modules: numba's own locators decide
         self = cls(py_func, py_file, "_".join(("neuronemu", *relative.parts)))
         try:
-            self.ensure_cache_path()
+            _CacheLocator.ensure_cache_path(self)   # the strict check: exists and writable
+            return self
+        except OSError as error:
+            if os.path.isdir(self._cache_path):
+                return self   # read-only: CheckedCacheFile reads it, writes to the fallback
+            reason = error.strerror or str(error)
+        if not fallback_is_safe():
+            return None
+        self._cache_path = str(fallback_dir() / self._relative)
+        try:
+            _CacheLocator.ensure_cache_path(self)
         except OSError:
             return None
+        _tell_fallback(f"cannot be created ({reason})")
         return self
 
 
 if CACHE and _ContentLocator not in CacheImpl._locator_classes:
     CacheImpl._locator_classes.insert(0, _ContentLocator)
+    # numba's Cache builds its file object by this module-level name; ours behaves as numba's
+    # for every cache outside neuronemu's directories
+    caching.IndexDataCacheFile = CheckedCacheFile

@@ -1,6 +1,6 @@
 """Say when numba compiles, and count the time it takes.
 
-A compile on a new machine or after an upgrade takes seconds per instruction kind; a user must
+A compile on a new machine or after an upgrade takes 20 s to minutes; a user must
 see why the first run is slow (one line on stderr, once per process: never stdout, which
 ``--json`` owns) and the run's report must not count it as run time. numba emits a
 ``numba:compile`` event around every real compile (not around cache loads), so one listener
@@ -11,7 +11,6 @@ announced and timed by ``neuronemu.exec.kernels`` through ``announce`` and ``add
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 from numba.core import event
@@ -33,12 +32,11 @@ def announce(what: str) -> None:
     if _state["announced"]:
         return
     _state["announced"] = True
-    from neuronemu.compiled.cache import cache_dir, prune_old_caches
+    from neuronemu import notices
+    from neuronemu.compiled.cache import prune_old_caches, write_dir
 
     prune_old_caches()
-    print(f"neuronemu: compiling {what} with numba (first use on this machine and version: "
-          f"a few seconds per instruction kind, cached in {cache_dir()}; `neuronemu warm` "
-          f"compiles everything ahead)", file=sys.stderr, flush=True)
+    notices.notify(notices.compiling(what, str(write_dir())))
 
 
 class _Listener(event.Listener):
@@ -67,5 +65,7 @@ def is_cached(dispatcher) -> bool:
     if getattr(dispatcher, "overloads", None):
         return True   # already compiled or loaded in this process
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if hasattr(cache_file, "has_index"):   # neuronemu's layered cache (compiled/cache.py)
+        return cache_file.has_index()
     index = getattr(cache_file, "_index_path", None)
     return bool(index) and os.path.exists(index)

@@ -53,6 +53,7 @@ class Report:
     times_ns: dict[str, float] = field(default_factory=dict)     # per timed variant
     wall_seconds: float = 0.0
     plots: list[str] = field(default_factory=list)
+    plot_error: str | None = None     # why --plot drew nothing although a variant was timed
 
     @property
     def score(self) -> float:
@@ -202,12 +203,19 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
     started = time.perf_counter()
     if budget is None:
         budget = Budget.load(lab_dir(lab.name) / "budget.json")
-    try:
-        text = kernel.read_bytes().decode()
-    except (OSError, UnicodeDecodeError) as error:
-        from neuronemu.errors import InputError
+    from neuronemu.errors import InputError
+    from neuronemu.kernel_text import decode_kernel
 
-        raise InputError(f"cannot read kernel {kernel} as UTF-8 assembly ({error})") from None
+    try:
+        data = kernel.read_bytes()
+    except OSError as error:   # no upload to grade: the grader's own error (exit 4)
+        raise InputError(f"cannot read kernel {kernel}: {error.strerror}") from None
+    try:
+        text, unreadable = decode_kernel(data, str(kernel)), None
+    except InputError as error:
+        # an upload that is not text is graded (0, with the reason), not refused: the student
+        # gets a score and feedback in results.json (issue 30 item 12)
+        text, unreadable = "", error
     report = Report(lab.name, str(kernel))
     n_variants = len(lab.variants)
     timed = [v for v in lab.variants if v.timed]
@@ -217,6 +225,8 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
         if progress:
             progress(f"grading {lab.name}: {label}")
         try:
+            if unreadable is not None:
+                raise unreadable
             program = assemble(rewrite_consts(text, variant.params), str(kernel), lab.target)
             check_interface(lab, program, variant.params)
         except NeuronemuError as error:
@@ -257,9 +267,12 @@ def grade(lab: Lab, kernel: Path, seeds: int = DEFAULT_SEEDS, seed_base: int = 0
             if plot is not None and not report.plots:
                 from neuronemu.plot import plot_timeline
 
-                plot_timeline(program, timing, plot,
-                              title=f"{lab.name} {variant.name}: {Path(kernel).name}")
-                report.plots.append(str(plot))
+                try:
+                    plot_timeline(program, timing, plot,
+                                  title=f"{lab.name} {variant.name}: {Path(kernel).name}")
+                    report.plots.append(str(plot))
+                except OSError as error:   # the grade stands; the picture is an extra
+                    report.plot_error = f"cannot write {plot}: {error.strerror}"
     report.wall_seconds = time.perf_counter() - started
     return report
 
