@@ -55,7 +55,8 @@ class Machine:
 
     def __init__(self, program: Program, inputs: dict | None = None, seed: int = 0, *,
                  max_instructions: int = 50_000_000, max_trace_events: int = 1 << 20,
-                 checkpoint_seconds: float = 0.1, checkpoint_bytes: int = 1 << 29):
+                 checkpoint_seconds: float = 0.1, checkpoint_bytes: int = 1 << 29,
+                 chunk: int = 1 << 12):
         from neuronemu.api import _checked_inputs
         from neuronemu.exec.core import Core, program_kernels
         from neuronemu.isa.table import load_isa
@@ -82,7 +83,7 @@ class Machine:
         self.checkpoint_bytes = checkpoint_bytes
         self.checkpoints: list[tuple[int, dict]] = []
         self._since_checkpoint = 0.0
-        self._chunk = 1 << 12
+        self._chunk = chunk           # steps per loop call; adapts to CHUNK_SECONDS
         self.interrupted = False
         self.loop_seconds = 0.0
         self._prepare()

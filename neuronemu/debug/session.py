@@ -139,7 +139,7 @@ class Debugger:
         out = [f"{top.line:>5} | {self.places.text_of(top)}"]
         if len(frames) > 1:
             asm = frames[1]
-            out.append(f"        asm {asm.short}: {self.places.text_of(asm)}")
+            out.append(f"        asm {asm.short}: {_code(self.places.text_of(asm))}")
         return "\n".join(out)
 
     def _where_line(self) -> str:
@@ -251,6 +251,9 @@ class Debugger:
 
     def cont(self) -> Reply:
         """Run to the next breakpoint or watch that triggers, or the end."""
+        pending = self._pending_watches()
+        if pending:
+            return self._report_hits(pending)
         while True:
             stop = self.machine.run(flagged=True, skip_current=self._skip_current())
             if stop.reason != M.BREAK:
@@ -259,6 +262,13 @@ class Debugger:
             self._checked_step = self.steps
             if hits:
                 return self._report_hits(hits)
+
+    def _pending_watches(self) -> list[Watch]:
+        """Resuming where a stop was reported, breakpoints here are not reported again, but
+        a watch set since then on an element the instruction here writes is."""
+        if not self._skip_current() or self.machine.finished:
+            return []
+        return [h for h in self._hits() if isinstance(h, Watch)]
 
     def _report_hits(self, hits: list) -> Reply:
         watches = [h for h in hits if isinstance(h, Watch)]
@@ -338,6 +348,9 @@ class Debugger:
         head, tail = loop
         outside = np.ones(len(self.program.instrs), dtype=bool)
         outside[head: tail + 1] = False
+        pending = self._pending_watches()
+        if pending:
+            return self._report_hits(pending)
         self._update_flags(outside)
         try:
             while True:
@@ -517,13 +530,17 @@ class Debugger:
             shown = _bits(value, dtype)
         text_out = _array_text(shown, bits)
         doc = {"expression": text.text, "value": _json_value(shown)}
-        if isinstance(value, np.ndarray):
+        renamed = symbol is not None and symbol != base.id
+        if renamed:
+            doc["symbol"] = symbol
+        if isinstance(value, np.ndarray) and value.ndim:
             doc.update(dtype=dtype or str(value.dtype), shape=list(value.shape))
             head = f"{dtype or value.dtype}{list(value.shape)}"
-            if symbol is not None and symbol != base.id:
+            if renamed:
                 head = f"{base.id} is {symbol}: {head}"
-                doc["symbol"] = symbol
-            text_out = f"{head} =\n{text_out}" if value.ndim else f"{text_out}"
+            text_out = f"{head} =\n{text_out}"
+        elif renamed:
+            text_out = f"{base.id} is {symbol}: {text_out}"
         return Reply(text_out, doc)
 
     def semaphores(self) -> list[int]:
@@ -684,7 +701,10 @@ class Debugger:
         lines = []
         for depth, frame in enumerate(self.frames()):
             fn = f" in {frame.function}" if frame.function else ""
-            lines.append(f"#{depth}  {frame.short}{fn}: {self.places.text_of(frame)}")
+            code = self.places.text_of(frame)
+            if frame.file == self.places.asm_file:
+                code = _code(code)
+            lines.append(f"#{depth}  {frame.short}{fn}: {code}")
         extra = f"pc {m.pc}, step {m.steps}, modelled time {_us(self.time_ns())}"
         runs = doc["line_runs"]
         extra += f", this line has run {runs} time{'s' if runs != 1 else ''} before"
@@ -745,13 +765,17 @@ class Debugger:
         for k, w in enumerate(chain):
             frame = self.places.frame(w.pc)
             start, end = (float(v) for v in core.event_times[w.event, :2])
-            arrow = "  written" if k == 0 else "  <- copied from"
-            subject = "" if k == 0 else f" {w.what}, written"
-            ins = self.program.instructions[w.pc]
-            lines.append(f"{arrow}{subject} by {frame.short} (pc {w.pc}, modelled "
-                         f"{float(start) / 1000:.3f}-{_us(end)}): {ins.text.strip()}")
+            head = "  written" if k == 0 else f"  <- {w.what}, written"
+            ins = _code(self.program.instructions[w.pc].text)
+            lines.append(f"{head} by {frame.short}, pc {w.pc}, modelled "
+                         f"{start / 1000:.3f}-{_us(end)}")
+            if frame.file != self.places.asm_file:
+                lines.append(f"      {self.places.text_of(frame)}")
+                lines.append(f"      asm: {ins}")
+            else:
+                lines.append(f"      {ins}")
             docs.append({"element": w.what, "pc": w.pc, "file": frame.file, "line": frame.line,
-                         "instruction": ins.text.strip(), "start_ns": start, "end_ns": end,
+                         "instruction": ins, "start_ns": start, "end_ns": end,
                          "event": w.event})
         return Reply("\n".join(lines), {"element": what, "value": _json_value(value),
                                         "writers": docs})
@@ -783,6 +807,11 @@ def _python_names(program: Program, source_map: dict) -> dict[str, list[str]]:
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+def _code(line: str) -> str:
+    """An assembly line without its comment (the NKI front end's ``# file.py:LINE``)."""
+    return line.split("#", 1)[0].strip()
+
 
 def _hit_names(hits: list) -> str:
     return ", ".join(f"{'Watchpoint' if isinstance(h, Watch) else 'Breakpoint'} {h.id}"
