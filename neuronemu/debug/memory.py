@@ -3,7 +3,6 @@ finding which instructions can write one element."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,11 +142,8 @@ def writes(program: Program, pc: int, regs: np.ndarray, place: Place) -> bool:
     row = program.instrs[pc]
     access = int(row[L.I_ACCESS])
     for k in range(int(row[L.I_NARGS])):
-        if row[L.I_ARGS + 2 * k] == L.TAG_OPERAND and (access >> (2 * k)) & L.ACCESS_WRITE:
-            if covers(program.ops[int(row[L.I_ARGS + 2 * k + 1])], regs, place):
-                return True
+        if (row[L.I_ARGS + 2 * k] == L.TAG_OPERAND and (access >> (2 * k)) & L.ACCESS_WRITE
+                and covers(program.ops[int(row[L.I_ARGS + 2 * k + 1])], regs, place)):
+            return True
     return False
 
-
-def element_count(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)

@@ -23,7 +23,7 @@ class _Traced(BaseException):
 
 def trace_script(path: str, argv: list[str] | None = None, kernel: str | None = None):
     """The ``KernelTrace`` of the first kernel the script runs (named ``kernel``, if given)."""
-    import neuronemu.nki as nki
+    from neuronemu import nki
 
     def hook(tr) -> None:
         if kernel is None or tr.asm_name == f"{kernel}.nki.s":
@@ -41,7 +41,7 @@ def trace_script(path: str, argv: list[str] | None = None, kernel: str | None = 
         raise
     except SystemExit as e:
         raise InputError(f"{path} exited (status {e.code}) before it ran an NKI kernel") from None
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever the user's script raises, located
         raise _script_error(path, e) from None
     finally:
         nki.TRACE_HOOKS.remove(hook)

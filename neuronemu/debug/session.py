@@ -239,9 +239,9 @@ class Debugger:
             if isinstance(bp, Watch):
                 if bp.pcs[pc] and writes(self.program, pc, regs, bp.place):
                     out.append(bp)
-            elif pc in bp.pcs:
-                if bp.tree is None or _truth(Evaluator(bp.text, self._lookup)(bp.tree)):
-                    out.append(bp)
+            elif pc in bp.pcs and (bp.tree is None
+                                   or _truth(Evaluator(bp.text, self._lookup)(bp.tree))):
+                out.append(bp)
         return out
 
     # --- moving -------------------------------------------------------------------------------
@@ -882,7 +882,7 @@ def _array_text(value, bits: bool) -> str:
 def _json_value(value):
     """A value for JSON: numbers (non-finite as strings), nested lists for arrays (at most
     4096 elements; larger ones as their shape and a note)."""
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+    if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.size > 4096:
             return {"shape": list(arr.shape), "truncated": True}

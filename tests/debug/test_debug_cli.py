@@ -23,7 +23,7 @@ def debug(tmp_path, commands: str, *args: str):
 
 def test_json_prints_one_document_per_command(tmp_path):
     result = debug(tmp_path, "break 33\ncontinue\nprint r1\nprint nosuch\n", STARTER, "--json")
-    docs = [json.loads(line) for line in result.output.splitlines()]
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
     assert [d["command"] for d in docs] == [None, "break 33", "continue", "print r1",
                                             "print nosuch"]
     assert docs[2]["position"]["step"] == 12 and docs[3]["value"] == 0
@@ -53,7 +53,7 @@ def test_a_missing_kernel_is_an_input_error(tmp_path):
 def test_nki_breakpoint_on_a_python_line_and_variable_names(tmp_path):
     result = debug(tmp_path, "break 24\ncontinue\ncontinue\nprint y_sb[0, 0]\nwhere\n", NKI,
                    "--json")
-    docs = [json.loads(line) for line in result.output.splitlines()]
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
     frames = docs[3]["position"]["frames"]
     assert [(Path(f["file"]).name, f["line"]) for f in frames] == [
         ("residual_relu.py", 24), ("residual_relu.nki.s", 23)]
