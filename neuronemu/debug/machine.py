@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.errors import InputError
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import Program
 
 # what ends a call of Machine.run
@@ -155,7 +155,7 @@ class Machine:
 
     def _prepare(self) -> None:
         """Compile (or load) the loop with a zero-step call, as Core.run does."""
-        from neuronemu.exec import compiling
+        from neuronemu.compiled import compiling
         from neuronemu.exec import core as C
         from neuronemu.exec.interpreter import run_loop
 
@@ -166,9 +166,9 @@ class Machine:
             C._loop_ready = True
 
     def _call(self, budget: int, table: np.ndarray) -> tuple[int, int, int]:
-        from neuronemu.exec import abi
         from neuronemu.exec.interpreter import run_loop
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
+        from neuronemu.machine import abi
 
         core, program = self.core, self.program
         fmt, table_bits = dtypes.format_table(), dtypes.decode_table()

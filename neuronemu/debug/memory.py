@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import Program
 
 
@@ -25,7 +25,7 @@ class Memory:
     """Named views of the core's memories: ``.sbuf`` / ``.psum`` allocations and HBM tensors."""
 
     def __init__(self, program: Program, core):
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         self.program = program
         self.core = core
@@ -51,7 +51,7 @@ class Memory:
         itemsize = self.dtypes.get(t.dtype).itemsize
         raw = core.mems[L.SPACE_HBM][0, t.offset: t.offset + t.nbytes]
         if t.compressed:
-            from neuronemu.exec.codec import decode_tensor
+            from neuronemu.machine.codec import decode_tensor
 
             bits = decode_tensor(raw.copy(), t.shape[0], t.shape[1], itemsize)
             return bits.astype(f"<u{itemsize}").reshape(t.shape)

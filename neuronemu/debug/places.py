@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.debug.expr import Text
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import Program
 
 

@@ -16,7 +16,7 @@ from neuronemu.debug import machine as M
 from neuronemu.debug.expr import CommandError, Evaluator, Text, element, parse
 from neuronemu.debug.memory import Memory, Place, writes, writes_possible
 from neuronemu.debug.places import Frame, Places
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import Program
 
 

@@ -27,8 +27,8 @@ class Vocabulary:
 def vocabulary() -> Vocabulary:
     from neuronemu.asm.assembler import DIRECTIVES, INITIALISERS, ROLES
     from neuronemu.asm.macros import BLOCK_DIRECTIVES
+    from neuronemu.isa import dtypes
     from neuronemu.isa.table import load_isa
-    from neuronemu.numerics import dtypes
 
     isa = load_isa()
     mnemonics: dict[str, list[str]] = {}
