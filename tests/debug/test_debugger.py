@@ -233,3 +233,26 @@ def test_break_flags_cost_no_python_per_instruction(program, monkeypatch):
     monkeypatch.setattr(d.machine, "_call", lambda *a: calls.append(1) or real(*a))
     d.cont()
     assert d.steps == 19 and len(calls) <= 2
+
+
+def test_dma_queues_and_semaphores_by_hand():
+    text = """\
+.sync explicit
+.hbm x float32[128, 64] input
+.sbuf t float32[128, 64]
+    dma.copy t, x, queue=3
+    sync.signal q3, sem=2
+    sync.wait vector, sem=2, value=1
+    vector.memset t, value=1.0
+    sync.signal vector, sem=2
+"""
+    program = neuronemu.assemble(text, "sems.s")
+    d = Debugger(program)
+    d.step(2)
+    queue = d.print(Text("q3")).doc["value"]
+    assert queue["transfers"] == 1 and queue["bytes"] == 128 * 64 * 4
+    assert d.evaluate(Text("sem2")) == 1
+    d.cont()
+    assert d.info("semaphores").doc["semaphores"] == {"sem2": 2}
+    d.goto(1)
+    assert d.evaluate(Text("sem2")) == 0
