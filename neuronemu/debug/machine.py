@@ -59,13 +59,11 @@ class Machine:
                  chunk: int = 1 << 12):
         from neuronemu.api import _checked_inputs
         from neuronemu.exec.core import Core, program_kernels
-        from neuronemu.isa.table import load_isa
-        from neuronemu.timing.model import C_FORMULA, F_NETWORK, cost_table
+        from neuronemu.exec.session import uses_cc
+        from neuronemu.hostmem import check_host_memory
 
-        costs = cost_table(load_isa())
-        network = np.nonzero(costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK)[0]
-        if network.size:
-            ins = program.instructions[int(network[0])]
+        if uses_cc(program):   # exec/session.py's test: such kernels need the multichip driver
+            ins = next(i for i in program.instructions if i.definition.engine == "cc")
             raise InputError(f"the debugger runs one core, and this kernel has a "
                              f"{ins.definition.name} instruction (line {ins.location.line}); "
                              f"debug its single-rank parts, or run it with neuronemu run",
@@ -73,6 +71,7 @@ class Machine:
         self.program = program
         self.seed = seed
         self.inputs = _checked_inputs(program, inputs, 1)[0]
+        check_host_memory(program, 1, compact=True)   # as exec/session.py's run_core
         self.core = Core(program, self.inputs, seed, max_trace_events=max_trace_events,
                          compact=True)
         self.max_instructions = max_instructions

@@ -125,7 +125,7 @@ class Debugger:
 
     def _fault_text(self) -> str:
         from neuronemu.exec.core import RunLimits
-        from neuronemu.faults import fault
+        from neuronemu.exec.faults import fault
 
         m = self.machine
         error = fault(self.program, m.core.status, m.pc, m.core.regs,
