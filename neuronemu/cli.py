@@ -874,6 +874,45 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
                        "plot     none drawn: no timed shape produced correct outputs")
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("kernel")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-x", "scripts", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="Run the debugger commands in FILE first (repeatable).")
+@click.option("--batch", is_flag=True, help="Exit after the -x files (no prompt).")
+@click.option("--target", type=click.Choice(TARGETS))
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy")
+@click.option("--seed", type=click.IntRange(0, INT64_MAX), default=0, show_default=True)
+@click.option("--max-instructions", type=click.IntRange(1, INT64_MAX), default=50_000_000)
+@click.option("--kernel", "kernel_name", metavar="NAME",
+              help="For a .py script: debug the NKI kernel of this name (default: the first run).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document per command.")
+def debug(kernel, script_args, scripts, batch, target, inputs, seed, max_instructions,
+          kernel_name, as_json):
+    """Debug KERNEL (.s, or a .py script that runs an NKI kernel; arguments after it go to the
+    script): breakpoints, watches, steps forward and back, tiles, who wrote an element.
+    docs/debugging.md."""
+    from neuronemu.debug import repl
+
+    try:
+        debugger = repl.load(_bundled(kernel), target=target,
+                             inputs=_load_inputs(_pairs(inputs, "--input")), seed=seed,
+                             max_instructions=max_instructions, argv=list(script_args),
+                             kernel_name=kernel_name)
+    except NeuronemuError as e:
+        raise _Failure(e, as_json) from None
+    sys.exit(repl.main(debugger, list(scripts), batch, as_json))
+
+
+@main.command()
+def dap():
+    """Serve the Debug Adapter Protocol on stdin / stdout (for VS Code and other editors;
+    docs/debugging.md)."""
+    from neuronemu.debug import dap as server
+
+    sys.exit(server.serve(sys.stdin.buffer, sys.stdout.buffer))
+
+
 @main.command()
 def programs():
     """List the bundled example programs."""

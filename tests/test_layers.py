@@ -120,6 +120,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "api plot",
     "neuronemu",
     "nki testing grade warm isa_reference",
+    "debug highlight",           # the step debugger and DAP server; the highlighters
     "cli pytest_plugin",
     "__main__",
 ))

@@ -35,9 +35,11 @@ MAX_DEPTH = 64           # nested expansions (macros and .rept)
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _BLANK = r"[ \t\f]*"
-_WORDS = re.compile(r"\.(?:rept|endr|macro|endm)")
-_QUICK = re.compile(rf"^{_BLANK}(?:{_NAME}{_BLANK}:{_BLANK})?\.(?:rept|endr|macro|endm)\b", re.MULTILINE)
-_DIRECTIVE = re.compile(rf"{_BLANK}(?:({_NAME}){_BLANK}:{_BLANK})?\.(rept|endr|macro|endm|const)"
+BLOCK_DIRECTIVES = ("rept", "endr", "macro", "endm")   # expanded here, before assembly
+_BLOCK = "|".join(BLOCK_DIRECTIVES)
+_WORDS = re.compile(rf"\.(?:{_BLOCK})")
+_QUICK = re.compile(rf"^{_BLANK}(?:{_NAME}{_BLANK}:{_BLANK})?\.(?:{_BLOCK})\b", re.MULTILINE)
+_DIRECTIVE = re.compile(rf"{_BLANK}(?:({_NAME}){_BLANK}:{_BLANK})?\.({_BLOCK}|const)"
                         r"(?![A-Za-z0-9_])")
 _INVOCATION = re.compile(rf"{_BLANK}(?:({_NAME}){_BLANK}:{_BLANK})?({_NAME})(?=[ \t\f]|$)")
 _ESCAPE = re.compile(r"\\(" + _NAME + r"|@|\(\)|\+)?")

@@ -24,6 +24,7 @@ class Writer:
 
     pc: int
     what: str           # e.g. "a_tile[partition 3, element 17]"
+    event: int = -1     # index of its event in the run's events (its modelled start and end)
 
     def describe(self, program: Program) -> str:
         ins = program.instructions[self.pc]
@@ -104,18 +105,22 @@ def last_writers(program: Program, timing, tensor: str, index: tuple[int, ...],
         return []
     itemsize = dtypes.get(declared.dtype).itemsize
     flat = int(np.ravel_multi_index(index, declared.shape))
-    space, row, byte = "hbm", 0, declared.offset + flat * itemsize
-    events = timing.events
-    before = len(events)
+    return writers_of(program, timing.events, len(timing.events), "hbm", 0,
+                      declared.offset + flat * itemsize, f"{tensor}{list(index)}", depth)
+
+
+def writers_of(program: Program, events: np.ndarray, before: int, space: str, row: int,
+               byte: int, what: str, depth: int = 4) -> list[Writer]:
+    """The chain of last writers of the element at (``space``, ``row``, ``byte``) among the
+    first ``before`` events, described as ``what`` (the debugger starts it on chip too)."""
     chain: list[Writer] = []
-    what = f"{tensor}{list(index)}"
     while len(chain) < depth:
         hit = _last_write(program, events, before, space, row, byte)
         if hit is None:
             break
         e, _arg, tile, p, n = hit
         pc = int(events[e, 0])
-        chain.append(Writer(pc, what))
+        chain.append(Writer(pc, what, e))
         ins = program.instructions[pc]
         # a copy's destination element i is its source's element i (the table's copy_source):
         # the chain of last writers goes on through it

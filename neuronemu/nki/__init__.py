@@ -179,6 +179,11 @@ def trace(kernel, *args, target: str = "trn2", dma_queues=None, **kwargs) -> Ker
                        dict(tr.peak))
 
 
+TRACE_HOOKS: list[Callable[[KernelTrace], None]] = []
+"""Called with every trace ``run`` is about to run (``neuronemu debug kernel.py`` stops the
+script there and debugs that kernel)."""
+
+
 def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
         **kwargs) -> KernelRun:
     """Trace and run ``kernel(*args)`` on neuronemu: outputs, the ``Result`` and the assembly.
@@ -186,6 +191,8 @@ def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
     from neuronemu import api
 
     tr = trace(kernel, *args, target=target, dma_queues=dma_queues, **kwargs)
+    for hook in TRACE_HOOKS:
+        hook(tr)
     program = tr.assemble()
     try:
         result = api.run(program, inputs=tr.inputs, seed=seed)

@@ -1,0 +1,75 @@
+"""The debugger's two speed figures (issue 28), on a loop of ~10^6 instructions.
+
+Usage: PYTHONPATH=$PWD python tools/debug_speed.py [--rounds N] [--passes P]
+
+  rate     instructions / s of the plain run's loop (neuronemu.run, Result.wall_seconds: the
+           loop alone, no set-up or report), against the debugger's `continue` to a breakpoint
+           on the line after the loop (wall time of the whole command: loop calls, checkpoint
+           copies, chunk driver). Issue 28: the debugger keeps >= 80%.
+  reverse  seconds of one `reverse-step` at the breakpoint (~10^6 instructions into the run):
+           restore the last checkpoint, replay to the step before. Issue 28: <= 1 s.
+
+The two runs alternate (plain, debugger, plain, ...) so that load on the machine hits both
+alike; medians and the spread (min-max) of the rounds are printed."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import neuronemu
+from neuronemu.debug.expr import Text
+from neuronemu.debug.session import Debugger
+
+KERNEL = """\
+.sbuf t float32[128, 64]
+.hbm out float32[128, 64] output
+    vector.memset t, value=0.0
+    ctrl.mov r0, 0
+top:
+    vector.tensor_scalar t, t, op0=add, operand0=1.0
+    ctrl.add r0, r0, 1
+    ctrl.blt r0, {passes}, top
+    dma.copy out, t, queue=0
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=333_333)
+    args = parser.parse_args()
+    program = neuronemu.assemble(KERNEL.format(passes=args.passes), "loop.s")
+    neuronemu.run(program)   # warm: compile / load everything once
+    plain, debugged, reverse = [], [], []
+    for _ in range(args.rounds):
+        result = neuronemu.run(program)
+        plain.append(result.steps / result.wall_seconds)
+        d = Debugger(program)
+        d.break_at(Text("9"))
+        start = time.perf_counter()
+        d.cont()
+        seconds = time.perf_counter() - start
+        assert d.pc == len(program.instrs) - 1
+        debugged.append(d.steps / seconds)
+        for _ in range(3):
+            start = time.perf_counter()
+            d.reverse_step()
+            reverse.append(time.perf_counter() - start)
+        assert d.steps == result.steps - 4
+    steps = result.steps
+    print(f"{steps} instructions per run, {args.rounds} rounds (plain, debugger alternating)")
+    for name, values, unit in (("plain loop", plain, "M instr/s"),
+                               ("debug continue", debugged, "M instr/s")):
+        print(f"  {name:<15} median {statistics.median(values) / 1e6:.3f} {unit}  "
+              f"(min {min(values) / 1e6:.3f}, max {max(values) / 1e6:.3f})")
+    ratios = [b / a for a, b in zip(plain, debugged)]
+    print(f"  ratio debugger / plain: median {statistics.median(ratios):.1%} "
+          f"(per round: {', '.join(f'{r:.0%}' for r in ratios)})")
+    print(f"  reverse-step at step ~{steps}: median {statistics.median(reverse):.3f} s "
+          f"(min {min(reverse):.3f}, max {max(reverse):.3f}, {len(reverse)} steps)")
+
+
+if __name__ == "__main__":
+    main()
