@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import Diagnostic, InputError, NeuronemuError, RuntimeFault
+from neuronemu.errors import REPORTED, Diagnostic, InputError, RuntimeFault
 from neuronemu.faults import fault as fault_of
 from neuronemu.program import HbmTensor, Program
 
@@ -183,7 +183,8 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
 
     Limits: ``max_instructions`` dynamic instructions and ``timeout`` seconds of execution
     (None: none; compiling does not count) raise ``LimitReached`` (``.limit`` says which);
-    Ctrl-C raises ``Interrupted``; both carry the location reached and ``.steps``. A run that
+    Ctrl-C raises ``Interrupted`` (a ``KeyboardInterrupt``, so it stops the caller's program
+    as Ctrl-C does, not an ``Exception`` a test or loop would catch); both carry the location reached and ``.steps``. A run that
     needs more host memory than is available raises ``ResourceError`` before allocating."""
     from neuronemu.multichip import spmd
 
@@ -336,7 +337,7 @@ def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options,
     any partition (a fault, a deadlock, a finish that fails) is raised on every partition."""
     try:
         return _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits)
-    except NeuronemuError:
+    except REPORTED:   # every partition raises it alike (Ctrl-C reaches them all)
         raise
     except BaseException:
         if hasattr(comm, "abort"):
@@ -365,7 +366,7 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
             try:
                 results[r] = _finish(program, cores[r], per_rank[r], seed,
                                      options["max_instructions"], world)
-            except NeuronemuError as e:
+            except REPORTED as e:
                 error = e
                 break
             except MemoryError as e:

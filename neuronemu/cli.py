@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
+from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError, Reported
 from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
 
 SCHEMA_VERSION = 1
@@ -27,7 +27,7 @@ DEFAULT_TIMEOUT = 60.0
 class _Failure(click.ClickException):
     """Carries a NeuronemuError out of a command with its exit code, rendered once."""
 
-    def __init__(self, error: NeuronemuError, as_json: bool):
+    def __init__(self, error: Reported, as_json: bool):
         super().__init__(error.message)
         self.error = error
         self.exit_code = error.exit_code
@@ -117,6 +117,13 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            # Ctrl-C in any command: the run's own Interrupted (with where the run was), or
+            # one outside the instruction loop (assembling, compiling, grading, writing);
+            # files are written all-or-none, so nothing was
+            error = e if isinstance(e, Interrupted) else Interrupted(
+                "interrupted (Ctrl-C); nothing was written", limit="interrupt")
+            raise _Failure(error, bool(ctx.meta.get("neuronemu.json"))) from None
         except click.UsageError as e:
             if ctx.meta.get("neuronemu.json") and not isinstance(e, _JsonUsageError):
                 raise _JsonUsageError(e) from None
@@ -425,17 +432,12 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "partitions": partitions}
-    try:
-        if topology is not None:
-            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
-                      trace_path, topology, ranks_per_chip, as_json, plot_path)
-        else:
-            _run_one(kernel, target, input_files, output_files, output_dir, options,
-                     trace_path, as_json, plot_path, ranks_per_chip)
-    except KeyboardInterrupt:
-        # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
-        raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
-                                   limit="interrupt"), as_json) from None
+    if topology is not None:
+        _run_spmd(kernel, target, input_files, output_files, output_dir, options,
+                  trace_path, topology, ranks_per_chip, as_json, plot_path)
+    else:
+        _run_one(kernel, target, input_files, output_files, output_dir, options,
+                 trace_path, as_json, plot_path, ranks_per_chip)
 
 
 def _check_plot(plot_path: Path | None) -> None:

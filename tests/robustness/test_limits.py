@@ -4,9 +4,11 @@ chunked loop that makes this possible gives bit-identical results (issue 17, ite
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from click.testing import CliRunner
 import neuronemu
 from neuronemu.api import run_spmd
 from neuronemu.cli import main
-from neuronemu.errors import InputError, LimitReached
+from neuronemu.errors import InputError, Interrupted, LimitReached
 from neuronemu.exec.core import RunLimits
 from neuronemu.programs import bundled_programs
 from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
@@ -148,6 +150,37 @@ def test_ctrl_c_stops_with_location_and_exit_130(tmp_path: Path) -> None:
     assert (error["type"], error["limit"], error["exit_code"]) == ("Interrupted", "interrupt", 130)
     assert error["line"] == 3 and error["steps"] > 0
     assert "spin.s:3:1: error: interrupted (Ctrl-C) at ctrl.jmp after" in err
+
+
+def _ctrl_c_after(seconds: float) -> threading.Timer:
+    """Ctrl-C (SIGINT to this process, delivered to the main thread) in ``seconds``."""
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_in_the_api_is_a_keyboard_interrupt_not_an_exception() -> None:
+    """Ctrl-C during neuronemu.run used to raise an ordinary exception (a RuntimeFault): an
+    `except Exception` (a test, a loop over kernels, the grader) swallowed it and went on
+    (issue 30). It is a KeyboardInterrupt that still says where the run was."""
+    program = neuronemu.assemble(SPIN, "spin.s")
+    with pytest.raises(LimitReached):   # the loop compiled / loaded: Ctrl-C then stops a chunk
+        neuronemu.run(program, max_instructions=10)
+    timer = _ctrl_c_after(1.0)
+    try:
+        try:
+            neuronemu.run(program, max_instructions=2 ** 62)
+        except Exception as error:  # noqa: BLE001 - what a user's code would write
+            pytest.fail(f"Ctrl-C was caught as an ordinary exception: {error!r}")
+    except KeyboardInterrupt as interrupt:
+        assert isinstance(interrupt, Interrupted)
+        assert (interrupt.limit, interrupt.exit_code, interrupt.location.line) == (
+            "interrupt", 130, 3)
+        assert interrupt.steps > 0 and "interrupted (Ctrl-C) at ctrl.jmp" in interrupt.message
+    else:
+        pytest.fail("the run did not stop")
+    finally:
+        timer.cancel()
 
 
 def test_sigint_handler_is_restored_after_a_run() -> None:

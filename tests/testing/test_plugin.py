@@ -105,6 +105,33 @@ def test_a_wrong_kernel_fails_with_a_readable_ulp_report(suite):
     assert "def assert_ulp_close" not in result.stdout.str()   # the helper's frame is hidden
 
 
+def test_ctrl_c_in_a_test_stops_the_whole_session(pytester):
+    """Ctrl-C while a kernel runs in a test used to fail that test alone and go on with the
+    next ones (issue 30): it interrupts the session, as Ctrl-C does anywhere in pytest."""
+    pytester.makepyfile("""
+        import os, signal, threading
+        import pytest
+        import neuronemu
+
+        SPIN = "ctrl.mov r0, 0\\nspin:\\nctrl.jmp spin\\n"
+
+        def test_spins():
+            program = neuronemu.assemble(SPIN, "spin.s")
+            with pytest.raises(neuronemu.LimitReached):   # the loop is loaded
+                neuronemu.run(program, max_instructions=10)
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+            neuronemu.run(program, max_instructions=2 ** 62)
+
+        def test_after():
+            pass
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-v")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines([("! neuronemu.errors.Interrupted: spin.s:3:1: error: "
+                                  "interrupted (Ctrl-C) at ctrl.jmp after * instructions")])
+    assert "test_after" not in result.stdout.str() and "no tests ran" in result.stdout.str()
+
+
 def test_the_marker_needs_a_target_fixture(pytester):
     pytester.makepyfile("""
         import pytest
