@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import neuronemu
 from neuronemu.api import run_spmd
 from neuronemu.cli import main
 from neuronemu.errors import InputError, Interrupted, LimitReached
+from neuronemu.exec import core
 from neuronemu.exec.core import RunLimits
 from neuronemu.programs import bundled_programs
 from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
@@ -68,6 +70,29 @@ def test_timeout_stops_an_endless_loop_in_about_its_time(tmp_path: Path) -> None
     assert "wall-clock limit of 1.5 s reached" in error["message"]
     assert "--timeout" in result.stderr
     assert 1.5 <= elapsed < 20, elapsed  # not the minutes the instruction limit would take
+
+
+def test_a_long_run_says_it_is_still_running(tmp_path: Path, monkeypatch) -> None:
+    """An endless loop around a compute instruction was silent for the minute its wall-clock
+    limit takes (issue 30): after a few seconds (here 0.3) the run says on stderr how long,
+    how many instructions and where, then again at most every PROGRESS_EVERY seconds; the
+    --json document on stdout is untouched."""
+    assert (RunLimits.PROGRESS_AFTER, RunLimits.PROGRESS_EVERY) == (5.0, 10.0)
+    monkeypatch.setattr(RunLimits, "PROGRESS_AFTER", 0.3)
+    monkeypatch.setattr(RunLimits, "PROGRESS_EVERY", 0.8)
+    kernel = _kernel(tmp_path, VECTOR_SPIN)
+    result = invoke("run", kernel, "--timeout", "3", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["limit"] == "timeout"
+    notices = [line for line in result.stderr.splitlines() if "still running" in line]
+    assert 2 <= len(notices) <= 5, notices     # 0.3 s, then every 0.8 s until 3 s
+    pattern = (r"neuronemu: still running after \d+ s: [\d,]+ instructions so far, at "
+               r"(vector\.tensor_scalar|ctrl\.jmp) \(" + re.escape(kernel) + r":[45]\); the "
+               r"wall-clock limit stops it at 3 s, Ctrl-C now")
+    assert all(re.fullmatch(pattern, line) for line in notices), notices
+    counts = [int(re.search(r": ([\d,]+) instructions", n).group(1).replace(",", ""))
+              for n in notices]
+    assert counts == sorted(counts) and counts[0] > 0
 
 
 def test_timeout_zero_means_no_wall_clock_limit(tmp_path: Path) -> None:
@@ -220,6 +245,18 @@ def test_chunked_run_is_bit_identical(name: str, chunk) -> None:
     for size in (1, 7):
         chunk(size)
         assert _fingerprint(neuronemu.run(program, seed=3)) == whole, size
+
+
+def test_progress_notices_change_nothing_a_run_computes(chunk, monkeypatch) -> None:
+    program = neuronemu.assemble_file(bundled_programs()["examples/matmul_tiled"])
+    chunk(7)
+    quiet = _fingerprint(neuronemu.run(program, seed=3))
+    said = []
+    monkeypatch.setattr(RunLimits, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(RunLimits, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(core, "notice", said.append)
+    assert _fingerprint(neuronemu.run(program, seed=3)) == quiet
+    assert len(said) > 10 and "matmul_tiled.s:" in said[0]
 
 
 def test_chunked_multichip_run_is_bit_identical(chunk) -> None:
