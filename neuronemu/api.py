@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import REPORTED, Diagnostic, InputError, RuntimeFault
+from neuronemu.errors import REPORTED, Diagnostic, InputError, NeuronemuError, RuntimeFault
 from neuronemu.faults import fault as fault_of
 from neuronemu.program import HbmTensor, Program
 
@@ -267,35 +267,36 @@ def run_spmd(program: Program, topology: str | None = None,
     switched topologies) that exchange only messages (docs/multichip.md, "Partitions"): run in
     this process it starts one thread per partition (the loopback check of determinism: the
     result is the same for every count); under ``mpiexec -n P`` each process is a partition
-    (None: the launch's P), and only partition 0 returns the result, the others None."""
-    from neuronemu.multichip.topology import load_topologies
-
-    _check_run_options(seed, rounding_seed, max_instructions, timeout)
-    topology, ranks_per_chip = default_topology(program, topology, ranks_per_chip)
-    topologies = load_topologies()
-    if topology not in topologies:
-        raise InputError(f"unknown topology '{topology}' (topologies: "
-                         f"{', '.join(topologies)})")
-    topo = topologies[topology]
-    if topo.target != program.target.name:
-        raise InputError(f"topology {topology} is made of {topo.target} chips but the kernel "
-                         f"is assembled for {program.target.name} (assemble with "
-                         f"target={topo.target!r})")
-    if not 1 <= ranks_per_chip <= topo.cores_per_chip:
-        raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
-                         f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
+    (None: the launch's P), and only partition 0 returns the result, the others None. Before
+    anything runs, the processes of an MPI launch check that each was given the same kernel,
+    inputs and options, and raise the first one's set-up error on every one
+    (``comm.check_launch``)."""
     from neuronemu.exec import compiling
+    from neuronemu.multichip.comm import check_launch
 
-    world = topo.chips * ranks_per_chip
-    per_rank = _checked_inputs(program, inputs, world, spmd=True)
-    options = {"max_instructions": max_instructions,
-               "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
-                                    else max(1024, max_trace_events // world)),
-               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
-               "timeout": _timeout(timeout)}
+    comm = _comm(partitions)
+    error, plan = None, None
+    try:
+        _check_run_options(seed, rounding_seed, max_instructions, timeout)
+        topo, ranks_per_chip = _spmd_topology(program, topology, ranks_per_chip)
+        topology = topo.name
+        world = topo.chips * ranks_per_chip
+        per_rank = _checked_inputs(program, inputs, world, spmd=True)
+        options = {"max_instructions": max_instructions,
+                   "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
+                                        else max(1024, max_trace_events // world)),
+                   "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
+                   "timeout": _timeout(timeout)}
+        if comm is not None and comm.partitions > 1:
+            plan = _launch_plan(program, topology, ranks_per_chip, inputs, seed, options)
+    except NeuronemuError as e:
+        error = e
+    if comm is not None and comm.partitions > 1:
+        check_launch(comm, error, plan)
+    elif error is not None:
+        raise error
     compiled = compiling.seconds()
     start = time.perf_counter()
-    comm = _comm(partitions)
     if comm is None and partitions is not None and partitions > 1:
         from neuronemu.exec.core import RunLimits, stop_on_sigint
         from neuronemu.multichip.comm import run_loopback
@@ -313,6 +314,53 @@ def run_spmd(program: Program, topology: str | None = None,
     spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
                       time.perf_counter() - start - spent, spent)
+
+
+def _spmd_topology(program: Program, topology: str | None, ranks_per_chip: int | None):
+    """(the Topology, ranks per chip) of a run_spmd call, checked against the kernel."""
+    from neuronemu.multichip.topology import load_topologies
+
+    topology, ranks_per_chip = default_topology(program, topology, ranks_per_chip)
+    topologies = load_topologies()
+    if topology not in topologies:
+        raise InputError(f"unknown topology '{topology}' (topologies: "
+                         f"{', '.join(topologies)})")
+    topo = topologies[topology]
+    if topo.target != program.target.name:
+        raise InputError(f"topology {topology} is made of {topo.target} chips but the kernel "
+                         f"is assembled for {program.target.name} (assemble with "
+                         f"target={topo.target!r})")
+    if not 1 <= ranks_per_chip <= topo.cores_per_chip:
+        raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
+                         f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
+    return topo, ranks_per_chip
+
+
+def _launch_plan(program: Program, topology: str, ranks_per_chip: int, inputs, seed: int,
+                 options: dict) -> dict:
+    """What this process is about to run, as values and digests the processes of an MPI
+    launch compare (comm.check_launch): the lowered kernel and its declarations, every input
+    array's dtype, shape and bytes (one pass over them: ~1 s per GB) and the options."""
+    import hashlib
+
+    def digest(*parts) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for part in parts:
+            h.update(part if isinstance(part, (bytes, memoryview)) else repr(part).encode())
+        return "digest " + h.hexdigest()
+
+    declarations = sorted((t.name, t.dtype, t.shape, t.role, t.init, t.offset)
+                          for t in program.tensors.values())
+    plan = {"kernel": digest(program.instrs.tobytes(), program.ops.tobytes(),
+                             program.imms.tobytes(), declarations, program.sync_mode),
+            "target": program.target.name, "topology": topology,
+            "ranks per chip": ranks_per_chip, "seed": seed,
+            **{name.replace("_", " "): value for name, value in options.items()}}
+    for name, value in sorted((inputs or {}).items()):
+        array = np.ascontiguousarray(np.asarray(value))
+        plan[f"input '{name}'"] = digest(str(array.dtype), array.shape,
+                                         memoryview(array.reshape(-1).view(np.uint8)))
+    return plan
 
 
 def _comm(partitions: int | None):

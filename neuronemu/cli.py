@@ -15,7 +15,14 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError, Reported
+from neuronemu.errors import (
+    REPORTED,
+    AsmError,
+    InputError,
+    Interrupted,
+    NeuronemuError,
+    Reported,
+)
 from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
 
 SCHEMA_VERSION = 1
@@ -432,12 +439,49 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "partitions": partitions}
-    if topology is not None:
-        _run_spmd(kernel, target, input_files, output_files, output_dir, options,
-                  trace_path, topology, ranks_per_chip, as_json, plot_path)
-    else:
-        _run_one(kernel, target, input_files, output_files, output_dir, options,
-                 trace_path, as_json, plot_path, ranks_per_chip)
+    try:
+        if topology is not None:
+            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
+                      trace_path, topology, ranks_per_chip, as_json, plot_path)
+        else:
+            _run_one(kernel, target, input_files, output_files, output_dir, options,
+                     trace_path, as_json, plot_path, ranks_per_chip)
+    except _Failure as failure:
+        raise _agreed(failure) from None
+    except click.ClickException:
+        raise   # usage errors: every process has the same command line
+    except BaseException:
+        _end_launch()
+        raise
+
+
+def _agreed(failure: _Failure) -> _Failure:
+    """Under mpiexec, an error met before the processes checked their launch (a file missing
+    on one host, a kernel that does not assemble there): the processes exchange it in the
+    launch check that the others are waiting in, and every one raises the first process's
+    error, so process 0 reports it and none waits forever."""
+    from neuronemu.multichip.comm import check_launch, launch_checked, mpi_comm
+
+    if not launched_by_mpiexec() or launch_checked():
+        return failure
+    try:
+        check_launch(mpi_comm(), failure.error, None)
+    except REPORTED as first:
+        return _Failure(first, failure.as_json)
+    return failure
+
+
+def _end_launch() -> None:
+    """Under mpiexec, before the launch check, anything else (a bug, Ctrl-C) ends every
+    process of the launch (with this one's traceback): the others wait in the check."""
+    from neuronemu.multichip.comm import launch_checked, mpi_comm
+
+    if launched_by_mpiexec() and not launch_checked():
+        try:
+            comm = mpi_comm()
+        except REPORTED:
+            return
+        comm.abort()
 
 
 def _check_plot(plot_path: Path | None) -> None:
@@ -868,6 +912,11 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         return
     if lab is None or kernel is None:
         raise click.UsageError("give LAB and KERNEL.s (or --list)")
+    if launched_by_mpiexec():
+        # every process would grade alone and the multi-chip labs would wait for each other:
+        # each refuses alike, process 0 says why
+        raise _Failure(InputError("neuronemu grade runs in one process: run it without "
+                                  "mpiexec (the labs' multi-chip runs are small)"), as_json)
     _check_plot(plot_path)
     from neuronemu.grade import gradescope
     from neuronemu.grade.grader import grade, note
