@@ -146,10 +146,11 @@ INT64_MAX = 2 ** 63 - 1
 
 
 def _check_run_options(seed: int, rounding_seed: int | None, max_instructions: int,
-                       timeout: float | None) -> None:
+                       timeout: float | None, max_trace_events: int = 1) -> None:
     """The options the run state holds in int64 registers, and the wall-clock limit."""
     for name, value, low in (("seed", seed, 0), ("rounding_seed", rounding_seed, 0),
-                             ("max_instructions", max_instructions, 1)):
+                             ("max_instructions", max_instructions, 1),
+                             ("max_trace_events", max_trace_events, 1)):
         if value is None and name == "rounding_seed":
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -188,7 +189,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     needs more host memory than is available raises ``ResourceError`` before allocating."""
     from neuronemu.multichip import spmd
 
-    _check_run_options(seed, rounding_seed, max_instructions, timeout)
+    _check_run_options(seed, rounding_seed, max_instructions, timeout, max_trace_events)
     inputs = _checked_inputs(program, inputs, 1)
     with _memory_errors():
         cores, _ = spmd.execute(program, None, 1, inputs, seed,
@@ -277,7 +278,7 @@ def run_spmd(program: Program, topology: str | None = None,
     comm = _comm(partitions)
     error, plan = None, None
     try:
-        _check_run_options(seed, rounding_seed, max_instructions, timeout)
+        _check_run_options(seed, rounding_seed, max_instructions, timeout, max_trace_events)
         topo, ranks_per_chip = _spmd_topology(program, topology, ranks_per_chip)
         topology = topo.name
         world = topo.chips * ranks_per_chip
@@ -518,8 +519,14 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
         from neuronemu.timing import explicit
 
         if n_events > len(events):
-            raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
-                               f"executed {n_events} and max_trace_events is {len(events)}")
+            from neuronemu.exec.interpreter import EVENT_TIMES_WIDTH, EVENT_WIDTH
+
+            each = 8 * (EVENT_WIDTH + EVENT_TIMES_WIDTH)
+            raise RuntimeFault(f"sync mode explicit replays every timed instruction from the "
+                               f"trace, but the run executed {n_events:,} of them and the trace "
+                               f"holds {len(events):,}; raise it with --max-trace-events N (API: "
+                               f"max_trace_events=; {each} bytes of memory each)",
+                               program.directive_location("sync"))
         try:
             replayed = explicit.replay(program, events[:n_events], event_times[:n_events],
                                        core.clocks)

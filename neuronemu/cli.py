@@ -404,6 +404,10 @@ def main() -> None:
 @click.option("--timeout", type=_Seconds(), default=DEFAULT_TIMEOUT, show_default=True,
               metavar="SECONDS", help="Stop with an error after this many seconds of execution "
                                       "(compiling does not count); 0 for no limit.")
+@click.option("--max-trace-events", type=click.IntRange(1, INT64_MAX), default=1 << 20,
+              show_default=True, help="Timed instructions kept for the trace and the critical "
+                                      "path (per rank); under .sync explicit every one is "
+                                      "replayed, so it bounds the run (168 bytes each).")
 @click.option("--stochastic-rounding", is_flag=True,
               help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")
 @click.option("--rounding-seed", type=click.IntRange(0, INT64_MAX), default=None,
@@ -429,7 +433,7 @@ def main() -> None:
                    "rank).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, timeout,
-        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, partitions,
+        max_trace_events, stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, partitions,
         plot_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
@@ -437,6 +441,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
+               "max_trace_events": max_trace_events,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "partitions": partitions}
     try:
@@ -771,6 +776,7 @@ def check(kernel, target, as_json):
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        _check_own_topology(program, target)
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     counts = program.static_counts()
@@ -787,6 +793,22 @@ def check(kernel, target, as_json):
     # (the counts from the lowered rows: checking builds no Instruction objects, asm/fastresolve)
     click.echo(f"{path}: ok ({program.target.name}): {len(program.instrs)} instructions "
                f"({per_engine})")
+
+
+def _check_own_topology(program, target: str | None) -> None:
+    """A kernel's ``.topology`` is the system it runs on: --target naming another chip makes a
+    kernel that `run` refuses and a binary that does not assemble again (the disassembled
+    text says both .target and .topology), so `check` and `asm` refuse it too."""
+    if target is None or program.topology is None:
+        return
+    from neuronemu.multichip.topology import load_topologies
+
+    chips = load_topologies()[program.topology].target
+    if chips != program.target.name:
+        raise AsmError(f"topology {program.topology} is made of {chips} chips, but --target "
+                       f"{target} asks for {program.target.name}: give --target {chips} (or "
+                       f"none), or a .topology of {program.target.name} chips (`neuronemu "
+                       f"topology` lists them)", program.directive_location("topology"))
 
 
 @main.command()
@@ -849,6 +871,7 @@ def asm_command(kernel, output, target):
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        _check_own_topology(program, target)
         data = encoding.encode(program)
         dest = output or Path(path.name).with_suffix(".neo")
         _save_all({"--output": (str(dest), lambda f: f.write(data))})
