@@ -132,6 +132,24 @@ def test_ctrl_c_in_a_test_stops_the_whole_session(pytester):
     assert "test_after" not in result.stdout.str() and "no tests ran" in result.stdout.str()
 
 
+def test_a_kernel_error_in_a_test_shows_the_located_message_without_internal_frames(suite):
+    """A kernel error inside a test came after ~85 lines of this package's own traceback
+    (issue 30): the test's own frames and the located message, as the assertions show."""
+    (suite.path / "add.s").write_text(ADD.format(tile="float32").replace("op=add", "op=ad"))
+    result = suite.runpytest(*PLUGIN, "-k", "test_add and not everywhere and not two")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*run = neuronemu_run(\"add.s\")",
+        "E * neuronemu.errors.AsmError: *add.s:9:*: error: vector.tensor_tensor argument 'op' "
+        "must be one of: *did you mean 'add'?",
+        "E * 9 |     vector.tensor_tensor tc, ta, tb, op=ad",
+    ])
+    failure = out[out.index("_ test_add _"):out.index("test_add.py:6: AsmError")]
+    assert "neuronemu/" not in failure and "site-packages" not in failure, failure
+    assert len(failure.splitlines()) < 20, failure
+
+
 def test_the_marker_needs_a_target_fixture(pytester):
     pytester.makepyfile("""
         import pytest
