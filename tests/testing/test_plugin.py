@@ -141,8 +141,8 @@ def test_a_kernel_error_in_a_test_shows_the_located_message_without_internal_fra
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*run = neuronemu_run(\"add.s\")",
-        "E * neuronemu.errors.AsmError: *add.s:9:*: error: vector.tensor_tensor argument 'op' "
-        "must be one of: *did you mean 'add'?",
+        ("E * neuronemu.errors.AsmError: *add.s:9:*: error: vector.tensor_tensor argument 'op' "
+         "must be one of: *did you mean 'add'?"),
         "E * 9 |     vector.tensor_tensor tc, ta, tb, op=ad",
     ])
     failure = out[out.index("_ test_add _"):out.index("test_add.py:6: AsmError")]
