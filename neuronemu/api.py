@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuronemu.errors import InputError
+from neuronemu.errors import InputError, NeuronemuError
 from neuronemu.program import HbmTensor, Program
 from neuronemu.results import Result, SpmdResult
 
@@ -116,10 +116,11 @@ INT64_MAX = 2 ** 63 - 1
 
 
 def _check_run_options(seed: int, rounding_seed: int | None, max_instructions: int,
-                       timeout: float | None) -> None:
+                       timeout: float | None, max_trace_events: int = 1) -> None:
     """The options the run state holds in int64 registers, and the wall-clock limit."""
     for name, value, low in (("seed", seed, 0), ("rounding_seed", rounding_seed, 0),
-                             ("max_instructions", max_instructions, 1)):
+                             ("max_instructions", max_instructions, 1),
+                             ("max_trace_events", max_trace_events, 1)):
         if value is None and name == "rounding_seed":
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -153,13 +154,15 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
 
     Limits: ``max_instructions`` dynamic instructions and ``timeout`` seconds of execution
     (None: none; compiling does not count) raise ``LimitReached`` (``.limit`` says which);
-    Ctrl-C raises ``Interrupted``; both carry the location reached and ``.steps``. A run that
+    Ctrl-C raises ``Interrupted`` (a ``KeyboardInterrupt``, so it stops the caller's program
+    as Ctrl-C does, not an ``Exception`` a test or loop would catch); both carry the location
+    reached and ``.steps``. A run that
     needs more host memory than is available raises ``ResourceError`` before allocating."""
     from neuronemu.exec import session
     from neuronemu.hostmem import memory_errors
     from neuronemu.results import finish
 
-    _check_run_options(seed, rounding_seed, max_instructions, timeout)
+    _check_run_options(seed, rounding_seed, max_instructions, timeout, max_trace_events)
     [checked] = _checked_inputs(program, inputs, 1)
     options = {"max_instructions": max_instructions, "max_trace_events": max_trace_events,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
@@ -203,10 +206,51 @@ def run_spmd(program: Program, topology: str | None = None,
     switched topologies) that exchange only messages (docs/multichip.md, "Partitions"): run in
     this process it starts one thread per partition (the loopback check of determinism: the
     result is the same for every count); under ``mpiexec -n P`` each process is a partition
-    (None: the launch's P), and only partition 0 returns the result, the others None."""
+    (None: the launch's P), and only partition 0 returns the result, the others None. Before
+    anything runs, the processes of an MPI launch check that each was given the same kernel,
+    inputs and options, and raise the first one's set-up error on every one
+    (``comm.check_launch``)."""
+    from neuronemu.compiled import compiling
+    from neuronemu.multichip.comm import check_launch
+    from neuronemu.multichip.run import launch_comm, launch_plan, run_ranks
+
+    comm = launch_comm(partitions)
+    split = comm is not None and comm.partitions > 1
+    error, plan = None, None
+    try:
+        _check_run_options(seed, rounding_seed, max_instructions, timeout, max_trace_events)
+        topo, ranks_per_chip = _spmd_topology(program, topology, ranks_per_chip)
+        topology = topo.name
+        world = topo.chips * ranks_per_chip
+        per_rank = _checked_inputs(program, inputs, world, spmd=True)
+        options = {"max_instructions": max_instructions,
+                   "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
+                                        else max(1024, max_trace_events // world)),
+                   "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
+                   "timeout": _timeout(timeout)}
+        if split:
+            plan = launch_plan(program, topology, ranks_per_chip, inputs, seed, options)
+    except NeuronemuError as e:
+        error = e
+    if split:
+        check_launch(comm, error, plan)
+    elif error is not None:
+        raise error
+    compiled = compiling.seconds()
+    start = time.perf_counter()
+    ran = run_ranks(program, topo, ranks_per_chip, per_rank, seed, partitions, options)
+    if ran is None:
+        return None   # a partition other than 0 of an mpiexec launch
+    results, network = ran
+    spent = compiling.seconds() - compiled
+    return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
+                      time.perf_counter() - start - spent, spent)
+
+
+def _spmd_topology(program: Program, topology: str | None, ranks_per_chip: int | None):
+    """(the Topology, ranks per chip) of a run_spmd call, checked against the kernel."""
     from neuronemu.isa.topologies import load_topologies
 
-    _check_run_options(seed, rounding_seed, max_instructions, timeout)
     topology, ranks_per_chip = default_topology(program, topology, ranks_per_chip)
     topologies = load_topologies()
     if topology not in topologies:
@@ -220,26 +264,7 @@ def run_spmd(program: Program, topology: str | None = None,
     if not 1 <= ranks_per_chip <= topo.cores_per_chip:
         raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
                          f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
-    from neuronemu.compiled import compiling
-
-    world = topo.chips * ranks_per_chip
-    per_rank = _checked_inputs(program, inputs, world, spmd=True)
-    options = {"max_instructions": max_instructions,
-               "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
-                                    else max(1024, max_trace_events // world)),
-               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
-               "timeout": _timeout(timeout)}
-    from neuronemu.multichip.run import run_ranks
-
-    compiled = compiling.seconds()
-    start = time.perf_counter()
-    ran = run_ranks(program, topo, ranks_per_chip, per_rank, seed, partitions, options)
-    if ran is None:
-        return None   # a partition other than 0 of an mpiexec launch
-    results, network = ran
-    spent = compiling.seconds() - compiled
-    return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
-                      time.perf_counter() - start - spent, spent)
+    return topo, ranks_per_chip
 
 
 def default_topology(program: Program, topology: str | None,

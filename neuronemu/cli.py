@@ -15,7 +15,14 @@ from pathlib import Path
 
 import click
 
-from neuronemu.errors import AsmError, InputError, Interrupted, NeuronemuError
+from neuronemu.errors import (
+    REPORTED,
+    AsmError,
+    InputError,
+    Interrupted,
+    NeuronemuError,
+    Reported,
+)
 from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
 
 SCHEMA_VERSION = 1
@@ -27,7 +34,7 @@ DEFAULT_TIMEOUT = 60.0
 class _Failure(click.ClickException):
     """Carries a NeuronemuError out of a command with its exit code, rendered once."""
 
-    def __init__(self, error: NeuronemuError, as_json: bool):
+    def __init__(self, error: Reported, as_json: bool):
         super().__init__(error.message)
         self.error = error
         self.exit_code = error.exit_code
@@ -117,6 +124,13 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            # Ctrl-C in any command: the run's own Interrupted (with where the run was), or
+            # one outside the instruction loop (assembling, compiling, grading, writing);
+            # files are written all-or-none, so nothing was
+            error = e if isinstance(e, Interrupted) else Interrupted(
+                "interrupted (Ctrl-C); nothing was written", limit="interrupt")
+            raise _Failure(error, bool(ctx.meta.get("neuronemu.json"))) from None
         except click.UsageError as e:
             if ctx.meta.get("neuronemu.json") and not isinstance(e, _JsonUsageError):
                 raise _JsonUsageError(e) from None
@@ -390,6 +404,10 @@ def main() -> None:
 @click.option("--timeout", type=_Seconds(), default=DEFAULT_TIMEOUT, show_default=True,
               metavar="SECONDS", help="Stop with an error after this many seconds of execution "
                                       "(compiling does not count); 0 for no limit.")
+@click.option("--max-trace-events", type=click.IntRange(1, INT64_MAX), default=1 << 20,
+              show_default=True, help="Timed instructions kept for the trace and the critical "
+                                      "path (per rank); under .sync explicit every one is "
+                                      "replayed, so it bounds the run (168 bytes each).")
 @click.option("--stochastic-rounding", is_flag=True,
               help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")
 @click.option("--rounding-seed", type=click.IntRange(0, INT64_MAX), default=None,
@@ -415,7 +433,7 @@ def main() -> None:
                    "rank).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, timeout,
-        stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, partitions,
+        max_trace_events, stochastic_rounding, rounding_seed, trace_path, topology, ranks_per_chip, partitions,
         plot_path, as_json):
     """Assemble and run KERNEL (a .s file or a bundled program name); show its outputs."""
 
@@ -423,6 +441,7 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     input_files = _pairs(inputs, "--input")
     output_files = _pairs(outputs, "--output")
     options = {"seed": seed, "max_instructions": max_instructions, "timeout": timeout,
+               "max_trace_events": max_trace_events,
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "partitions": partitions}
     try:
@@ -432,10 +451,42 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
         else:
             _run_one(kernel, target, input_files, output_files, output_dir, options,
                      trace_path, as_json, plot_path, ranks_per_chip)
-    except KeyboardInterrupt:
-        # Ctrl-C outside the instruction loop (assembling, compiling, writing): nothing written
-        raise _Failure(Interrupted("interrupted (Ctrl-C); nothing was written",
-                                   limit="interrupt"), as_json) from None
+    except _Failure as failure:
+        raise _agreed(failure) from None
+    except click.ClickException:
+        raise   # usage errors: every process has the same command line
+    except BaseException:
+        _end_launch()
+        raise
+
+
+def _agreed(failure: _Failure) -> _Failure:
+    """Under mpiexec, an error met before the processes checked their launch (a file missing
+    on one host, a kernel that does not assemble there): the processes exchange it in the
+    launch check that the others are waiting in, and every one raises the first process's
+    error, so process 0 reports it and none waits forever."""
+    from neuronemu.multichip.comm import check_launch, launch_checked, mpi_comm
+
+    if not launched_by_mpiexec() or launch_checked():
+        return failure
+    try:
+        check_launch(mpi_comm(), failure.error, None)
+    except REPORTED as first:
+        return _Failure(first, failure.as_json)
+    return failure
+
+
+def _end_launch() -> None:
+    """Under mpiexec, before the launch check, anything else (a bug, Ctrl-C) ends every
+    process of the launch (with this one's traceback): the others wait in the check."""
+    from neuronemu.multichip.comm import launch_checked, mpi_comm
+
+    if launched_by_mpiexec() and not launch_checked():
+        try:
+            comm = mpi_comm()
+        except REPORTED:
+            return
+        comm.abort()
 
 
 def _check_plot(plot_path: Path | None, as_json: bool = False) -> None:
@@ -734,6 +785,7 @@ def check(kernel, target, as_json):
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        _check_own_topology(program, target)
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     counts = program.static_counts()
@@ -750,6 +802,22 @@ def check(kernel, target, as_json):
     # (the counts from the lowered rows: checking builds no Instruction objects, asm/fastresolve)
     click.echo(f"{path}: ok ({program.target.name}): {len(program.instrs)} instructions "
                f"({per_engine})")
+
+
+def _check_own_topology(program, target: str | None) -> None:
+    """A kernel's ``.topology`` is the system it runs on: --target naming another chip makes a
+    kernel that `run` refuses and a binary that does not assemble again (the disassembled
+    text says both .target and .topology), so `check` and `asm` refuse it too."""
+    if target is None or program.topology is None:
+        return
+    from neuronemu.isa.topologies import load_topologies
+
+    chips = load_topologies()[program.topology].target
+    if chips != program.target.name:
+        raise AsmError(f"topology {program.topology} is made of {chips} chips, but --target "
+                       f"{target} asks for {program.target.name}: give --target {chips} (or "
+                       f"none), or a .topology of {program.target.name} chips (`neuronemu "
+                       f"topology` lists them)", program.directive_location("topology"))
 
 
 @main.command()
@@ -785,6 +853,7 @@ def asm_command(kernel, output, target):
     try:
         path = _bundled(kernel)
         program = api.assemble_file(path, target=target)
+        _check_own_topology(program, target)
         data = encoding.encode(program)
         dest = output or Path(path.name).with_suffix(".neo")
         _save_all({"--output": (str(dest), lambda f: f.write(data))})
@@ -848,6 +917,11 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         return
     if lab is None or kernel is None:
         raise click.UsageError("give LAB and KERNEL.s (or --list)")
+    if launched_by_mpiexec():
+        # every process would grade alone and the multi-chip labs would wait for each other:
+        # each refuses alike, process 0 says why
+        raise _Failure(InputError("neuronemu grade runs in one process: run it without "
+                                  "mpiexec (the labs' multi-chip runs are small)"), as_json)
     _check_plot(plot_path, as_json)
     from neuronemu.grade import gradescope
     from neuronemu.grade.grader import grade, note

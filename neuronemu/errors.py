@@ -16,8 +16,10 @@ from __future__ import annotations
 from neuronemu.source import Location
 
 
-class NeuronemuError(Exception):
-    """Base class: a message, an optional source location and notes, and an exit code."""
+class Reported:
+    """What every user-facing error carries and how it is shown: a message, an optional source
+    location and notes, and an exit code. Mixed into ``NeuronemuError`` (an ``Exception``) and
+    ``Interrupted`` (a ``KeyboardInterrupt``, which ``except Exception`` must not catch)."""
 
     exit_code = 1
     kind = "error"
@@ -29,7 +31,7 @@ class NeuronemuError(Exception):
         self.notes = tuple(notes)
 
     @property
-    def errors(self) -> list[NeuronemuError]:
+    def errors(self) -> list[Reported]:
         """Every error reported with this one, this one first (AsmError collects several)."""
         return [self]
 
@@ -67,9 +69,13 @@ class NeuronemuError(Exception):
         return _rebuild, (type(self), self.args, self.__dict__)
 
 
-def _rebuild(cls: type, args: tuple, state: dict) -> NeuronemuError:
+class NeuronemuError(Reported, Exception):
+    """Base class of the errors of a kernel, its inputs or its run (all but Ctrl-C)."""
+
+
+def _rebuild(cls: type, args: tuple, state: dict) -> Reported:
     error = cls.__new__(cls)
-    Exception.__init__(error, *args)
+    BaseException.__init__(error, *args)
     error.__dict__.update(state)
     return error
 
@@ -125,10 +131,9 @@ class InputError(NeuronemuError):
     exit_code = 4
 
 
-class LimitReached(RuntimeFault):
-    """A run stopped by one of its limits before the kernel ended: ``limit`` is
-    ``"instructions"`` (max_instructions) or ``"timeout"`` (the wall-clock limit); ``steps`` is
-    how many dynamic instructions ran (None if the run had not started)."""
+class _Stopped:
+    """A run that a limit stopped: ``limit`` says which, ``steps`` how many dynamic
+    instructions ran (None if the run had not started)."""
 
     def __init__(self, message: str, location: Location | None = None, *, limit: str,
                  steps: int | None = None, notes: tuple[str, ...] = ()):
@@ -143,11 +148,23 @@ class LimitReached(RuntimeFault):
         return doc
 
 
-class Interrupted(LimitReached):
-    """The user interrupted the run (Ctrl-C); ``limit`` is ``"interrupt"``. The exit code is the
+class LimitReached(_Stopped, RuntimeFault):
+    """A run stopped by one of its limits before the kernel ended: ``limit`` is
+    ``"instructions"`` (max_instructions) or ``"timeout"`` (the wall-clock limit)."""
+
+
+class Interrupted(_Stopped, Reported, KeyboardInterrupt):
+    """The user interrupted the run (Ctrl-C); ``limit`` is ``"interrupt"``. A
+    KeyboardInterrupt, not an Exception: whatever catches the errors of a run (a test's
+    ``except Exception``, pytest's per-test reporting, the grader's per-shape feedback) lets
+    it through, and the whole program stops as Ctrl-C stops Python. The exit code is the
     shell's for a process ended by SIGINT (128 + 2)."""
 
     exit_code = 130
+
+
+REPORTED = (NeuronemuError, Interrupted)
+"""The exceptions a command reports as a located error and an exit code."""
 
 
 class ResourceError(NeuronemuError):

@@ -224,6 +224,18 @@ class Program:
     def hbm_bytes(self) -> int:
         return max((t.offset + t.nbytes for t in self.tensors.values()), default=0)
 
+    def directive_location(self, name: str) -> Location | None:
+        """Where the kernel's first ``.NAME`` directive line is (None: it has none), for
+        errors about what the directive chose."""
+        import re
+
+        pattern = re.compile(rf"[ \t]*(\.{name})(?![A-Za-z0-9_])")
+        for number, line in enumerate(self.source.text.split("\n"), 1):
+            m = pattern.match(line)
+            if m is not None:
+                return Location(self.source, number, m.start(1) + 1, m.end(1) + 1)
+        return None
+
     def inputs(self) -> list[HbmTensor]:
         return [t for t in self.tensors.values() if t.role == "input"]
 

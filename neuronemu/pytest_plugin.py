@@ -17,6 +17,7 @@ when a fixture first runs a kernel, so an unrelated test suite does not pay for 
 from __future__ import annotations
 
 import functools
+import types
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,40 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_report_header(config: pytest.Config) -> str | None:
     chosen = chosen_targets(config)
     return None if chosen is None else f"neuronemu targets: {', '.join(chosen)}"
+
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    """A neuronemu error in a test (a kernel that does not assemble, a run-time fault, an
+    input error, Ctrl-C) is the kernel's or the test's, not this package's: its report keeps
+    the test's own frames (and an NKI kernel's) and the located message, without the frames
+    inside neuronemu or what they caught on the way, as the assertion helpers'
+    ``__tracebackhide__`` does. Other exceptions (an emulator bug) keep every frame."""
+    excinfo = call.excinfo
+    if excinfo is None or item.config.getoption("fulltrace", False):
+        return
+    from neuronemu.errors import Reported  # light: the errors import only the source module
+
+    if not isinstance(excinfo.value, Reported):
+        return
+    frames, tb = [], excinfo.tb
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            frames.append(tb)
+        tb = tb.tb_next
+    if not frames:
+        return
+    # a new chain of the frames outside the package: pytest walks the raw chain when it
+    # cuts the traceback at the test function, so filtering its entries would not last
+    chain = None
+    for tb in reversed(frames):
+        chain = types.TracebackType(chain, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    error = excinfo.value
+    error.__suppress_context__ = True   # what the package caught on the way is its own
+    call.excinfo = pytest.ExceptionInfo.from_exc_info((type(error), error, chain))
 
 
 @pytest.fixture

@@ -249,3 +249,41 @@ def test_python_dash_m_entry_point() -> None:
                             capture_output=True, text=True, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["instructions"]["total"] == 4
+
+
+def test_asm_and_check_refuse_a_target_other_than_the_topology_chips(tmp_path: Path) -> None:
+    """`asm --target trn3` took `.topology trn2.48xlarge` and wrote a .neo that did not
+    assemble again (its text says both .target trn3 and the trn2 topology; issue 30)."""
+    kernel = str(ROOT / "programs" / "collectives" / "ring_allreduce.s")
+    binary = tmp_path / "k.neo"
+    for command in (["asm", kernel, "--target", "trn3", "-o", str(binary)],
+                    ["check", kernel, "--target", "trn3"]):
+        result = invoke(*command)
+        assert result.exit_code == 3, result.output
+        assert (f"{kernel}:3:1: error: topology trn2.48xlarge is made of trn2 chips, but "
+                f"--target trn3 asks for trn3: give --target trn2 (or none)") in result.stderr
+    assert not binary.exists()
+    ok = invoke("asm", kernel, "--target", "trn2", "-o", str(binary))
+    assert ok.exit_code == 0, ok.output
+    again = invoke("check", str(binary))
+    assert again.exit_code == 0, again.output
+
+
+def test_explicit_sync_past_its_trace_is_located_and_names_the_cli_option(tmp_path: Path
+                                                                        ) -> None:
+    """A .sync explicit run past 2^20 timed instructions failed unlocated, naming the API's
+    max_trace_events, which the CLI did not have (issue 30): --max-trace-events N."""
+    kernel = tmp_path / "x.s"
+    kernel.write_text(".sync explicit\n.sbuf t float32[128, 64]\n    ctrl.mov r0, 0\ntop:\n"
+                      "    vector.memset t, value=0.0\n    ctrl.add r0, r0, 1\n"
+                      "    ctrl.blt r0, 200, top\n")
+    result = invoke("run", str(kernel), "--max-trace-events", "150", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert (error["line"], error["column"]) == (1, 1)
+    assert error["message"] == (
+        "sync mode explicit replays every timed instruction from the trace, but the run "
+        "executed 200 of them and the trace holds 150; raise it with --max-trace-events N "
+        "(API: max_trace_events=; 168 bytes of memory each)")
+    assert invoke("run", str(kernel), "--max-trace-events", "200").exit_code == 0
+    assert invoke("run", str(kernel), "--max-trace-events", "0").exit_code == 2

@@ -22,6 +22,7 @@ from neuronemu.asm.collect import Collector
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.fastresolve import Pending, Resolver
+from neuronemu.asm.outputs import unwritten_outputs
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.isa import dtypes
@@ -131,6 +132,7 @@ class Assembler:
         if FAST:   # Pending lines (fastresolve): their Instructions are made on first use
             program.__dict__["_pending"] = program.__dict__.pop("instructions")
         lower(program, same_as, self.lowered)
+        program.warnings.extend(unwritten_outputs(program))
         return program
 
     def _choose_topology(self, items):

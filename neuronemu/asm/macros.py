@@ -27,11 +27,21 @@ import re
 from dataclasses import dataclass
 
 from neuronemu.asm.collect import Collector
-from neuronemu.errors import AsmError
+from neuronemu.errors import AsmError, ResourceError
 from neuronemu.source import Expansion, Location, SourceFile, location_of
 
-MAX_LINES = 1_000_000    # lines one file may expand to
+MAX_LINES = 200_000
+"""Lines one file may expand to: about 1 GB and 10 s to assemble (BYTES_PER_LINE); a longer
+kernel is a register loop (ctrl.*), not an unrolled one."""
 MAX_DEPTH = 64           # nested expansions (macros and .rept)
+MAX_REPETITIONS = 1_000_000
+"""Repetitions of .rept bodies and macro uses one file may make in all: an empty body emits no
+line, so without this two nested ``.rept 1000000`` would loop 10^12 times and never end."""
+BYTES_PER_LINE = 8 << 10
+"""Host memory an expanded line costs until the program is assembled (parse tree, instruction,
+lowered rows; measured 4.9 KB for a three-operand vector instruction, rounded up): the
+expansion stops, located, before it would need more than the host has available."""
+_HEADROOM = 256 << 20    # the interpreter, numpy and the assembler's tables
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _BLANK = r"[ \t\f]*"
@@ -184,6 +194,17 @@ class Expanded:
         program.source = self.original
 
 
+def _lines_in_memory() -> int:
+    """How many expanded lines the host's available memory holds (BYTES_PER_LINE each, after
+    the headroom the interpreter needs); unlimited where the platform does not say."""
+    from neuronemu.hostmem import host_memory
+
+    available = host_memory()[1]
+    if available is None:
+        return MAX_LINES
+    return max(available - _HEADROOM, 0) // BYTES_PER_LINE
+
+
 def _with_location(value, location: Location):
     moved = object.__new__(type(value))
     moved.__dict__.update(value.__dict__)
@@ -204,7 +225,11 @@ def expand(source: SourceFile, collector: Collector) -> Expanded | None:
     try:
         expander.run(lines, 0, ())
     except _Fatal:
-        pass
+        # the expansion is cut short: parsing what it made would take long and report lines
+        # the file does not have (labels past the cut, ...)
+        if expander.fatal is not None:
+            raise expander.fatal from None
+        collector.raise_if_any()
     return Expanded(source, expander.out)
 
 
@@ -217,6 +242,9 @@ class _Expander:
         self.constants: dict[str, float | int] = {}
         self.out: list[_Line] = []
         self.counter = 0                  # \@
+        self.repetitions = 0              # .rept repetitions and macro uses so far
+        self.fatal: ResourceError | None = None
+        self.memory_lines = _lines_in_memory()
 
     # ------------------------------------------------------------------ locations, errors
     def _location(self, line: _Line, column: int, end: int | None = None) -> Location:
@@ -240,6 +268,17 @@ class _Expander:
             self._error(line, 1, None, f"the expansion of .rept / .macro blocks exceeds "
                                        f"{MAX_LINES:,} lines")
             raise _Fatal
+        if len(self.out) >= self.memory_lines:
+            from neuronemu.hostmem import host_memory, human
+
+            available = host_memory()[1] or 0
+            self.fatal = ResourceError(
+                f"the expansion of .rept / .macro blocks needs more host memory than is "
+                f"available: {len(self.out):,} lines so far, about {human(BYTES_PER_LINE)} each "
+                f"until assembled, and {human(available)} available; repeat with a register "
+                f"loop (ctrl.* instructions, docs/language.md) instead of unrolling",
+                self._location(line, 1))
+            raise _Fatal
         if line.expansion is not None and "\\" in line.text:
             code = line.text[:_code_end(line.text)]
             for m in _ESCAPE.finditer(code):
@@ -253,6 +292,16 @@ class _Expander:
                 self._error(line, m.start() + 1, m.end() + 1, message)
                 return
         self.out.append(line)
+
+    def _count_repetition(self, line: _Line, column: int, end: int) -> None:
+        """One more .rept repetition or macro use (at ``line``): past MAX_REPETITIONS the
+        expansion stops with an error there."""
+        self.repetitions += 1
+        if self.repetitions > MAX_REPETITIONS:
+            self._error(line, column, end, f"the expansion of .rept / .macro blocks exceeds "
+                                           f"{MAX_REPETITIONS:,} repetitions and macro uses in "
+                                           f"all (a repeated empty body counts too)")
+            raise _Fatal
 
     def _emit_label(self, line: _Line, match: re.Match) -> None:
         """The label before a .rept / .macro / macro use, as a line of its own."""
@@ -373,9 +422,9 @@ class _Expander:
                 count = Evaluator(scratch, self.constants).integer(args[0])
             except AsmError as e:
                 raise self._relocated(e, line, scratch) from None
-            if not 0 <= count <= MAX_LINES:
+            if not 0 <= count <= MAX_REPETITIONS:
                 raise self._relocated(AsmError(
-                    f"a .rept count must be an integer in the range [0, {MAX_LINES}], got "
+                    f"a .rept count must be an integer in the range [0, {MAX_REPETITIONS}], got "
                     f"{count}", location_of(scratch, args[0].meta)), line, scratch)
         except AsmError as e:
             self.collector.add(e)
@@ -397,7 +446,11 @@ class _Expander:
             if word == "endr":
                 nesting -= 1
         site = self._location(line, dot + 1, m.end(2) + 1)
+        if not body:   # nothing to repeat: count the repetitions at once
+            self.repetitions += count - min(count, 1)
+            count = min(count, 1)
         for k in range(count):
+            self._count_repetition(line, dot + 1, m.end(2) + 1)
             frame = Expansion("rept", "", site, k + 1, count)
             repeated = []
             for b, substitute in zip(body, outer, strict=True):
@@ -478,6 +531,7 @@ class _Expander:
             self._poison([_Line(b.text.replace("\\@", str(self.counter)), b.line)
                           for b in macro.body])
             return
+        self._count_repetition(line, m.start(2) + 1, m.end(2) + 1)
         values["@"] = str(self.counter)
         values["()"] = ""
         self.counter += 1

@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,27 +39,64 @@ INTERRUPT = "interrupt"
 _loop_ready = False  # the jitted loop has been called once in this process (compiled / loaded)
 
 
+def notice(message: str) -> None:
+    """A line on stderr (never stdout, which ``--json`` owns)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 @dataclass
 class RunLimits:
     """What ends a run before the kernel does: ``max_instructions`` dynamic instructions (per
     core), ``timeout`` seconds of execution (None: no limit; the clock starts when the first
     instruction is about to run, after compiling) and Ctrl-C (``interrupted``, set by the
     SIGINT handler of ``stop_on_sigint``). ``chunk`` is how many steps the jitted loop runs
-    before control returns to Python to look at the clock; it adapts to ~50 ms a chunk."""
+    before control returns to Python to look at the clock; it adapts to ~50 ms a chunk.
+
+    A run still going after PROGRESS_AFTER seconds says so through ``progress`` (stderr by
+    default; None: quiet), then every PROGRESS_EVERY seconds: how long, how many instructions,
+    and the line it is at, so an endless loop is not a silent wait for the wall-clock limit.
+    Nothing the run computes depends on it."""
 
     max_instructions: int
     timeout: float | None = None
     deadline: float | None = None
     interrupted: bool = False
     chunk: int = 1 << 12
+    progress: Callable[[str], None] | None = field(default_factory=lambda: notice)
+    started: float | None = None
+    next_notice: float = math.inf
 
     MIN_CHUNK = 1
     MAX_CHUNK = 1 << 26
     TARGET_SECONDS = 0.05
+    PROGRESS_AFTER = 5.0
+    PROGRESS_EVERY = 10.0
 
     def start(self) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+            self.next_notice = self.started + self.PROGRESS_AFTER
         if self.timeout is not None and self.deadline is None:
             self.deadline = time.perf_counter() + self.timeout
+
+    def report_progress(self, core: Core) -> None:
+        """Say that the run is still going (at most every PROGRESS_EVERY seconds)."""
+        now = time.perf_counter()
+        if self.progress is None or now < self.next_notice:
+            return
+        self.next_notice = now + self.PROGRESS_EVERY
+        ins = (core.program.instructions[core.pc]
+               if core.pc < len(core.program.instructions) else None)
+        where = ""
+        if ins is not None:
+            where = f", at {ins.definition.name}"
+            if ins.location is not None:
+                where += f" ({ins.location.source.name}:{ins.location.line})"
+        rank = f"rank {core.rank}: " if core.world > 1 else ""
+        stop = (f"the wall-clock limit stops it at {self.timeout:g} s, Ctrl-C now"
+                if self.timeout is not None else "no wall-clock limit: Ctrl-C stops it")
+        self.progress(f"neuronemu: still running after {now - self.started:.0f} s: {rank}"
+                      f"{core.steps:,} instructions so far{where}; {stop}")
 
     def chunk_end(self, steps: int) -> int:
         chunk = min(max(self.chunk, self.MIN_CHUNK), self.MAX_CHUNK)
@@ -261,6 +299,7 @@ class Core:
 
         self.program = program
         self.rank = rank
+        self.world = world
         self.mems = make_memories(program, compact)
         hbm = self.mems[2]
         for tensor in program.tensors.values():
@@ -365,6 +404,7 @@ class Core:
             if chunk_full:
                 limits.adapt(int(steps) - self.steps, elapsed)
             self.pc, self.steps = int(pc), int(steps)
+            limits.report_progress(self)
             reason = limits.reason()
             if reason is not None and (status in (L.STATUS_LIMIT, L.STATUS_YIELD)
                                        or (status == L.STATUS_OK and reason == INTERRUPT)):

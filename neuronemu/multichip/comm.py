@@ -70,6 +70,51 @@ def agree(comm: Comm, error: BaseException | None) -> None:
         raise error
 
 
+_launch = {"checked": False}
+
+
+def launch_checked() -> bool:
+    """Whether this process has made its launch check (``check_launch``)."""
+    return _launch["checked"]
+
+
+def check_launch(comm: Comm, error: BaseException | None, plan: dict | None) -> None:
+    """The first exchange of an MPI launch, made once by every process before any other:
+    each brings its set-up error (None: it had none) and its ``plan`` (label -> value or
+    digest of what it is about to run: the kernel, the inputs, the options). The first
+    process's error is raised on every process alike (a file missing on one host ends the
+    launch with its message instead of leaving the others waiting); then every plan must equal
+    process 0's, else an InputError names what differs (different --input files or --seed
+    values would otherwise be mixed into one result)."""
+    from neuronemu.errors import InputError
+
+    _launch["checked"] = True
+    everything = comm.allgather((error, plan))
+    failed = next((e for e, _ in everything if e is not None), None)
+    if failed is not None:   # the process that raised it raises its own object
+        raise failed if failed is error else copy.copy(failed)
+    first = everything[0][1]
+    differences = []
+    for p, (_, other) in enumerate(everything[1:], 1):
+        for label in sorted(set(first) | set(other)):
+            if first.get(label) != other.get(label):
+                differences.append(f"process {p}'s {label} is {_shown(other.get(label))}, "
+                                   f"process 0's {_shown(first.get(label))}")
+    if differences:
+        shown = "; ".join(differences[:6]) + ("; ..." if len(differences) > 6 else "")
+        raise InputError(f"the processes of this mpiexec launch would not run the same thing: "
+                         f"{shown}. Every process must be given the same kernel, inputs and "
+                         f"options (each host reads its own copy of the files)")
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "not given"
+    if isinstance(value, str) and value.startswith("digest "):
+        return f"content {value[7:19]}"
+    return repr(value)
+
+
 class _Hub:
     """What the threads of a loopback run share: one slot per partition and a barrier."""
 

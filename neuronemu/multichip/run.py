@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 
-from neuronemu.errors import InputError, NeuronemuError
+import numpy as np
+
+from neuronemu.errors import REPORTED, InputError
 from neuronemu.hostmem import memory_errors
 from neuronemu.results import Result, finish
 
@@ -16,7 +18,7 @@ def run_ranks(program, topo, ranks_per_chip: int, per_rank: list[dict], seed: in
               partitions: int | None, options: dict):
     """Every rank's Result and the links' state, from partition 0 (the only one under mpiexec
     that returns them; the others return None). ``options``: spmd.execute's run options."""
-    comm = _comm(partitions)
+    comm = launch_comm(partitions)
     if comm is None and partitions is not None and partitions > 1:
         from neuronemu.exec.core import RunLimits, stop_on_sigint
         from neuronemu.multichip.comm import run_loopback
@@ -31,7 +33,34 @@ def run_ranks(program, topo, ranks_per_chip: int, per_rank: list[dict], seed: in
     return None if results is None else (results, network)
 
 
-def _comm(partitions: int | None):
+def launch_plan(program, topology: str, ranks_per_chip: int, inputs, seed: int,
+                options: dict) -> dict:
+    """What this process is about to run, as values and digests the processes of an MPI
+    launch compare (comm.check_launch): the lowered kernel and its declarations, every input
+    array's dtype, shape and bytes (one pass over them: ~1 s per GB) and the options."""
+    import hashlib
+
+    def digest(*parts) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for part in parts:
+            h.update(part if isinstance(part, (bytes, memoryview)) else repr(part).encode())
+        return "digest " + h.hexdigest()
+
+    declarations = sorted((t.name, t.dtype, t.shape, t.role, t.init, t.offset)
+                          for t in program.tensors.values())
+    plan = {"kernel": digest(program.instrs.tobytes(), program.ops.tobytes(),
+                             program.imms.tobytes(), declarations, program.sync_mode),
+            "target": program.target.name, "topology": topology,
+            "ranks per chip": ranks_per_chip, "seed": seed,
+            **{name.replace("_", " "): value for name, value in options.items()}}
+    for name, value in sorted((inputs or {}).items()):
+        array = np.ascontiguousarray(np.asarray(value))
+        plan[f"input '{name}'"] = digest(str(array.dtype), array.shape,
+                                         memoryview(array.reshape(-1).view(np.uint8)))
+    return plan
+
+
+def launch_comm(partitions: int | None):
     """The MPI partition of this process when mpiexec started several, else None (the run is
     in this process: one partition, or ``partitions`` loopback threads)."""
     from neuronemu.multichip.comm import launched_by_mpiexec, mpi_comm
@@ -53,7 +82,7 @@ def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options,
     any partition (a fault, a deadlock, a finish that fails) is raised on every partition."""
     try:
         return _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits)
-    except NeuronemuError:
+    except REPORTED:   # every partition raises it alike (Ctrl-C reaches them all)
         raise
     except BaseException:
         if hasattr(comm, "abort"):
@@ -81,7 +110,7 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
         for r in sorted(cores):
             try:
                 results[r] = finish(program, cores[r], seed, world)
-            except NeuronemuError as e:
+            except REPORTED as e:
                 error = e
                 break
             except MemoryError as e:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuronemu.errors import NeuronemuError
+from neuronemu.errors import REPORTED, NeuronemuError
 from neuronemu.nki import isa, language
 from neuronemu.nki._trace import (
     _CURRENT,
@@ -196,7 +196,7 @@ def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
     program = tr.assemble()
     try:
         result = api.run(program, inputs=tr.inputs, seed=seed)
-    except NeuronemuError as error:
+    except REPORTED as error:   # Ctrl-C too: it stops the program, at the kernel's line
         map_error(error, tr.asm_name, tr.source_map)
         raise
     for warning in result.warnings:

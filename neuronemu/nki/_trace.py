@@ -41,6 +41,10 @@ HOOKS: dict = {}
 import from here would be a cycle)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+MAX_TRACED = 200_000
+"""Instructions one traced kernel may make: neuronemu.asm.macros.MAX_LINES, the lines an
+unrolled assembly kernel may have (about 1 GB to assemble). An endless Python loop in a kernel
+stops here with a located error instead of growing the tracer's list without end."""
 _ALIGN = 4
 
 
@@ -633,6 +637,11 @@ class Tracer:
 
     # -- instructions
     def emit(self, mnemonic: str, *operands: str, **kwargs) -> None:
+        if len(self.instructions) >= MAX_TRACED:
+            fail(f"the kernel has made {MAX_TRACED:,} instructions while being traced, the most "
+                 f"one kernel may have (an endless Python loop?)",
+                 "Python loops unroll when a kernel is traced (docs/nki.md): every iteration "
+                 "adds its instructions; the limit is the assembler's for unrolled code")
         args = list(operands) + [f"{k}={v}" for k, v in kwargs.items() if v is not None]
         self.instructions.append(Emitted(f"{mnemonic} {', '.join(args)}", user_site()))
 

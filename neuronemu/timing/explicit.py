@@ -102,14 +102,14 @@ def replay_cores(program, cores: list, couple=None) -> list[Replay]:
     core's Replayer stops at its cc.* events and ``couple(replayers)`` drives them together
     (the multi-chip driver works out those events' ends from the other ranks' replayed times)."""
     if couple is not None:
-        recorded = [_recorded(core) for core in cores]
+        recorded = [_recorded(program, core) for core in cores]
         replayers = [Replayer(program, events, times, core.clocks, couple=True)
                      for core, (events, times) in zip(cores, recorded, strict=True)]
         couple(replayers)
         return [replayer.result() for replayer in replayers]
     out = []
     for core in cores:
-        events, times = _recorded(core)
+        events, times = _recorded(program, core)
         try:
             out.append(replay(program, events, times, core.clocks))
         except RuntimeFault as e:
@@ -119,12 +119,18 @@ def replay_cores(program, cores: list, couple=None) -> list[Replay]:
     return out
 
 
-def _recorded(core) -> tuple[np.ndarray, np.ndarray]:
+def _recorded(program, core) -> tuple[np.ndarray, np.ndarray]:
     """A core's trace events, all of them: the replay needs every instruction."""
     n = int(core.regs[L.REG_EVENTS])
     if n > len(core.events):
-        raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
-                           f"executed {n} and max_trace_events is {len(core.events)}")
+        from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
+
+        each = 8 * (EVENT_WIDTH + EVENT_TIMES_WIDTH)
+        raise RuntimeFault(f"sync mode explicit replays every timed instruction from the "
+                           f"trace, but the run executed {n:,} of them and the trace "
+                           f"holds {len(core.events):,}; raise it with --max-trace-events N (API: "
+                           f"max_trace_events=; {each} bytes of memory each)",
+                           program.directive_location("sync"))
     return core.events[:n], core.event_times[:n]
 
 

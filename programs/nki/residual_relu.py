@@ -4,9 +4,9 @@ the outputs are wrong from the second row tile on. Run it: python programs/nki/r
 
 import numpy as np
 
-import neuronemu.nki as nki
 import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
+from neuronemu import nki
 
 
 @nki.jit

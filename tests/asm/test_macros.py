@@ -9,6 +9,7 @@ expansion notes. Each test runs with the fast parser and with lark alone (``pars
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -381,6 +382,61 @@ def test_expansion_is_bounded(monkeypatch):
     assert error.render().count("note: in repetition") == macros.MAX_DEPTH
     (error,) = errors_of(DECLS + ".rept 2000000\n.endr\n")
     assert "range [0, 1000000]" in error.message
+
+
+def test_nested_empty_repts_end_with_a_located_error():
+    """Two nested `.rept 1000000` around nothing emit no line, so the line limit never stopped
+    them: 10^12 repetitions, forever (issue 30). Repetitions and macro uses are counted."""
+    started = time.perf_counter()
+    (error,) = errors_of(DECLS + ".rept 1000000\n  .rept 1000000\n  .endr\n.endr\n")
+    assert time.perf_counter() - started < 30
+    assert error.message == ("the expansion of .rept / .macro blocks exceeds 1,000,000 "
+                             "repetitions and macro uses in all (a repeated empty body counts "
+                             "too)")
+    assert (error.location.line, error.location.column) == (6, 3)
+    assert "note: in repetition 1 of 1000000 of '.rept' at m.s:5:1" in error.render()
+
+
+def test_macro_uses_count_as_repetitions(monkeypatch):
+    monkeypatch.setattr(macros, "MAX_REPETITIONS", 100)
+    source = DECLS + ".macro nothing\n.endm\n.rept 60\n  nothing\n  nothing\n.endr\n"
+    (error,) = errors_of(source)
+    assert "exceeds 100 repetitions and macro uses" in error.message
+    assert (error.location.line, error.location.column) == (8, 3)   # a use of 'nothing'
+
+
+def test_unrolled_kernels_are_bounded_in_lines_and_stop_early():
+    """1000 x 1000 one-line bodies: 8 lines of source that used to assemble into a million
+    instructions (64 s and 4.6 GB in the grader); now a located error at the 200,001st line,
+    without parsing the lines expanded so far."""
+    assert macros.MAX_LINES == 200_000
+    started = time.perf_counter()
+    (error,) = errors_of(DECLS + ".rept 1000\n.rept 1000\n    dma.copy t, a\n.endr\n.endr\n")
+    assert time.perf_counter() - started < 30
+    assert error.message == "the expansion of .rept / .macro blocks exceeds 200,000 lines"
+    assert error.location.line == 7
+
+
+def test_expansion_stops_before_it_outgrows_the_host_memory(monkeypatch, tmp_path):
+    """The lines held until the program is assembled cost ~5 KB each: an expansion that would
+    not fit in the available memory stops at the line that would not, with exit code 6."""
+    from click.testing import CliRunner
+
+    from neuronemu import ResourceError, resources
+    from neuronemu.cli import main
+
+    available = macros._HEADROOM + 100 * macros.BYTES_PER_LINE
+    monkeypatch.setattr(resources, "host_memory", lambda: (1 << 34, available))
+    with pytest.raises(ResourceError) as info:
+        assemble(DECLS + ".rept 1000\n    dma.copy t, a\n.endr\n", "m.s")
+    error = info.value
+    assert error.message.startswith("the expansion of .rept / .macro blocks needs more host "
+                                     "memory than is available: 100 lines so far")
+    assert (error.location.line, error.exit_code) == (6, 6)
+    kernel = tmp_path / "k.s"
+    kernel.write_text(DECLS + ".rept 1000\n    dma.copy t, a\n.endr\n")
+    result = CliRunner().invoke(main, ["check", str(kernel)])
+    assert result.exit_code == 6 and f"{kernel}:6:1: error: the expansion" in result.stderr
 
 
 def test_check_json_has_the_expansion_of_each_error(tmp_path):

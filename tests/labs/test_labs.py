@@ -267,6 +267,47 @@ def test_an_endless_kernel_is_stopped_by_the_instruction_limit(tmp_path: Path) -
     assert report.score == 0
 
 
+def test_an_expansion_bomb_is_graded_zero_and_results_are_written(tmp_path: Path) -> None:
+    """Two nested empty `.rept 1000000` never finished assembling: `grade` spun without limit
+    and wrote no results.json (issue 30). Now each shape gets the located error and a 0."""
+    text = (lab_dir("01-vector-add") / "starter.s").read_text() + (
+        ".rept 1000000\n.rept 1000000\n.endr\n.endr\n")
+    out = tmp_path / "results.json"
+    result = CliRunner().invoke(main, ["grade", "1", str(_write(tmp_path, text)),
+                                       "--gradescope", str(out), "--seeds", "1"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["score"] == 0
+    assert "exceeds 1,000,000 repetitions and macro uses" in doc["tests"][0]["output"]
+
+
+def test_ctrl_c_stops_grading_and_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C during one shape's run was graded as that shape's failure: grading went on,
+    exited 0 and wrote results.json (issue 30). It stops the grader: exit 130, no file."""
+    from neuronemu.errors import Interrupted
+    from neuronemu.grade import grader
+
+    calls = []
+
+    def interrupted_run(*args, **kwargs):
+        calls.append(args)
+        raise Interrupted("interrupted (Ctrl-C) at vector.tensor_tensor after 3 instructions",
+                          limit="interrupt", steps=3)
+
+    monkeypatch.setattr(grader, "_run", interrupted_run)
+    with pytest.raises(KeyboardInterrupt):
+        grade(LABS["01-vector-add"], lab_dir("01-vector-add") / "starter.s", seeds=1)
+    assert len(calls) == 1
+    out = tmp_path / "results.json"
+    result = CliRunner().invoke(main, ["grade", "1", str(lab_dir("01-vector-add") /
+                                                         "starter.s"),
+                                       "--gradescope", str(out), "--seeds", "1", "--json"])
+    assert result.exit_code == 130, result.output
+    assert not out.exists() and len(calls) == 2
+    assert json.loads(result.stdout)["error"]["type"] == "Interrupted"
+    assert "error: interrupted (Ctrl-C) at vector.tensor_tensor" in result.stderr
+
+
 def test_unwritten_output_is_named(tmp_path: Path) -> None:
     text = (lab_dir("01-vector-add") / "starter.s").read_text().replace(
         "    dma.copy c, a_tile, queue=2", "    dma.copy c[0:64, :], a_tile[0:64, :], queue=2")

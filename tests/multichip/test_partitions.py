@@ -282,6 +282,76 @@ def test_mpiexec_error_is_reported_once_with_its_exit_code(tmp_path: Path) -> No
     assert mpi.stderr == local.stderr
 
 
+def _mpmd(first: list[str], second: list[str], cwd: Path, command: str = "run"):
+    """`mpiexec -n 1 neuronemu run FIRST : -n 1 neuronemu run SECOND`: two processes given
+    different command lines (as two hosts with different files would be)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")}
+    base = [sys.executable, "-m", "neuronemu", command]
+    return subprocess.run([_mpiexec(), "-n", "1", *base, *first, ":", "-n", "1", *base,
+                           *second], check=False, cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=180)
+
+
+@needs_mpi
+@pytest.mark.parametrize("option", ["--output", "--input"])
+def test_a_file_check_failing_on_one_process_ends_the_launch(option: str,
+                                                              tmp_path: Path) -> None:
+    """A missing output directory or input file on one host: that process exited without a
+    word and process 0 waited forever (issue 30). The processes exchange their set-up errors
+    before running: all end with the failing process's message, reported once, exit 4."""
+    kernel = str(COLLECTIVES / "ring_allreduce.s")
+    good = tmp_path / "x.npy"
+    np.save(good, np.ones((128, 4096), np.float32))
+    if option == "--output":
+        mine, theirs = f"y={tmp_path / 'y.npy'}", f"y={tmp_path / 'absent' / 'y.npy'}"
+        message = f"error: --output y: cannot write {tmp_path / 'absent' / 'y.npy'}: no such "
+    else:
+        mine, theirs = f"x={good}", f"x={tmp_path / 'absent.npy'}"
+        message = f"error: --input x: no such file {tmp_path / 'absent.npy'}"
+    proc = _mpmd([kernel, option, mine, "--json"], [kernel, option, theirs, "--json"],
+                 tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.count(message) == 1, proc.stderr
+    assert json.loads(proc.stdout)["error"]["exit_code"] == 4
+    assert not (tmp_path / "y.npy").exists()
+
+
+@needs_mpi
+def test_processes_given_different_seeds_or_inputs_are_refused(tmp_path: Path) -> None:
+    """Different --seed values or --input files on the processes were mixed into one result
+    (issue 30): every process's kernel, inputs and options are compared before running."""
+    kernel = str(COLLECTIVES / "ring_allreduce.s")
+    proc = _mpmd([kernel, "--seed", "1"], [kernel, "--seed", "2"], tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.count("error: the processes of this mpiexec launch would not run the "
+                             "same thing: process 1's seed is 2, process 0's 1.") == 1
+    ones, zeros = tmp_path / "ones.npy", tmp_path / "zeros.npy"
+    np.save(ones, np.ones((128, 4096), np.float32))
+    np.save(zeros, np.zeros((128, 4096), np.float32))
+    proc = _mpmd([kernel, "--input", f"x={ones}"], [kernel, "--input", f"x={zeros}"],
+                 tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert "process 1's input 'x' is content " in proc.stderr
+    edited = tmp_path / "k.s"
+    edited.write_text(Path(kernel).read_text().replace("init=normal(0, 1)", "init=ones"))
+    proc = _mpmd([kernel], [str(edited)], tmp_path)
+    assert proc.returncode == 4 and "process 1's kernel is content " in proc.stderr
+
+
+@needs_mpi
+def test_grade_under_mpiexec_is_refused_by_every_process(tmp_path: Path) -> None:
+    """`mpiexec -n 2 neuronemu grade` hung (each process graded alone; the multi-chip lab's
+    runs waited for each other): every process refuses, process 0 says why."""
+    from neuronemu.grade.labs import lab_dir
+
+    starter = str(lab_dir("07-ring-allreduce") / "starter.s")
+    proc = _mpmd(["7", starter], ["7", starter], tmp_path, command="grade")
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.count("error: neuronemu grade runs in one process: run it without "
+                             "mpiexec") == 1
+
+
 def test_mpi_launch_is_detected_from_the_launcher_environment(monkeypatch) -> None:
     for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE",
                  "PMI_RANK"):

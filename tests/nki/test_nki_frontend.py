@@ -307,3 +307,24 @@ def test_the_error_docs_nki_md_shows_is_the_one_this_file_gives():
         nki.run(shape_mismatch, X)
     shown = info.value.render().replace(str(Path(__file__).resolve().parents[2]) + "/", "")
     assert "\n".join("  " + line for line in shown.splitlines()) in doc
+
+
+def test_an_endless_python_loop_stops_at_the_tracer_limit(monkeypatch):
+    """An endless Python loop in a kernel grew the tracer's instruction list without end
+    (~10 MB/s, issue 30): past the assembler's limit for unrolled code it is a located error."""
+    from neuronemu.asm import macros
+    from neuronemu.nki import _trace
+
+    assert _trace.MAX_TRACED == macros.MAX_LINES
+    monkeypatch.setattr(_trace, "MAX_TRACED", 1000)
+
+    def endless(x):
+        tile = nl.ndarray((128, 64), x.dtype, buffer=nl.sbuf)
+        while True:
+            nisa.dma_copy(dst=tile, src=x[0:128, :])
+
+    with pytest.raises(NkiError) as info:
+        nki.simulate(endless)(X)
+    error = info.value
+    assert error.message.startswith("the kernel has made 1,000 instructions while being traced")
+    assert error.location.line == line_of(endless, "nisa.dma_copy(dst=tile")

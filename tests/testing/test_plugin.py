@@ -105,6 +105,51 @@ def test_a_wrong_kernel_fails_with_a_readable_ulp_report(suite):
     assert "def assert_ulp_close" not in result.stdout.str()   # the helper's frame is hidden
 
 
+def test_ctrl_c_in_a_test_stops_the_whole_session(pytester):
+    """Ctrl-C while a kernel runs in a test used to fail that test alone and go on with the
+    next ones (issue 30): it interrupts the session, as Ctrl-C does anywhere in pytest."""
+    pytester.makepyfile("""
+        import os, signal, threading
+        import pytest
+        import neuronemu
+
+        SPIN = "ctrl.mov r0, 0\\nspin:\\nctrl.jmp spin\\n"
+
+        def test_spins():
+            program = neuronemu.assemble(SPIN, "spin.s")
+            with pytest.raises(neuronemu.LimitReached):   # the loop is loaded
+                neuronemu.run(program, max_instructions=10)
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+            neuronemu.run(program, max_instructions=2 ** 62)
+
+        def test_after():
+            pass
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-v")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines([("! neuronemu.errors.Interrupted: spin.s:3:1: error: "
+                                  "interrupted (Ctrl-C) at ctrl.jmp after * instructions")])
+    assert "test_after" not in result.stdout.str() and "no tests ran" in result.stdout.str()
+
+
+def test_a_kernel_error_in_a_test_shows_the_located_message_without_internal_frames(suite):
+    """A kernel error inside a test came after ~85 lines of this package's own traceback
+    (issue 30): the test's own frames and the located message, as the assertions show."""
+    (suite.path / "add.s").write_text(ADD.format(tile="float32").replace("op=add", "op=ad"))
+    result = suite.runpytest(*PLUGIN, "-k", "test_add and not everywhere and not two")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*run = neuronemu_run(\"add.s\")",
+        ("E * neuronemu.errors.AsmError: *add.s:9:*: error: vector.tensor_tensor argument 'op' "
+         "must be one of: *did you mean 'add'?"),
+        "E * 9 |     vector.tensor_tensor tc, ta, tb, op=ad",
+    ])
+    failure = out[out.index("_ test_add _"):out.index("test_add.py:6: AsmError")]
+    assert "neuronemu/" not in failure and "site-packages" not in failure, failure
+    assert len(failure.splitlines()) < 20, failure
+
+
 def test_the_marker_needs_a_target_fixture(pytester):
     pytester.makepyfile("""
         import pytest
