@@ -42,7 +42,7 @@ Writer = Callable[[IO[bytes]], object]
 """Writes one file's bytes to a binary file object."""
 
 WIDEN_PIECE = 1 << 20
-"""Elements widened to float32 at a time when saving bf16/fp8 (4 MiB of float32)."""
+"""Elements written at a time (bf16/fp8 widened to float32 a piece at a time: 4 MiB)."""
 
 PIPE_PIECE = 1 << 24
 """Bytes read at a time from an input that cannot be mapped (a pipe)."""
@@ -174,22 +174,24 @@ def saved_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def npy_writer(array: np.ndarray) -> Writer:
-    """Writes ``array`` as .npy, in :func:`saved_dtype`. A bf16/fp8 array is widened a piece at a
-    time (no second full-size copy; the bytes are those of ``np.save(array.astype(float32))``)."""
-    import numpy as np
+    """Writes ``array`` as .npy, in :func:`saved_dtype`, the bytes of ``np.save(array)`` (of
+    ``array.astype(float32)`` for bf16/fp8), a piece at a time: a widened array is never copied
+    whole, and the file object need not be seekable (np.save asks a real file for its position,
+    which a FIFO or a pipe cannot give)."""
     from numpy.lib import format as npy
 
     target = saved_dtype(array.dtype)
-    if target == array.dtype:
-        return lambda f: np.save(f, array, allow_pickle=False)
 
     def write(f: IO[bytes]) -> None:
         header = npy.header_data_from_array_1_0(array)
         header["descr"] = npy.dtype_to_descr(target)
-        npy.write_array_header_1_0(f, header)
+        try:
+            npy.write_array_header_1_0(f, header)
+        except ValueError:   # a header over 64 KiB (thousands of dimensions): np.save's 2.0
+            npy.write_array_header_2_0(f, header)
         flat = array.ravel(order="F" if header["fortran_order"] else "C")
         for start in range(0, flat.size, WIDEN_PIECE):
-            f.write(flat[start: start + WIDEN_PIECE].astype(target).data)
+            f.write(flat[start: start + WIDEN_PIECE].astype(target, copy=False).data)
     return write
 
 
