@@ -260,7 +260,7 @@ def _run(kernel, target, topology, ranks_per_chip, input_files, output_files, ou
 
 
 def _topology(name: str):
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     topologies = load_topologies()
     if name not in topologies:
@@ -430,7 +430,7 @@ def programs():
 @click.option("--json", "as_json", is_flag=True)
 def topology(name, as_json):
     """Describe a multi-chip system (isa/topologies.toml), or list them all."""
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     topologies = load_topologies()
     if name is None:

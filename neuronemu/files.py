@@ -102,7 +102,7 @@ def _refuse_untyped(dtype, path: str, label: str) -> None:
 def _load_regular(path: str, label: str) -> np.ndarray:
     import numpy as np
 
-    from neuronemu.resources import human
+    from neuronemu.hostmem import human
 
     size = os.path.getsize(path)
     if size == 0:
@@ -134,7 +134,7 @@ def _load_stream(path: str, label: str) -> np.ndarray:
     """A pipe or other unseekable file: np.load seeks back after the magic, so read it here."""
     import numpy as np
 
-    from neuronemu.resources import human
+    from neuronemu.hostmem import human
 
     try:
         with open(path, "rb") as f:

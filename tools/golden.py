@@ -94,7 +94,7 @@ def run(case: dict, out_dir: Path, trace: Path) -> tuple[int, dict]:
     from neuronemu import api, files, report
     from neuronemu.cli import DEFAULT_TIMEOUT
     from neuronemu.errors import NeuronemuError
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
     from neuronemu.programs import resolve_kernel
     from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
 
