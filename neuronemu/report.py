@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from neuronemu.api import Result, SpmdResult
     from neuronemu.errors import Diagnostic, NeuronemuError
     from neuronemu.program import Program
+    from neuronemu.results import Result, SpmdResult
     from neuronemu.timing.report import Timing
 
 SCHEMA_VERSION = 1
