@@ -7,58 +7,52 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
-import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
+from neuronemu import files, report
 from neuronemu.errors import (
-    REPORTED,
-    AsmError,
     InputError,
     Interrupted,
     NeuronemuError,
     Reported,
 )
+from neuronemu.isa.topologies import topology_named
 from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
+from neuronemu.multichip.run import agreed_error, end_launch
+from neuronemu.programs import check_own_topology, resolve_kernel
 
-SCHEMA_VERSION = 1
 TARGETS = ("trn1", "trn2", "trn3")
 INT64_MAX = 2 ** 63 - 1  # seeds and limits live in int64 registers
 DEFAULT_TIMEOUT = 60.0
 
 
 class _Failure(click.ClickException):
-    """Carries a NeuronemuError out of a command with its exit code, rendered once."""
+    """Carries a NeuronemuError out of a command with its exit code, rendered once, after the
+    kernel's assembler warnings (they may be the failure's cause: an integer division, say)."""
 
-    def __init__(self, error: Reported, as_json: bool):
+    def __init__(self, error: Reported, as_json: bool, warnings: Iterable = ()):
         super().__init__(error.message)
         self.error = error
         self.exit_code = error.exit_code
         self.as_json = as_json
+        self.warnings = list(warnings)
 
     def show(self, file=None) -> None:
         if partition_number() != 0:
             return   # every MPI partition raises the same error; partition 0 reports it
         if self.as_json:
-            click.echo(json.dumps(_error_document(self.error), indent=2))
+            click.echo(json.dumps(report.error_document(self.error, self.warnings), indent=2))
+        _echo_warnings(self.warnings)
         click.echo(self.error.render(), err=True)
 
 
-def _error_document(error: NeuronemuError) -> dict:
-    """The --json document of a failed command: ``error`` is the first error (as it always
-    was). A kernel that does not assemble adds ``errors``, every error reported (the first
-    included, in the order they were found, up to 20) and ``errors_truncated``, true when the
-    limit stopped the assembler before the end of the file; other failures (one error each)
-    keep the document they always had."""
-    doc = {"schema_version": SCHEMA_VERSION, "error": error.to_json()}
-    if isinstance(error, AsmError):
-        doc["errors"] = [e.to_json() for e in error.errors]
-        doc["errors_truncated"] = error.truncated
-    return doc
+def _echo_warnings(warnings: Iterable) -> None:
+    for warning in warnings:
+        click.echo(warning.render(), err=True)
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -101,15 +95,12 @@ class _JsonUsageError(click.UsageError):
         self.exit_code = error.exit_code
 
     def show(self, file=None) -> None:
-        doc = {"type": "UsageError", "message": self.error.format_message(),
-               "exit_code": self.exit_code}
         param = getattr(self.error, "param", None)
         hint = getattr(self.error, "param_hint", None)
-        if param is not None and getattr(param, "opts", None):
-            doc["option"] = param.opts[0]
-        elif isinstance(hint, str):
-            doc["option"] = hint.split("/")[0].strip(" '\"")
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "error": doc}, indent=2))
+        option = (param.opts[0] if param is not None and getattr(param, "opts", None) else
+                  hint.split("/")[0].strip(" '\"") if isinstance(hint, str) else None)
+        doc = report.usage_error_document(self.error.format_message(), self.exit_code, option)
+        click.echo(json.dumps(doc, indent=2))
         self.error.show(file)
 
 
@@ -135,249 +126,6 @@ class _Group(click.Group):
             if ctx.meta.get("neuronemu.json") and not isinstance(e, _JsonUsageError):
                 raise _JsonUsageError(e) from None
             raise
-
-
-def _bundled(kernel: str) -> Path:
-    """A kernel path, or the name of a bundled program (``vector_add`` / ``examples/vector_add``)."""
-    path = Path(kernel)
-    if path.exists():
-        return path
-    from neuronemu.programs import find_program
-
-    found = find_program(kernel)
-    if found is None:
-        raise InputError(f"no such kernel file: {kernel} (bundled programs: "
-                         f"`neuronemu programs` lists them)")
-    return found
-
-
-def _load_inputs(pairs: dict[str, str]) -> dict:
-    return {name: _load_npy(name, path) for name, path in pairs.items()}
-
-
-def _load_npy(name: str, path: str):
-    """One --input file. The header is read first and the data size checked against the file, so
-    a header that claims terabytes is an error, not an allocation; the data is memory-mapped
-    (read-only), so a big input is read straight into the HBM image, not copied first."""
-    import numpy as np
-    from numpy.lib import format as npy
-
-    label = f"--input {name}"
-    try:
-        size = os.path.getsize(path)
-        if os.path.isdir(path):
-            raise InputError(f"{label}: {path} is a directory, not a .npy file")
-        if size == 0:
-            raise InputError(f"{label}: {path} is empty (0 bytes), not a .npy file")
-        with open(path, "rb") as f:
-            version = npy.read_magic(f)
-            header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape, _, dtype = header(f)
-            data_start = f.tell()
-    except FileNotFoundError:
-        raise InputError(f"{label}: no such file {path}") from None
-    except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"{label}: cannot read {path} as .npy ({e})") from None
-    need = math.prod(shape) * dtype.itemsize  # Python ints: exact for any claimed shape
-    have = size - data_start
-    if not dtype.hasobject and need > have:
-        from neuronemu.hostmem import human
-
-        raise InputError(f"{label}: {path} is truncated or corrupt: its header declares "
-                         f"{dtype}{list(shape)} = {need} bytes ({human(need)}) of data, but "
-                         f"only {have} bytes follow")
-    try:
-        if need and not dtype.hasobject:
-            try:
-                return np.load(path, mmap_mode="r", allow_pickle=False)
-            except (OSError, ValueError):
-                pass  # not mappable (a pipe, a special file): read it
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"{label}: cannot read {path} as .npy ({e})") from None
-
-
-_SUMMARY_PIECE = 1 << 22
-
-
-def _compiled_note(seconds: float) -> str:
-    """The one-time compile, apart from the run time it used to be counted in."""
-    return f"; plus {seconds:.1f} s compiling, once" if seconds >= 0.05 else ""
-
-
-def _summary(array) -> dict:
-    """nan count, min, max and mean of the finite values. A big array is summarised piece by
-    piece (its float64 copy would cost twice its size); the mean then sums the pieces' sums."""
-    import numpy as np
-
-    flat = np.asarray(array).reshape(-1)
-    if flat.size <= _SUMMARY_PIECE:
-        values = flat.astype(np.float64)
-        finite = values[np.isfinite(values)]
-        doc = {"nan_count": int(np.isnan(values).sum())}
-        if finite.size:
-            doc.update(min=float(finite.min()), max=float(finite.max()),
-                       mean=float(finite.mean()))
-        return doc
-    nan_count, count, total, low, high = 0, 0, [], math.inf, -math.inf
-    for start in range(0, flat.size, _SUMMARY_PIECE):
-        values = flat[start: start + _SUMMARY_PIECE].astype(np.float64)
-        nan_count += int(np.isnan(values).sum())
-        finite = values[np.isfinite(values)]
-        if finite.size:
-            count += finite.size
-            total.append(float(finite.sum()))
-            low, high = min(low, float(finite.min())), max(high, float(finite.max()))
-    doc = {"nan_count": nan_count}
-    if count:
-        doc.update(min=low, max=high, mean=math.fsum(total) / count)
-    return doc
-
-
-def _savable(array):
-    """numpy cannot round-trip ml_dtypes through .npy, so bf16/fp8 are saved widened to float32
-    (exact); native numpy dtypes are saved as they are."""
-    import numpy as np
-
-    if array.dtype.name in ("bfloat16",) or array.dtype.name.startswith("float8"):
-        return array.astype(np.float32)
-    return array
-
-
-Writer = Callable  # writes a file's bytes to a binary file object
-
-
-def _save_all(files: dict[str, tuple[str, Writer]], directory: Path | None = None
-              ) -> dict[str, str]:
-    """Write every ``label -> (path, write(binary file))`` or none: each goes to a new hidden
-    temporary file in its destination's directory and is renamed into place only when all of
-    them were written; ``directory`` (--output-dir) is created first if missing. On any failure
-    (or Ctrl-C) the temporaries and the directories made are removed, and existing files are
-    left as they were. (The renames themselves, all
-    within directories already written to, are the one step that is not all-or-none.)"""
-    staged: list[tuple[Path, Path]] = []
-    made: list[Path] = []
-    done = False
-    try:
-        if directory is not None:
-            try:
-                made += _make_directories(directory)
-            except OSError as e:
-                raise InputError(f"--output-dir: cannot create {directory}: "
-                                 f"{e.strerror or e}") from None
-        for label, (dest, write) in files.items():
-            final = Path(dest)
-            try:
-                temporary, fd = _create_temporary(final)
-                staged.append((temporary, final))
-                with os.fdopen(fd, "wb") as f:
-                    write(f)
-            except OSError as e:
-                raise InputError(f"{label}: cannot write {dest}: {e.strerror or e}") from None
-        for (temporary, final), label in zip(staged, files, strict=True):
-            try:
-                os.replace(temporary, final)
-            except OSError as e:
-                raise InputError(f"{label}: cannot write {final}: {e.strerror or e}") from None
-        done = True
-    finally:
-        for temporary, _ in staged:
-            if not done and temporary.exists():
-                temporary.unlink()
-        if not done:
-            for created in reversed(made):
-                try:
-                    created.rmdir()
-                except OSError:
-                    pass
-    return {label: dest for label, (dest, _) in files.items()}
-
-
-def _create_temporary(final: Path) -> tuple[Path, int]:
-    """A new file next to ``final`` (same directory, so the rename is atomic), with the
-    permissions a new file gets (0o666 less the umask); a unique name, so two runs writing the
-    same destination never share a temporary."""
-    while True:
-        temporary = final.with_name(f".{final.name}.{secrets.token_hex(4)}.partial")
-        try:
-            return temporary, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-
-
-def _make_directories(directory: Path) -> list[Path]:
-    """Create ``directory`` and missing parents; return those created, outermost first."""
-    missing = []
-    while not directory.exists():
-        missing.append(directory)
-        if directory.parent == directory:
-            break
-        directory = directory.parent
-    for path in reversed(missing):
-        path.mkdir()
-    return list(reversed(missing))
-
-
-def _destinations(program, output_files: dict[str, str], output_dir: Path | None,
-                  trace_path: Path | None) -> dict[str, str]:
-    """``label -> path`` of every file the run will write: --output, then DIR/NAME.npy for the
-    outputs --output did not name, then --trace; checked before the kernel runs (so a long run is
-    not wasted): no two the same file, none an existing directory, every directory writable."""
-    for name in output_files:
-        if name not in program.tensors or program.tensors[name].role != "output":
-            names = ", ".join(t.name for t in program.outputs()) or "none"
-            raise InputError(f"--output {name}: the kernel has no output '{name}' "
-                             f"(outputs: {names})")
-    files = {f"--output {name}": path for name, path in output_files.items()}
-    if output_dir is not None:
-        for t in program.outputs():
-            if t.name not in output_files:
-                files[f"--output-dir {t.name}"] = str(output_dir / f"{t.name}.npy")
-    if trace_path is not None:
-        files["--trace"] = str(trace_path)
-    seen: dict[str, str] = {}
-    for label, path in files.items():
-        key = os.path.normcase(os.path.realpath(path))
-        if key in seen:
-            raise InputError(f"{seen[key]} and {label} both write {path}: give each its own file")
-        seen[key] = label
-        _check_destination(label, Path(path), output_dir)
-    return files
-
-
-def _check_destination(label: str, path: Path, output_dir: Path | None) -> None:
-    """``path`` can be written: not a directory, and its directory exists (or is --output-dir,
-    which is created when the outputs are written) and takes new files."""
-    if path.is_dir():
-        raise InputError(f"{label}: cannot write {path}: it is a directory")
-    directory = path.parent
-    while not directory.exists():  # --output-dir is created when the outputs are written
-        if directory.parent == directory:
-            break
-        directory = directory.parent
-    if not directory.is_dir():
-        raise InputError(f"{label}: cannot write {path}: {directory} is not a directory")
-    will_exist = output_dir is not None and (os.path.realpath(path.parent)
-                                             == os.path.realpath(output_dir))
-    if directory != path.parent and not will_exist:
-        raise InputError(f"{label}: cannot write {path}: no such directory {path.parent}")
-    try:  # the only sure test of writability (root, ACLs, read-only mounts): try it
-        temporary, fd = _create_temporary(directory / path.name)
-        os.close(fd)
-        temporary.unlink()
-    except OSError as e:
-        raise InputError(f"{label}: cannot write {path}: {e.strerror or e} ({directory})"
-                         ) from None
-
-
-def _npy_writer(array):
-    import numpy as np
-
-    return lambda f: np.save(f, array, allow_pickle=False)
-
-
-def _json_writer(doc):
-    return lambda f: f.write(json.dumps(doc).encode())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -445,69 +193,28 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "partitions": partitions}
     try:
-        if topology is not None:
-            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
-                      trace_path, topology, ranks_per_chip, as_json, plot_path)
-        else:
-            _run_one(kernel, target, input_files, output_files, output_dir, options,
-                     trace_path, as_json, plot_path, ranks_per_chip)
+        _run(kernel, target, topology, ranks_per_chip, input_files, output_files, output_dir,
+             options, trace_path, plot_path, as_json)
     except _Failure as failure:
-        raise _agreed(failure) from None
+        raise _Failure(agreed_error(failure.error), as_json, failure.warnings) from None
     except click.ClickException:
         raise   # usage errors: every process has the same command line
     except BaseException:
-        _end_launch()
+        end_launch()
         raise
 
 
-def _agreed(failure: _Failure) -> _Failure:
-    """Under mpiexec, an error met before the processes checked their launch (a file missing
-    on one host, a kernel that does not assemble there): the processes exchange it in the
-    launch check that the others are waiting in, and every one raises the first process's
-    error, so process 0 reports it and none waits forever."""
-    from neuronemu.multichip.comm import check_launch, launch_checked, mpi_comm
-
-    if not launched_by_mpiexec() or launch_checked():
-        return failure
-    try:
-        check_launch(mpi_comm(), failure.error, None)
-    except REPORTED as first:
-        return _Failure(first, failure.as_json)
-    return failure
-
-
-def _end_launch() -> None:
-    """Under mpiexec, before the launch check, anything else (a bug, Ctrl-C) ends every
-    process of the launch (with this one's traceback): the others wait in the check."""
-    from neuronemu.multichip.comm import launch_checked, mpi_comm
-
-    if launched_by_mpiexec() and not launch_checked():
-        try:
-            comm = mpi_comm()
-        except REPORTED:
-            return
-        comm.abort()
-
-
 def _check_plot(plot_path: Path | None, as_json: bool = False) -> None:
-    """--plot needs matplotlib (an optional extra) and a directory to write into: say so before
-    running (or grading) anything, not after (issue 30 item 12)."""
-    if plot_path is None:
-        return
-    from neuronemu.plot import MissingMatplotlib, require_matplotlib
+    """--plot: matplotlib (an optional extra) and a directory to write into, checked before
+    running (or grading) anything, not after."""
+    from neuronemu.plot import MissingMatplotlib, check_destination
 
     try:
-        require_matplotlib()
+        check_destination(plot_path)
     except MissingMatplotlib as e:
         raise click.BadParameter(str(e), param_hint="--plot") from None
-    folder = plot_path.parent
-    if not folder.is_dir():
-        why = "is not a directory" if folder.exists() else "does not exist"
-        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
-                                  f"{why}"), as_json)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise _Failure(InputError(f"--plot: cannot write {plot_path}: the directory {folder} "
-                                  f"is not writable"), as_json)
+    except InputError as e:
+        raise _Failure(e, as_json) from None
 
 
 def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bool) -> None:
@@ -522,256 +229,57 @@ def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bo
                        as_json) from None
 
 
-def _run_one(kernel, target, input_files, output_files, output_dir, options, trace_path,
-             as_json, plot_path=None, ranks_per_chip=None) -> None:
+def _run(kernel, target, topology, ranks_per_chip, input_files, output_files, output_dir,
+         options, trace_path, plot_path, as_json) -> None:
+    """Assemble, check the destinations, run (on one core, or on every rank of ``topology`` or
+    of the kernel's own ``.topology``), save all-or-none, report."""
     from neuronemu import api
+    from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
 
+    program = None
     try:
-        path = _bundled(kernel)
+        if topology is not None:
+            target = target or topology_named(topology, "--topology").target
+        path = resolve_kernel(kernel)
         program = api.assemble_file(path, target=target)
-        if program.topology is not None:
-            # the kernel names its own system (.topology): run it there, as --topology would
-            _run_spmd(kernel, target, input_files, output_files, output_dir, options,
-                      trace_path, None, ranks_per_chip, as_json, plot_path, program)
-            return
-        if options.pop("partitions") is not None or launched_by_mpiexec():
+        spmd = topology is not None or program.topology is not None
+        if spmd:
+            topology, ranks_per_chip = api.default_topology(program, topology, ranks_per_chip)
+        elif options.pop("partitions") is not None or launched_by_mpiexec():
             raise InputError("partitions (--partitions, mpiexec -n P) split the ranks of a "
                              "multi-rank run, but this kernel runs on one core: give "
                              "--topology NAME or a .topology directive")
-        if ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
+        elif ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
             raise click.BadParameter("needs --topology or a .topology directive in the kernel "
                                      "(ranks run on the chips of a topology)",
                                      param_hint="--ranks-per-chip")
-        destinations = _destinations(program, output_files, output_dir, trace_path)
-        result = api.run(program, _load_inputs(input_files), **options)
-        files = {label: (dest, _npy_writer(_savable(result.outputs[label.split()[1]])))
-                 for label, dest in destinations.items() if label != "--trace"}
-        if trace_path is not None:
-            from neuronemu.timing.report import chrome_trace
-
-            files["--trace"] = (str(trace_path), _json_writer(chrome_trace(program,
-                                                                           result.timing)))
-        saved = _save_all(files, output_dir)
-        written = {label.split()[1]: dest for label, dest in saved.items()
-                   if label != "--trace"}
-    except NeuronemuError as e:
-        raise _Failure(e, as_json) from None
-    _write_plot(program, result.timing, plot_path, Path(str(path)).name, as_json)
-    seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
-    for warning in result.warnings:
-        click.echo(warning.render(), err=True)
-    total = sum(result.instructions.values())
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "kernel": str(path),
-        "target": result.target,
-        "seed": seed,
-        "rounding": "stochastic" if stochastic_rounding else "nearest_even",
-        "sync": program.sync_mode,
-        "instructions": {**result.instructions, "total": total},
-        "outputs": {},
-        "wall_seconds": round(result.wall_seconds, 6),
-        "compile_seconds": round(result.compile_seconds, 3),
-        **_timing_json(result.timing),
-        "warnings": [w.to_json() for w in result.warnings],
-    }
-    if trace_path is not None:
-        doc["trace"] = str(trace_path)
-    if plot_path is not None:
-        doc["plot"] = str(plot_path)
-    for t in program.outputs():
-        entry = {"shape": list(t.shape), "dtype": t.dtype, **_summary(result.outputs[t.name])}
-        if t.name in written:
-            entry["path"] = written[t.name]
-            entry["saved_dtype"] = str(_savable(result.outputs[t.name]).dtype)
-        doc["outputs"][t.name] = entry
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
-        return
-    click.echo(f"kernel   {path}  (target {result.target}, {program.target.core}, seed {seed})")
-    per_engine = "  ".join(f"{k} {v}" for k, v in sorted(result.instructions.items()))
-    click.echo(f"executed {total} instructions: {per_engine}  ({result.wall_seconds:.3f} s"
-               f"{_compiled_note(result.compile_seconds)})")
-    for name, entry in doc["outputs"].items():
-        stats = (f"min {entry['min']:.6g}  max {entry['max']:.6g}  mean {entry['mean']:.6g}"
-                 if "min" in entry else "no finite values")
-        nan = f"  nan {entry['nan_count']}" if entry["nan_count"] else ""
-        dest = f"  -> {entry['path']}" if "path" in entry else ""
-        shape = ", ".join(map(str, entry["shape"]))
-        click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{nan}{dest}")
-    _print_timing(result.timing, program.target.name, program.sync_mode)
-    if trace_path is not None:
-        click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev)")
-    if plot_path is not None:
-        click.echo(f"plot     {plot_path}")
-
-
-def _run_spmd(kernel, target, input_files, output_files, output_dir, options, trace_path,
-              topology, ranks_per_chip, as_json, plot_path=None, program=None) -> None:
-    """Run on every rank of ``topology`` (None: the kernel's .topology; ``program`` is then
-    the kernel already assembled)."""
-    from neuronemu import api
-    from neuronemu.isa.topologies import load_topologies
-
-    try:
-        topologies = load_topologies()
-        if topology is not None and topology not in topologies:
-            close = difflib.get_close_matches(topology, topologies, n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise InputError(f"--topology: unknown topology '{topology}' (topologies: "
-                             f"{', '.join(topologies)}){hint}")
-        path = _bundled(kernel)
-        if program is None:
-            program = api.assemble_file(path, target=target or topologies[topology].target)
-        topology, ranks_per_chip = api.default_topology(program, topology, ranks_per_chip)
-        destinations = _destinations(program, output_files, output_dir, trace_path)
-        result = api.run_spmd(program, topology, _load_inputs(input_files),
-                              ranks_per_chip=ranks_per_chip, **options)
+        destinations = files.destinations(program, output_files, output_dir, trace_path)
+        inputs = files.load_inputs(input_files)
+        result = (api.run_spmd(program, topology, inputs, ranks_per_chip=ranks_per_chip,
+                               **options) if spmd else api.run(program, inputs, **options))
         if result is None:
             return   # an MPI partition other than 0: partition 0 reports the run
-        outputs = result.outputs
-        files = {label: (dest, _npy_writer(_savable(outputs[label.split()[1]])))
-                 for label, dest in destinations.items() if label != "--trace"}
-        if trace_path is not None:
-            from neuronemu.timing.report import chrome_trace_ranks
-
-            files["--trace"] = (str(trace_path), _json_writer(chrome_trace_ranks(result)))
-        saved = {label.split()[1]: dest for label, dest in _save_all(files, output_dir).items()
-                 if label != "--trace"}
+        saved = files.save_outputs(destinations, result.outputs, output_dir, lambda: (
+            chrome_trace_ranks(result) if spmd else chrome_trace(program, result.timing)))
     except NeuronemuError as e:
-        raise _Failure(e, as_json) from None
-    times = [r.timing.time_ns for r in result.ranks]
-    slowest = int(max(range(len(times)), key=times.__getitem__))
-    _write_plot(program, result.ranks[slowest].timing, plot_path,
-                f"{Path(str(path)).name}, rank {slowest} of {result.world}", as_json)
-    seed, stochastic_rounding = options["seed"], options["stochastic_rounding"]
-    for rank in result.ranks:
-        for warning in rank.warnings:
-            click.echo(warning.render(), err=True)
-    net = result.network
-    total = {}
-    for r in result.ranks:
-        for engine, count in r.instructions.items():
-            total[engine] = total.get(engine, 0) + count
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "kernel": str(path),
-        "target": program.target.name,
-        "topology": topology,
-        "world": result.world,
-        "ranks_per_chip": ranks_per_chip,
-        "seed": seed,
-        "rounding": "stochastic" if stochastic_rounding else "nearest_even",
-        "sync": program.sync_mode,
-        "time_ns": round(result.time_ns, 3),
-        "instructions": {**total, "total": sum(total.values())},
-        "outputs": {},
-        "wall_seconds": round(result.wall_seconds, 6),
-        "compile_seconds": round(result.compile_seconds, 3),
-        "network": {"messages": net.messages, "bytes": net.bytes, "link_bytes": net.link_bytes,
-                    "links": {name: {"messages": s.messages, "bytes": s.bytes,
-                                     "busy_ns": round(s.busy_ns, 3)}
-                              for name, s in net.links.items()}},
-        "ranks": [{"rank": i, "chip": i // ranks_per_chip, "core": i % ranks_per_chip,
-                   "instructions": sum(r.instructions.values()),
-                   **_timing_json(r.timing)} for i, r in enumerate(result.ranks)],
-        "warnings": [w.to_json() for r in result.ranks for w in r.warnings],
-    }
-    if trace_path is not None:
-        doc["trace"] = str(trace_path)
-    if plot_path is not None:
-        doc["plot"] = str(plot_path)
-    for t in program.outputs():
-        entry = {"shape": [result.world, *t.shape], "dtype": t.dtype,
-                 **_summary(outputs[t.name])}
-        if t.name in saved:
-            entry["path"] = saved[t.name]
-        doc["outputs"][t.name] = entry
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
-        return
-    click.echo(f"kernel   {path}  (topology {topology}: {result.world} ranks on "
-               f"{result.world // ranks_per_chip} {program.target.name} chips, seed {seed})")
-    click.echo(f"executed {doc['instructions']['total']} instructions over all ranks  "
-               f"({result.wall_seconds:.3f} s{_compiled_note(result.compile_seconds)})")
-    for name, entry in doc["outputs"].items():
-        stats = (f"min {entry['min']:.6g}  max {entry['max']:.6g}  mean {entry['mean']:.6g}"
-                 if "min" in entry else "no finite values")
-        dest = f"  -> {entry['path']}" if "path" in entry else ""
-        shape = ", ".join(map(str, entry["shape"]))
-        click.echo(f"output   {name}  {entry['dtype']}[{shape}]  {stats}{dest}")
-    click.echo(f"time     {result.time_ns / 1000:.3f} us (modelled; ranks finish between "
-               f"{min(times) / 1000:.3f} and {max(times) / 1000:.3f} us, last: rank {slowest})")
-    if net.messages:
-        busiest = max(net.links.items(), key=lambda kv: kv[1].busy_ns, default=None)
-        line = (f"network  {net.messages} messages, {net.bytes / 1e6:.3f} MB "
-                f"({net.link_bytes / 1e6:.3f} MB over links)")
-        if busiest is not None:
-            line += f"; busiest link {busiest[0]} {busiest[1].busy_ns / 1000:.3f} us"
-        click.echo(line)
-    if trace_path is not None:
-        click.echo(f"trace    {trace_path}  (open in https://ui.perfetto.dev; one process per "
-                   f"rank)")
-    if plot_path is not None:
-        click.echo(f"plot     {plot_path}")
-
-
-def _timing_json(timing) -> dict:
-    return {
-        "time_ns": round(timing.time_ns, 3),
-        "cycles": timing.cycles,
-        "engines": {name: {"instructions": t.instructions, "busy_ns": round(t.busy_ns, 3),
-                           "utilisation": round(t.utilisation, 6)}
-                    for name, t in timing.tracks.items()},
-        "tensor": {"flops": timing.tensor_flops,
-                   "flops_per_second": round(timing.tensor_flops_per_second),
-                   "peak_fraction": round(timing.tensor_peak_fraction, 6)},
-        "critical_path": {"bound_by": timing.bound_by,
-                          "ns": {k: round(v, 3) for k, v in timing.critical_path.items()}},
-        "dma": _dma_json(timing.dma),
-    }
-
-
-def _dma_json(dma) -> dict:
-    if dma is None:
-        return {"transfers": 0, "bytes": 0, "compressed_bytes": 0, "compression_ratio": 1.0,
-                "achieved_gbps": 0.0, "engine_utilisation": 0.0, "queues": {}}
-    return {"transfers": dma.transfers, "bytes": dma.bytes,
-            "compressed_bytes": dma.compressed_bytes,
-            "compression_ratio": round(dma.compression_ratio, 6),
-            "achieved_gbps": round(dma.achieved_gbps, 3),
-            "engine_utilisation": round(dma.engine_utilisation, 6),
-            "queues": {name: {"transfers": q.transfers, "bytes": q.bytes,
-                              "compressed_bytes": q.compressed_bytes,
-                              "busy_ns": round(q.busy_ns, 3), "occupancy": round(q.occupancy, 6)}
-                       for name, q in dma.queues.items()}}
-
-
-def _print_timing(timing, target: str, sync_mode: str) -> None:
-    if timing.time_ns == 0:
-        click.echo("time     0 ns (no timed instructions)")
-        return
-    path_ns = sum(timing.critical_path.values())
-    bound = timing.bound_by
-    share = timing.critical_path.get(bound, 0.0) / path_ns if path_ns else 0.0
-    click.echo(f"time     {timing.time_ns / 1000:.3f} us on {target} (modelled, sync {sync_mode}); "
-               f"critical path bound by {bound} ({share:.0%})")
-    click.echo(f"         {'track':<8} {'instrs':>7} {'busy us':>9} {'util':>6}")
-    for name, t in timing.tracks.items():
-        click.echo(f"         {name:<8} {t.instructions:>7} {t.busy_ns / 1000:>9.3f} "
-                   f"{t.utilisation:>6.1%}")
-    if timing.tensor_flops:
-        click.echo(f"         tensor: {timing.tensor_flops / 1e6:.1f} MFLOP at "
-                   f"{timing.tensor_flops_per_second / 1e12:.2f} TFLOP/s = "
-                   f"{timing.tensor_peak_fraction:.1%} of the "
-                   f"{timing.tensor_peak_flops_per_ns / 1e3:.1f} TFLOP/s bf16 peak")
-    dma = timing.dma
-    if dma is not None:
-        ratio = (f"; compressed to {dma.compressed_bytes / 1e6:.3f} MB (ratio "
-                 f"{dma.compression_ratio:.2f})" if dma.compressed_bytes != dma.bytes else "")
-        click.echo(f"         dma: {dma.transfers} transfers, {dma.bytes / 1e6:.3f} MB{ratio}, "
-                   f"{dma.achieved_gbps:.1f} GB/s achieved, engines {dma.engine_utilisation:.1%} "
-                   f"busy")
+        raise _Failure(e, as_json, program.warnings if program is not None else ()) from None
+    common = {"kernel": str(path), "seed": options["seed"], "saved": saved,
+              "stochastic_rounding": options["stochastic_rounding"],
+              "trace": trace_path and str(trace_path), "plot": plot_path and str(plot_path)}
+    if spmd:
+        slowest = report.slowest_rank(result)
+        _write_plot(program, result.ranks[slowest].timing, plot_path,
+                    f"{path.name}, rank {slowest} of {result.world}", as_json)
+        _echo_warnings(w for rank in result.ranks for w in rank.warnings)
+        doc = report.spmd_document(program, result, topology=topology,
+                                   ranks_per_chip=ranks_per_chip, **common)
+        lines = report.spmd_lines(doc, program, result)
+    else:
+        _write_plot(program, result.timing, plot_path, path.name, as_json)
+        _echo_warnings(result.warnings)
+        doc = report.run_document(program, result, **common)
+        lines = report.run_lines(doc, program, result)
+    click.echo(json.dumps(doc, indent=2) if as_json else "\n".join(lines))
 
 
 @main.command()
@@ -783,41 +291,14 @@ def check(kernel, target, as_json):
     from neuronemu import api
 
     try:
-        path = _bundled(kernel)
+        path = resolve_kernel(kernel)
         program = api.assemble_file(path, target=target)
-        _check_own_topology(program, target)
+        check_own_topology(program, target)
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
-    counts = program.static_counts()
-    for warning in program.warnings:
-        click.echo(warning.render(), err=True)
-    if as_json:
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "kernel": str(path),
-                               "target": program.target.name, "ok": True,
-                               "instructions": {**counts, "total": len(program.instrs)},
-                               "warnings": [w.to_json() for w in program.warnings]},
-                              indent=2))
-        return
-    per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    # (the counts from the lowered rows: checking builds no Instruction objects, asm/fastresolve)
-    click.echo(f"{path}: ok ({program.target.name}): {len(program.instrs)} instructions "
-               f"({per_engine})")
-
-
-def _check_own_topology(program, target: str | None) -> None:
-    """A kernel's ``.topology`` is the system it runs on: --target naming another chip makes a
-    kernel that `run` refuses and a binary that does not assemble again (the disassembled
-    text says both .target and .topology), so `check` and `asm` refuse it too."""
-    if target is None or program.topology is None:
-        return
-    from neuronemu.isa.topologies import load_topologies
-
-    chips = load_topologies()[program.topology].target
-    if chips != program.target.name:
-        raise AsmError(f"topology {program.topology} is made of {chips} chips, but --target "
-                       f"{target} asks for {program.target.name}: give --target {chips} (or "
-                       f"none), or a .topology of {program.target.name} chips (`neuronemu "
-                       f"topology` lists them)", program.directive_location("topology"))
+    _echo_warnings(program.warnings)
+    click.echo(json.dumps(report.check_document(str(path), program), indent=2) if as_json
+               else "\n".join(report.check_lines(str(path), program)))
 
 
 @main.command()
@@ -833,12 +314,8 @@ def isa(mnemonic, as_json):
     except isa_reference.UnknownName as e:
         # a name on the command line, not a file: a usage error (exit 2), as click's own
         raise click.BadParameter(str(e), param_hint="MNEMONIC") from None
-    if as_json:
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION,
-                               **isa_reference.render_json(found)}, indent=2))
-        return
-    for line in isa_reference.render_text(found):
-        click.echo(line)
+    click.echo(json.dumps(report.versioned(isa_reference.render_json(found)), indent=2)
+               if as_json else "\n".join(isa_reference.render_text(found)))
 
 
 @main.command("asm")
@@ -851,12 +328,12 @@ def asm_command(kernel, output, target):
     from neuronemu import api, encoding
 
     try:
-        path = _bundled(kernel)
+        path = resolve_kernel(kernel)
         program = api.assemble_file(path, target=target)
-        _check_own_topology(program, target)
+        check_own_topology(program, target)
         data = encoding.encode(program)
         dest = output or Path(path.name).with_suffix(".neo")
-        _save_all({"--output": (str(dest), lambda f: f.write(data))})
+        files.save_all({"--output": (str(dest), lambda f: f.write(data))})
     except NeuronemuError as e:
         raise _Failure(e, False) from None
     click.echo(f"{dest}: {len(program.instructions)} instructions, {len(data)} bytes")
@@ -877,7 +354,7 @@ def disasm_command(binary, output):
             raise InputError(f"cannot read {binary}: {e.strerror}") from None
         text = encoding.disassemble(data, str(binary))
         if output is not None:
-            _save_all({"--output": (str(output), lambda f: f.write(text.encode()))})
+            files.save_all({"--output": (str(output), lambda f: f.write(text.encode()))})
             return
     except NeuronemuError as e:
         raise _Failure(e, False) from None
@@ -931,20 +408,20 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         path = Path(kernel)
         if not path.is_file():
             raise InputError(f"no such kernel file: {kernel}")
-        report = grade(spec, path, seeds=seeds, seed_base=seed_base, plot=plot_path,
+        graded = grade(spec, path, seeds=seeds, seed_base=seed_base, plot=plot_path,
                        progress=note)
-        doc = gradescope.results(report)
+        doc = gradescope.results(graded)
         if gradescope_path is not None:
-            _save_all({"--gradescope": (str(gradescope_path), _json_writer(doc))})
+            files.save_all({"--gradescope": (str(gradescope_path), files.json_writer(doc))})
     except NeuronemuError as e:
         raise _Failure(e, as_json) from None
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
-        click.echo(report.text())
+        click.echo(graded.text())
         if plot_path is not None:
-            click.echo(f"plot     {plot_path}" if report.plots else
-                       f"plot     none drawn: {report.plot_error}" if report.plot_error else
+            click.echo(f"plot     {plot_path}" if graded.plots else
+                       f"plot     none drawn: {graded.plot_error}" if graded.plot_error else
                        "plot     none drawn: no timed shape produced correct outputs")
 
 
@@ -969,8 +446,8 @@ def debug(kernel, script_args, scripts, batch, target, inputs, seed, max_instruc
     from neuronemu.debug import repl
 
     try:
-        debugger = repl.load(_bundled(kernel), target=target,
-                             inputs=_load_inputs(_pairs(inputs, "--input")), seed=seed,
+        debugger = repl.load(resolve_kernel(kernel), target=target,
+                             inputs=files.load_inputs(_pairs(inputs, "--input")), seed=seed,
                              max_instructions=max_instructions, argv=list(script_args),
                              kernel_name=kernel_name)
     except NeuronemuError as e:
@@ -991,17 +468,10 @@ def dap():
 def programs():
     """List the bundled example programs."""
     import shutil
-    import textwrap
 
-    from neuronemu.programs import bundled_programs, description
+    from neuronemu.programs import listing
 
-    found = bundled_programs()
-    width = max(len(name) for name in found) + 2
-    columns = max(shutil.get_terminal_size((100, 24)).columns, width + 30)
-    for name, path in found.items():
-        click.echo(textwrap.fill(description(path.read_text()), columns,
-                                 initial_indent=f"{name:<{width}}",
-                                 subsequent_indent=" " * width))
+    click.echo("\n".join(listing(shutil.get_terminal_size((100, 24)).columns)))
 
 
 @main.command()
@@ -1013,47 +483,16 @@ def topology(name, as_json):
 
     topologies = load_topologies()
     if name is None:
-        if as_json:
-            click.echo(json.dumps({n: _topology_json(t) for n, t in topologies.items()}))
-            return
-        for n, t in topologies.items():
-            click.echo(f"{n:<24} {t.chips:>4} chips x {t.cores_per_chip} cores  {t.layout}")
+        click.echo(json.dumps({n: report.topology_document(t) for n, t in topologies.items()})
+                   if as_json else "\n".join(report.topology_listing(topologies)))
         return
     if name not in topologies:
         close = difflib.get_close_matches(name, list(topologies), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise click.BadParameter(f"unknown topology '{name}'{hint} (topologies: "
                                  f"{', '.join(topologies)})", param_hint="NAME")
-    t = topologies[name]
-    if as_json:
-        click.echo(json.dumps(_topology_json(t)))
-        return
-    click.echo(f"{name}: {t.chips} {t.target} chips x {t.cores_per_chip} cores "
-               f"= {t.chips * t.cores_per_chip} NeuronCores")
-    if t.layout == "torus":
-        dims = " x ".join(str(s) for s in t.shape)
-        click.echo(f"  layout     {dims} torus, {len(t.chip_neighbours(0))} neighbours per chip")
-    elif t.layout == "switched":
-        click.echo(f"  layout     {t.servers} servers x {t.chips_per_server} chips, a switch per "
-                   f"server, {t.spines} spine switch(es)")
-    else:
-        click.echo("  layout     one chip")
-    if t.links:
-        speeds = sorted({link.gb_s for link in t.links.values()})
-        click.echo(f"  links      {len(t.links)} ({', '.join(f'{s:g}' for s in speeds)} GB/s "
-                   f"each way), {t.chip_gb_s:g} GB/s out of each chip")
-        click.echo(f"  latency    {t.hop_ns:g} ns per hop, diameter {t.diameter} hops")
-        click.echo(f"  all-reduce ring, 1 MiB per chip: {t.ring_allreduce_ns(1 << 20) / 1000:.1f} us "
-                   f"(analytic: 2(n-1)/n x size / bandwidth + 2(n-1) x step latency)")
-    click.echo(f"  source     {t.source}")
-
-
-def _topology_json(t) -> dict:
-    return {"target": t.target, "layout": t.layout, "chips": t.chips,
-            "cores_per_chip": t.cores_per_chip, "shape": list(t.shape), "switches": t.switches,
-            "links": len(t.links), "link_gb_s": sorted({link.gb_s for link in t.links.values()}),
-            "hop_ns": t.hop_ns, "diameter": t.diameter,
-            "ring_allreduce_1mib_ns": round(t.ring_allreduce_ns(1 << 20), 3)}
+    click.echo(json.dumps(report.topology_document(topologies[name])) if as_json
+               else "\n".join(report.topology_lines(name, topologies[name])))
 
 
 if __name__ == "__main__":  # pragma: no cover

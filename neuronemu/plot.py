@@ -7,7 +7,10 @@ says so clearly when it is missing."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from neuronemu.errors import InputError
 
 INSTALL_HINT = ("drawing a timeline needs matplotlib, which is not installed: "
                 "pip install 'neuronemu[plot]' (or: pip install matplotlib)")
@@ -34,6 +37,21 @@ def require_matplotlib() -> None:
 _WIDTH_INCHES, _DPI, _ROW_INCHES = 15.0, 100, 0.5
 _LABEL_POINTS = 7
 _MAX_LABELS = 600          # text objects cost time to draw: the widest bars get them first
+
+
+def check_destination(path: Path | None) -> None:
+    """A picture to be drawn after a run (or after grading): matplotlib must be there and the
+    directory writable now, so neither fails after the work is done. Raises MissingMatplotlib
+    or InputError."""
+    if path is None:
+        return
+    require_matplotlib()
+    folder = Path(path).parent
+    if not folder.is_dir():
+        why = "is not a directory" if folder.exists() else "does not exist"
+        raise InputError(f"--plot: cannot write {path}: the directory {folder} {why}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"--plot: cannot write {path}: the directory {folder} is not writable")
 
 
 def _rows(timing) -> dict[str, list[tuple[float, float, int]]]:

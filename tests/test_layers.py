@@ -107,9 +107,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # - the MPI partitions gather ranks' Results, so `results` (a finished core -> Result) sits
 #   below `multichip`, beside `exec` (it reads a Core's arrays, never imports exec).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "source programs notices",   # text, locations, bundled files, user notices: import nothing
+    "source notices",            # text, locations, user notices: import nothing
     "errors",
-    "isa kernel_text",           # the tables (instructions, dtypes, topologies, codes); decoding
+    "isa kernel_text programs",  # the tables (instructions, dtypes, topologies, codes); decoding
+                                 # kernel files; the bundled kernels and the kernel lookup
     "compiled",                  # numba tooling: jit, content-keyed cache, compile reporter
     "numerics",                  # value <-> bits
     "machine",                   # lowered-array layout, kernel ABI, tile memory, compression
@@ -117,7 +118,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "semantics timing asm",      # instruction kernels, timing models, the assembler
     "exec encoding results",     # interpreter, kernels, single-core run; .neo; Result
     "multichip",
-    "api plot",
+    "api plot files",            # files: .npy reading, all-or-none writing (sizes from hostmem)
+    "report",                    # the --json documents and text lines (saved dtypes from files)
     "neuronemu",
     "nki testing grade warm isa_reference",
     "debug highlight",           # the step debugger and DAP server; the highlighters

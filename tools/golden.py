@@ -1,9 +1,10 @@
 """The golden corpus of the bundled programs: check it, or record it.
 
 For every case (a bundled program on a target, on one core or a topology, some with stochastic
-rounding) this runs ``neuronemu run NAME --json --output-dir D --trace T`` in process and keeps
-the JSON report minus its wall-clock fields, the sha256 of every saved output file and of the
-Perfetto trace. tests/golden/programs.json holds the recorded corpus; tests/test_golden.py checks
+rounding) this does what ``neuronemu run NAME --json --output-dir D --trace T`` does, through the
+library modules the CLI uses (``neuronemu.files`` saves, ``neuronemu.report`` builds the
+document), and keeps the JSON report minus its wall-clock fields, the sha256 of every saved
+output file and of the Perfetto trace. tests/golden/programs.json holds the recorded corpus; tests/test_golden.py checks
 it. An engine change must leave every case identical: outputs bit for bit, cycles, trace.
 
     python -m tools.golden            check, print one line per case, exit 1 on a difference
@@ -33,24 +34,25 @@ COLLECTIVES = ["collectives/all_reduce", "collectives/ring_allreduce",
 TEST_PROGRAMS = ROOT / "tests" / "programs"   # racy.s and deadlock.s: their errors are results
 
 
-def cases() -> dict[str, list[str]]:
-    """Case name -> CLI arguments after ``run``."""
+def cases() -> dict[str, dict]:
+    """Case name -> the ``neuronemu run`` options it uses (``kernel``, ``target``,
+    ``topology``, ``seed``, ``stochastic_rounding``, ``rounding_seed``; absent: the default)."""
     out = {}
     for name in ONE_CORE:
-        out[f"{name}@trn2"] = [name, "--target", "trn2"]
+        out[f"{name}@trn2"] = {"kernel": name, "target": "trn2"}
     for name in EVERY_TARGET:
         for target in ("trn1", "trn3"):
-            out[f"{name}@{target}"] = [name, "--target", target]
+            out[f"{name}@{target}"] = {"kernel": name, "target": target}
     for name in ("examples/softmax", "examples/matmul_tiled"):
-        out[f"{name}@trn2+sr"] = [name, "--target", "trn2", "--stochastic-rounding",
-                                  "--rounding-seed", "7"]
-    out["examples/vector_add@trn2+seed5"] = ["examples/vector_add", "--seed", "5"]
+        out[f"{name}@trn2+sr"] = {"kernel": name, "target": "trn2", "stochastic_rounding": True,
+                                  "rounding_seed": 7}
+    out["examples/vector_add@trn2+seed5"] = {"kernel": "examples/vector_add", "seed": 5}
     for name in COLLECTIVES:
-        out[f"{name}@trn2.48xlarge"] = [name, "--topology", "trn2.48xlarge"]
-    out["collectives/all_reduce@trn1.32xlarge"] = ["collectives/all_reduce", "--target", "trn1",
-                                                   "--topology", "trn1.32xlarge"]
+        out[f"{name}@trn2.48xlarge"] = {"kernel": name, "topology": "trn2.48xlarge"}
+    out["collectives/all_reduce@trn1.32xlarge"] = {"kernel": "collectives/all_reduce",
+                                                   "target": "trn1", "topology": "trn1.32xlarge"}
     for path in sorted(TEST_PROGRAMS.glob("*.s")):
-        out[f"tests/programs/{path.stem}@trn2"] = [str(path)]
+        out[f"tests/programs/{path.stem}@trn2"] = {"kernel": str(path)}
     return out
 
 
@@ -71,23 +73,60 @@ def _trace_hash(raw: bytes) -> str:
     return hashlib.sha256(raw.replace(str(ROOT).encode(), b"<checkout>")).hexdigest()
 
 
-def record(args: list[str]) -> dict:
-    from click.testing import CliRunner
-
-    from neuronemu.cli import main
-
+def record(case: dict) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         out_dir, trace = Path(scratch) / "out", Path(scratch) / "trace.json"
-        result = CliRunner().invoke(main, ["run", *args, "--json", "--output-dir", str(out_dir),
-                                           "--trace", str(trace)])
-        report = json.loads(result.stdout)
+        exit_code, report = run(case, out_dir, trace)
         files = {}
         if out_dir.exists():
             for path in sorted(out_dir.iterdir()):
                 files[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
         trace_hash = _trace_hash(trace.read_bytes()) if trace.exists() else None
-    return {"exit_code": result.exit_code, "report": _strip(report), "files": files,
-            "trace": trace_hash}
+    # (a JSON round trip: the recorded corpus holds what --json prints, lists not tuples)
+    return {"exit_code": exit_code, "report": _strip(json.loads(json.dumps(report))),
+            "files": files, "trace": trace_hash}
+
+
+def run(case: dict, out_dir: Path, trace: Path) -> tuple[int, dict]:
+    """(exit code, --json document) of ``neuronemu run`` with ``case``'s options, every output
+    saved to ``out_dir`` and the trace to ``trace``."""
+    from neuronemu import api, files, report
+    from neuronemu.cli import DEFAULT_TIMEOUT
+    from neuronemu.errors import NeuronemuError
+    from neuronemu.isa.topologies import load_topologies
+    from neuronemu.programs import resolve_kernel
+    from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
+
+    # the options the CLI passes, defaults included (the suite's golden corpus keys runs by them)
+    options = {"seed": case.get("seed", 0), "max_instructions": api.DEFAULT_MAX_INSTRUCTIONS,
+               "timeout": DEFAULT_TIMEOUT,
+               "stochastic_rounding": case.get("stochastic_rounding", False),
+               "rounding_seed": case.get("rounding_seed")}
+    topology, target, program = case.get("topology"), case.get("target"), None
+    try:
+        path = resolve_kernel(case["kernel"])
+        if topology is not None:
+            target = target or load_topologies()[topology].target
+        program = api.assemble_file(path, target=target)
+        spmd = topology is not None or program.topology is not None
+        destinations = files.destinations(program, {}, out_dir, trace)
+        if spmd:
+            topology, ranks_per_chip = api.default_topology(program, topology, None)
+            result = api.run_spmd(program, topology, {}, ranks_per_chip=ranks_per_chip,
+                                  **options)
+            trace_doc = lambda: chrome_trace_ranks(result)
+        else:
+            result = api.run(program, {}, **options)
+            trace_doc = lambda: chrome_trace(program, result.timing)
+        saved = files.save_outputs(destinations, result.outputs, out_dir, trace_doc)
+    except NeuronemuError as e:
+        return e.exit_code, report.error_document(e, program.warnings if program else ())
+    common = {"kernel": str(path), "seed": options["seed"], "saved": saved, "trace": str(trace),
+              "stochastic_rounding": options["stochastic_rounding"]}
+    if spmd:
+        return 0, report.spmd_document(program, result, topology=topology,
+                                       ranks_per_chip=ranks_per_chip, **common)
+    return 0, report.run_document(program, result, **common)
 
 
 def main() -> int:

@@ -193,3 +193,18 @@ def _build(name: str, raw: dict) -> Topology:
 def load_topologies() -> dict[str, Topology]:
     raw = read_table("topologies")
     return {name: _build(name, data) for name, data in raw.items()}
+
+
+def topology_named(name: str, option: str = "topology"):
+    """The topology called ``name``, or an InputError listing them (with the closest name)."""
+    import difflib
+
+    from neuronemu.errors import InputError
+
+    topologies = load_topologies()
+    if name not in topologies:
+        close = difflib.get_close_matches(name, topologies, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise InputError(f"{option}: unknown topology '{name}' (topologies: "
+                         f"{', '.join(topologies)}){hint}")
+    return topologies[name]

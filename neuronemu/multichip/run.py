@@ -129,3 +129,37 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
         for result in merged.values():
             result.program = program
         return [merged[r] for r in range(world)], network
+
+
+def agreed_error(error):
+    """Under mpiexec, an error met before the processes checked their launch (a file missing
+    on one host, a kernel that does not assemble there): the processes exchange it in the
+    launch check that the others are waiting in, and every one returns the first process's
+    error, so process 0 reports it and none waits forever. Otherwise ``error`` itself."""
+    from neuronemu.multichip.comm import (
+        check_launch,
+        launch_checked,
+        launched_by_mpiexec,
+        mpi_comm,
+    )
+
+    if not launched_by_mpiexec() or launch_checked():
+        return error
+    try:
+        check_launch(mpi_comm(), error, None)
+    except REPORTED as first:
+        return first
+    return error
+
+
+def end_launch() -> None:
+    """Under mpiexec, before the launch check, anything else (a bug, Ctrl-C) ends every
+    process of the launch (with this one's traceback): the others wait in the check."""
+    from neuronemu.multichip.comm import launch_checked, launched_by_mpiexec, mpi_comm
+
+    if launched_by_mpiexec() and not launch_checked():
+        try:
+            comm = mpi_comm()
+        except REPORTED:
+            return
+        comm.abort()

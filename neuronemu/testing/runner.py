@@ -27,7 +27,7 @@ def load_kernel(kernel, target: str | None = None, base: Path | None = None) -> 
     from neuronemu import api
     from neuronemu.errors import InputError
     from neuronemu.program import Program
-    from neuronemu.programs import find_program
+    from neuronemu.programs import resolve_kernel
 
     if isinstance(kernel, Program):
         if target is not None and kernel.target.name != target:
@@ -35,18 +35,7 @@ def load_kernel(kernel, target: str | None = None, base: Path | None = None) -> 
         return kernel
     if isinstance(kernel, str) and "\n" in kernel:
         return api.assemble(kernel, filename="<kernel>", target=target)
-    path = Path(kernel)
-    candidates = [base / path] if base is not None and not path.is_absolute() else []
-    candidates.append(path)
-    for candidate in candidates:
-        if candidate.is_file():
-            return api.assemble_file(candidate, target=target)
-    bundled = find_program(str(kernel))
-    if bundled is not None:
-        return api.assemble_file(bundled, target=target)
-    where = f" (looked in {base} and {Path.cwd()})" if base is not None else ""
-    raise InputError(f"no kernel file {kernel}{where}, and no bundled program of that name "
-                     f"(`neuronemu programs` lists them)")
+    return api.assemble_file(resolve_kernel(kernel, base), target=target)
 
 
 @dataclass

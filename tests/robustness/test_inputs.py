@@ -130,9 +130,9 @@ def test_npy_input_is_memory_mapped(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(core, "SLAB_ELEMENTS", 1000)
     a = np.random.default_rng(1).standard_normal((128, 512)).astype(np.float32)
     np.save(tmp_path / "a.npy", a)
-    from neuronemu import cli
+    from neuronemu import files
 
-    loaded = cli._load_npy("a", str(tmp_path / "a.npy"))
+    loaded = files.load_npy(str(tmp_path / "a.npy"), "--input a")
     assert isinstance(loaded, np.memmap) and not loaded.flags.writeable
     result = invoke("run", VECTOR_ADD, "--input", f"a={tmp_path / 'a.npy'}", "--output",
                     f"c={tmp_path / 'c.npy'}")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from neuronemu import cli
+from neuronemu import files
 from neuronemu.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +166,7 @@ def test_a_failed_write_leaves_existing_files_and_no_temporaries(tmp_path: Path,
                 raise OSError(28, "No space left on device")
             np.save(f, array)
         return write
-    monkeypatch.setattr(cli, "_npy_writer", failing_writer)
+    monkeypatch.setattr(files, "npy_writer", failing_writer)
     result = invoke("run", kernel, "--output-dir", str(out), "--json")
     error = _error(result, 4)
     assert "No space left on device" in error["message"]
@@ -181,7 +181,7 @@ def test_a_failed_write_removes_the_output_dir_it_made(tmp_path: Path, monkeypat
         def write(f):
             raise OSError(28, "No space left on device")
         return write
-    monkeypatch.setattr(cli, "_npy_writer", failing_writer)
+    monkeypatch.setattr(files, "npy_writer", failing_writer)
     result = invoke("run", kernel, "--output-dir", str(tmp_path / "new" / "out"), "--json")
     _error(result, 4)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.s"]

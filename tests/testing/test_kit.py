@@ -56,7 +56,7 @@ def test_run_kernel_draws_inputs_from_initialisers_and_reports_warnings(tmp_path
 
 def test_run_kernel_finds_bundled_programs_and_refuses_unknown_names():
     assert run_kernel("examples/vector_add").outputs["c"].shape == (128, 512)
-    with pytest.raises(InputError, match="no kernel file nope.s"):
+    with pytest.raises(InputError, match="no such kernel file: nope.s"):
         run_kernel("nope.s")
 
 
