@@ -61,7 +61,7 @@ def test_every_table_word_has_a_case():
 
 
 def test_generated_files_are_fresh():
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_highlight.py"), "--check"],
+    result = subprocess.run([sys.executable, "-m", "tools.gen_highlight", "--check"], cwd=ROOT,
                             check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
