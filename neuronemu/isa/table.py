@@ -31,7 +31,7 @@ ARG_KINDS = {
 SPACES = ("hbm", "sbuf", "psum")
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
              "range", "compressed", "length", "broadcast"}
-_INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
+_INSTR_KEYS = {"opcode", "nki", "nki_args", "nki_accepts", "nki_default", "summary", "semantics", "cost_class", "example", "args", "checks",
                "targets", "setup", "teardown"}
 
 
@@ -82,6 +82,13 @@ class InstrDef:
     args: tuple[ArgDef, ...]
     checks: tuple[Check, ...]
     nki: str | None = None
+    # NKI's argument names in NKI's positional order -> the table argument each feeds (absent:
+    # NKI's arguments are the table's, in the table's order)
+    nki_args: tuple[tuple[str, str], ...] = ()
+    # NKI arguments with no operand here, accepted at these values only ("*": any value)
+    nki_accepts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the entry an NKI call without engine= uses among those sharing its nki name
+    nki_default: bool = False
     targets: tuple[str, ...] | None = None
     origin: str = ""
     # declarations and instructions that make ``example`` runnable; the example may branch to
@@ -261,7 +268,16 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
                 _fail(f"{origin}.checks[{i}]", f"'{w}' is not an argument of {engine}.{mnemonic}")
         checks.append(Check(words[0], tuple(words[1:]), text))
     targets = raw.get("targets")
-    return InstrDef(engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
+    nki_args = raw.get("nki_args", {})
+    for nki_name, table_name in nki_args.items():
+        if table_name not in names:
+            _fail(origin, f"nki_args: {nki_name} = '{table_name}' is not an argument")
+    nki_accepts = {k: tuple(str(v).split()) for k, v in raw.get("nki_accepts", {}).items()}
+    if (nki_args or nki_accepts or "nki_default" in raw) and not raw.get("nki"):
+        _fail(origin, "nki_args / nki_accepts / nki_default need an nki name")
+    return InstrDef(nki_args=tuple(nki_args.items()), nki_accepts=tuple(nki_accepts.items()),
+                    nki_default=bool(raw.get("nki_default", False)),
+                    engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
                     summary=raw["summary"], semantics=raw["semantics"],
                     cost_class=raw["cost_class"], example=raw["example"], args=args,
                     checks=tuple(checks), nki=raw.get("nki"),
