@@ -208,6 +208,9 @@ class Buffer:
     def __init__(self, slot: Slot):
         self.slot = slot
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
+        # device loops open when it was allocated (a PSUM tile from outside a loop is written
+        # by every iteration of it)
+        self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
         if slot.kind != "hbm":
             weakref.finalize(self, _release, slot)
 

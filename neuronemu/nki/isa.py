@@ -368,6 +368,12 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
             fail("this matmul's PSUM region partly overlaps one written before; neuronemu.nki "
                  "cannot tell overwrite from accumulate: pass accumulate=True/False",
                  unsupported=True)
+    if dst._buffer.loop_depth < len(tracer().loops):
+        fail("accumulate=None in a device loop (nl.fori_loop, nl.dynamic_range, "
+             "nl.while_loop) into a PSUM tile from outside it: the first write of the traced "
+             "body would overwrite on every iteration",
+             "pass accumulate=True to sum over the iterations (zero the tile before the loop, "
+             "e.g. nisa.memset) or accumulate=False to overwrite", unsupported=True)
     dst._buffer.written.append(region)
     return False
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import neuronemu.nki as nki
 import neuronemu.nki.collectives as ncc
 import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
+from neuronemu import nki
 from neuronemu.api import run_spmd
 from neuronemu.nki._collectives import check_identical_control_flow
-from neuronemu.nki._trace import NkiError, NkiUnsupported, Tracer, _CURRENT
+from neuronemu.nki._trace import _CURRENT, NkiError, NkiUnsupported, Tracer
 
 TOPOLOGY, WORLD = "trn2.48xlarge", 16
 RG = ncc.ReplicaGroup([list(range(WORLD))])
