@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-from neuronemu.isa.table import InstrDef, load_isa
+from neuronemu.isa.table import ArgDef, InstrDef, load_isa
 from neuronemu.nki._operands import (
     act_name,
     alu_name,
@@ -78,45 +78,63 @@ def choose(name: str, engine=None) -> InstrDef:
     raise AssertionError
 
 
+class _Spec:
+    """What binding an NKI call to one entry needs, computed once per entry."""
+
+    def __init__(self, d: InstrDef) -> None:
+        self.sig = signature(d)
+        self.by_nki = dict(self.sig)
+        self.accepts = dict(d.nki_accepts)
+        self.table_names = {a.name for a in d.args if a.name != "queue"}
+        self.required = [(a.name, next((n for n, t in self.sig if t == a.name), a.name))
+                         for a in d.args if a.required and a.name != "queue"]
+
+
+_SPECS: dict[str, _Spec] = {}
+
+
+def _spec(d: InstrDef) -> _Spec:
+    spec = _SPECS.get(d.name)
+    if spec is None:
+        spec = _SPECS[d.name] = _Spec(d)
+    return spec
+
+
 def bind(name: str, d: InstrDef, args: tuple, kwargs: dict) -> dict[str, object]:
     """Table argument name -> the value the NKI call gave (defaults left out)."""
-    sig = signature(d)
-    by_nki = dict(sig)
-    accepts = dict(d.nki_accepts)
+    spec = _spec(d)
+    sig = spec.sig
     if len(args) > len(sig):
         fail(f"nisa.{name}() takes {len(sig)} positional arguments but {len(args)} were given",
              f"arguments: {', '.join(n for n, _ in sig)}")
     values: dict[str, object] = {}
-    for (nki_name, table_name), value in zip(sig, args):
+    for (_, table_name), value in zip(sig, args):
         values[table_name] = value
     for key, value in kwargs.items():
-        if key in by_nki:
-            table_name = by_nki[key]
-        elif key in accepts:
-            allowed = accepts[key]
-            text = _accept_text(value)
-            if allowed != ("*",) and value is not None and text not in allowed:
-                fail(f"nisa.{name}({key}={text}) is not modelled here; {key} can be "
-                     f"{' or '.join(allowed)}", unsupported=True)
-            continue
-        elif key in IGNORED or key == "engine":
-            continue
-        elif key == "mask":
-            fail(f"nisa.{name}(mask=...) is the NKI 0.1 dialect; in NKI 0.2+ slice the operands "
-                 f"instead", unsupported=True)
-        elif key in {a.name for a in d.args} and key != "queue":
+        table_name = spec.by_nki.get(key)
+        if table_name is None:
+            if key in spec.accepts:
+                allowed = spec.accepts[key]
+                text = _accept_text(value)
+                if allowed != ("*",) and value is not None and text not in allowed:
+                    fail(f"nisa.{name}({key}={text}) is not modelled here; {key} can be "
+                         f"{' or '.join(allowed)}", unsupported=True)
+                continue
+            if key in IGNORED or key == "engine":
+                continue
+            if key == "mask":
+                fail(f"nisa.{name}(mask=...) is the NKI 0.1 dialect; in NKI 0.2+ slice the "
+                     f"operands instead", unsupported=True)
+            if key not in spec.table_names:
+                fail(f"nisa.{name}() got an unexpected argument {key!r}",
+                     f"arguments: {', '.join(n for n, _ in sig)}")
             table_name = key
-        else:
-            fail(f"nisa.{name}() got an unexpected argument {key!r}",
-                 f"arguments: {', '.join(n for n, _ in sig)}")
-            raise AssertionError
         if table_name in values:
             fail(f"nisa.{name}() got multiple values for argument {key!r}")
         values[table_name] = value
-    for a in d.args:
-        if a.required and a.name != "queue" and values.get(a.name) is None:
-            nki = next((n for n, t in sig if t == a.name), a.name)
-            fail(f"nisa.{name}() is missing its argument {nki!r}")
+    for table_name, nki_name in spec.required:
+        if values.get(table_name) is None:
+            fail(f"nisa.{name}() is missing its argument {nki_name!r}")
     return values
 
 
@@ -131,10 +149,9 @@ def _accept_text(value) -> str:
     return str(value)
 
 
-def operand_text(d: InstrDef, arg_name: str, value) -> str:
+def operand_text(a: ArgDef, value) -> str:
     """One argument's value as assembly text, by the table argument's kind."""
-    a = d.arg(arg_name)
-    what = arg_name
+    what = a.name
     if a.kind == "tile":
         if not isinstance(value, NkiTensor):
             fail(f"{what} must be a tensor, got {type(value).__name__}")
@@ -202,7 +219,7 @@ def lower(d: InstrDef, values: dict[str, object]) -> None:
             continue
         if value is None:
             continue
-        text = operand_text(d, a.name, value)
+        text = operand_text(a, value)
         if a.keyword:
             default = a.default
             if default is not None and text == _default_text(default):

@@ -78,23 +78,45 @@ class Site:
         return Location(SourceFile(self.filename, text), self.line, self.column, self.end_column)
 
 
+_OURS: dict[str, bool] = {}        # code filename -> is it this package's
+_POSITIONS: dict = {}               # code object -> its co_positions() as a list
+_SITES: dict = {}                   # (code, instruction offset) -> Site
+
+
 def user_site() -> Site:
-    """The innermost frame that is not neuronemu.nki's own code: the kernel line being traced."""
+    """The innermost frame that is not neuronemu.nki's own code: the kernel line being traced.
+    (Cached per code object and instruction offset: tracing asks this for every instruction.)"""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(
-            frame.f_code.co_filename)) == _PACKAGE_DIR:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        ours = _OURS.get(name)
+        if ours is None:
+            ours = _OURS[name] = os.path.dirname(os.path.abspath(name)) == _PACKAGE_DIR
+        if not ours:
+            break
         frame = frame.f_back
     if frame is None:   # called from inside the package only (cannot happen from a kernel)
         return Site("<unknown>", 1, "<unknown>")
+    code = frame.f_code
+    key = (code, frame.f_lasti, frame.f_lineno)
+    site = _SITES.get(key)
+    if site is not None:
+        return site
     line, column, end_column = frame.f_lineno, 1, None
     try:   # exact columns of the call expression (Python 3.11+)
-        positions = list(frame.f_code.co_positions())
+        positions = _POSITIONS.get(code)
+        if positions is None:
+            positions = _POSITIONS[code] = list(code.co_positions())
         pos = positions[frame.f_lasti // 2]
         if pos[0] is not None and pos[0] == pos[1] and pos[2] is not None:
             line, column, end_column = pos[0], pos[2] + 1, pos[3] + 1
     except (AttributeError, IndexError, TypeError):
         pass
-    return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
+    if len(_SITES) > 200_000:   # many kernels traced in one process: start afresh
+        _SITES.clear()
+        _POSITIONS.clear()
+    site = _SITES[key] = Site(code.co_filename, line, code.co_name, column, end_column)
+    return site
 
 
 def fail(message: str, *notes: str, unsupported: bool = False):
