@@ -54,14 +54,22 @@ def signature(d: InstrDef) -> tuple[tuple[str, str], ...]:
     return tuple((a.name, a.name) for a in d.args if a.name != "queue")
 
 
+_DEFAULTS: dict[tuple[str, str], InstrDef] = {}   # (name, target) -> entry without engine=
+
+
 def choose(name: str, engine=None) -> InstrDef:
     """The entry of ``nisa.<name>`` for ``engine=`` on the target being traced."""
-    defs = isa_entries()[name]
     target = tracer().target
+    if engine is None:
+        d = _DEFAULTS.get((name, target))
+        if d is not None:
+            return d
+    defs = isa_entries()[name]
     wanted = getattr(engine, "name", engine)
     if wanted in (None, "unknown"):
         usable = [d for d in defs if d.targets is None or target in d.targets]
         if usable:
+            _DEFAULTS[(name, target)] = usable[0]
             return usable[0]
         needs = sorted({t for d in defs for t in d.targets or ()})
         fail(f"nisa.{name} needs target {' or '.join(needs)}; this kernel is traced for "
@@ -88,6 +96,10 @@ class _Spec:
         self.table_names = {a.name for a in d.args if a.name != "queue"}
         self.required = [(a.name, next((n for n, t in self.sig if t == a.name), a.name))
                          for a in d.args if a.required and a.name != "queue"]
+        # (argument, its default as text: a keyword argument at its default is left out)
+        self.lowering = [(a, None if a.default is None else _default_text(a.default))
+                         for a in d.args]
+        self.written = [a.name for a in d.args if a.kind == "tile" and "w" in a.access]
 
 
 _SPECS: dict[str, _Spec] = {}
@@ -209,9 +221,10 @@ def operand_text(a: ArgDef, value) -> str:
 def lower(d: InstrDef, values: dict[str, object]) -> None:
     """Append ``d`` with ``values`` (table names) to the kernel being traced."""
     tr = tracer()
+    spec = _spec(d)
     operands: list[str] = []
     keywords: dict[str, str] = {}
-    for a in d.args:
+    for a, default in spec.lowering:
         value = values.get(a.name)
         if a.name == "queue":
             if d.engine == "dma":
@@ -220,17 +233,13 @@ def lower(d: InstrDef, values: dict[str, object]) -> None:
         if value is None:
             continue
         text = operand_text(a, value)
-        if a.keyword:
-            default = a.default
-            if default is not None and text == _default_text(default):
-                continue
-            keywords[a.name] = text
-        else:
+        if not a.keyword:
             operands.append(text)
+        elif text != default:
+            keywords[a.name] = text
     tr.emit(d.name, *operands, **keywords)
-    for a in d.args:
-        if a.kind == "tile" and "w" in a.access:
-            mark_written(values.get(a.name))
+    for name in spec.written:
+        mark_written(values.get(name))
 
 
 def _default_text(default) -> str:

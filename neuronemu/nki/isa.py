@@ -150,11 +150,11 @@ def _indirect_copy(tr, dst: NkiTensor, src: NkiTensor, oob, kw: dict) -> None:
              unsupported=True)
     kw.pop("dge", None)
     if src._indirect is not None:
-        table, index = src._indirect
+        table, index, _ = src._indirect
         tr.emit("dma.gather", onchip(dst, "dst"), table.operand(tr),
                 index=onchip(index, "vector_offset"), **kw)
     else:
-        table, index = dst._indirect
+        table, index, _ = dst._indirect
         tr.emit("dma.scatter", table.operand(tr), onchip(src, "src"),
                 index=onchip(index, "vector_offset"), **kw)
 

@@ -111,3 +111,25 @@ def test_lnc2_cores_must_reach_the_same_barriers():
     with pytest.raises(NkiError, match="diverge at their synchronization point #2") as e:
         check_identical_control_flow([_sync_trace(True), _sync_trace(False)])
     assert "identical control flow" in str(e.value)
+
+
+def barrier_per_rank(x):
+    """Rank r reaches r barriers (a device loop bounded by its rank): the cores' control flow
+    differs at run time."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+
+    def body(i):
+        nisa.core_barrier(data=out, cores=(0, 1))
+
+    nl.fori_loop(0, ncc.rank_id(), body)
+    return out
+
+
+def test_cores_reaching_different_barriers_at_run_time_are_reported():
+    from neuronemu.errors import NeuronemuError
+
+    tr = nki.trace(barrier_per_rank, np.zeros((4, 4), np.float32), target="trn2")
+    with pytest.raises(NeuronemuError) as e:
+        run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": np.zeros((4, 4), np.float32)})
+    assert "barrier" in str(e.value)

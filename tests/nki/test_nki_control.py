@@ -25,9 +25,12 @@ def _hbm_like(x):
 
 
 def _zero_fill(out):
-    z = _sb(out.shape, out.dtype)
+    rows, cols = out.shape
+    z = _sb((min(rows, 128), cols), out.dtype)
     nisa.memset(dst=z, value=0.0)
-    nisa.dma_copy(dst=out, src=z)
+    for r in range(0, rows, 128):
+        n = min(128, rows - r)
+        nisa.dma_copy(dst=out[r:r + n, :], src=z[0:n, :])
 
 
 def doubled_blocks(x, n):
