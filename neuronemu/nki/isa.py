@@ -25,6 +25,7 @@ from neuronemu.nki._operands import (
 from neuronemu.nki._trace import (
     HOOKS,
     NkiTensor,
+    dtype_name,
     fail,
     tracer,
     unsupported_name,
@@ -202,9 +203,16 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
     tr.emit("dma.transpose", d.operand(tr), s.operand(tr), queue=tr.next_queue())
 
 
-def tensor_copy(dst, src, engine=engine.unknown, name=None):
-    """dst = src on chip (``vector.tensor_copy``; gpsimd/scalar when asked)."""
+def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):
+    """dst = src on chip (``vector.tensor_copy``; gpsimd/scalar when asked), cast to dst's
+    dtype. ``dtype=`` (not an NKI 0.6 argument; the nki-samples tutorials pass it) must name
+    dst's dtype."""
     tr = tracer()
+    if (dtype is not None and isinstance(dst, NkiTensor)
+            and dtype_name(dtype) != dtype_name(dst.dtype)):
+        fail(f"tensor_copy(dtype={dtype_name(dtype)}) differs from dst's dtype "
+             f"{dtype_name(dst.dtype)}; the copy is cast to dst's dtype",
+             "allocate dst with the dtype wanted, or leave dtype= out")
     d, s = onchip(dst, "dst"), onchip(src, "src")
     if engine == "scalar":
         tr.emit("scalar.activation", d, s, func="copy")

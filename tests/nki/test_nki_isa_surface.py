@@ -535,3 +535,18 @@ def test_dma_copy_06_signature():
     with pytest.raises(NkiUnsupported, match=r"dst_rmw_op=...\) was removed in NKI 0.3") as e:
         nki.trace(k, np.zeros((128, 8), np.float32))
     assert e.value.location.line == k.__code__.co_firstlineno + 3
+
+
+def test_tensor_copy_takes_the_tutorials_dtype_when_it_is_dst_s():
+    def same(x):
+        t, u = _load(x), _sb((128, 8), nl.bfloat16)
+        nisa.tensor_copy(src=t, dst=u, dtype=nl.bfloat16)
+
+    def other(x):
+        t, u = _load(x), _sb((128, 8), nl.bfloat16)
+        nisa.tensor_copy(src=t, dst=u, dtype=nl.float16)
+
+    x = np.zeros((128, 8), np.float32)
+    assert "vector.tensor_copy" in _asm(same, x)
+    with pytest.raises(NkiError, match="differs from dst's dtype bfloat16"):
+        nki.trace(other, x)
