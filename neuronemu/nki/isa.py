@@ -205,14 +205,15 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):
     """dst = src on chip (``vector.tensor_copy``; gpsimd/scalar when asked), cast to dst's
-    dtype. ``dtype=`` (not an NKI 0.6 argument; the nki-samples tutorials pass it) must name
-    dst's dtype."""
+    dtype. ``dtype=`` (not an NKI 0.6 argument; the nki-samples tutorials pass it) rounds the
+    values to that dtype on the way: through a temporary tile of it when it is not dst's."""
     tr = tracer()
     if (dtype is not None and isinstance(dst, NkiTensor)
             and dtype_name(dtype) != dtype_name(dst.dtype)):
-        fail(f"tensor_copy(dtype={dtype_name(dtype)}) differs from dst's dtype "
-             f"{dtype_name(dst.dtype)}; the copy is cast to dst's dtype",
-             "allocate dst with the dtype wanted, or leave dtype= out")
+        staged = HOOKS["nl"].ndarray(tuple(dst.shape), dtype=dtype, buffer=dst.buffer)
+        tensor_copy(staged, src, engine=engine)
+        tensor_copy(dst, staged, engine=engine)
+        return
     d, s = onchip(dst, "dst"), onchip(src, "src")
     if engine == "scalar":
         tr.emit("scalar.activation", d, s, func="copy")
