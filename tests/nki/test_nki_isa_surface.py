@@ -547,3 +547,18 @@ def test_tensor_copy_rounds_to_the_tutorials_dtype():
 
     np.testing.assert_array_equal(nki.simulate(k)(x),
                                   x.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_every_nki_name_of_the_tables_is_defined():
+    """A table entry with ``nki = "nki.isa.NAME"`` (or ``nki.collectives.NAME``) makes the call
+    exist; the table-driven ones document their entry."""
+    import neuronemu.nki.collectives as ncc
+    from neuronemu.isa.table import load_isa
+
+    for d in load_isa().instructions.values():
+        if not d.nki:
+            continue
+        module, name = d.nki.rsplit(".", 1)
+        namespace = {"nki.isa": vars(nisa), "nki.collectives": vars(ncc)}[module]
+        assert callable(namespace.get(name)), d.nki
+    assert "vector.find_index8" in nisa.nc_find_index8.__doc__
