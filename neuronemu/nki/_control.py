@@ -99,12 +99,23 @@ def _loop_head(lower, upper, step: int):
     return counter, hi, body, end
 
 
+def _keep_live_through_loop(tr, loop_start: int) -> None:
+    """A tile from before a device loop that the body uses is used again by the next
+    iteration: with live-range allocation (a tile's ``slot.live``) it stays live to the
+    loop's backward branch, so no tile of the body gets its bytes."""
+    last = len(tr.instructions) - 1
+    for slot in tr.slots:
+        live = getattr(slot, "live", None)
+        if live is not None and live.start < loop_start <= live.end:
+            live.end = max(live.end, last)
+
+
 def _loop_tail(counter: VirtualRegister, hi: str, step: int, body: str, end: str) -> None:
     tr = tracer()
     tr.emit("ctrl.add", counter.register_text(), counter.register_text(), str(step))
     tr.emit("ctrl.blt", counter.register_text(), hi, body)
+    _keep_live_through_loop(tr, tr.loops.pop())
     tr.label(end)
-    tr.loops.pop()
 
 
 def fori_loop(lower, upper, body_fun, step=1) -> None:
@@ -156,5 +167,5 @@ def while_loop(init, body_fun) -> None:
     if nxt is not cond:
         tr.emit("ctrl.mov", cond.register_text(), _int_or_register(nxt, "the body's result"))
     tr.emit("ctrl.jmp", top)
+    _keep_live_through_loop(tr, tr.loops.pop())
     tr.label(end)
-    tr.loops.pop()
