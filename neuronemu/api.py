@@ -8,21 +8,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import Diagnostic, InputError, NeuronemuError, RuntimeFault
-from neuronemu.faults import fault as fault_of
+from neuronemu.errors import InputError
 from neuronemu.program import HbmTensor, Program
+from neuronemu.results import Result, SpmdResult
 
-if TYPE_CHECKING:
-    from neuronemu.timing.report import Timing
+__all__ = ["Result", "SpmdResult", "assemble", "assemble_file", "default_topology", "run",
+           "run_spmd"]
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_MAX_TRACE_EVENTS = 1 << 20
@@ -52,31 +49,6 @@ def assemble_file(path: str | Path, target: str | None = None) -> Program:
     except UnicodeDecodeError:
         raise InputError(f"kernel {path} is neither UTF-8 assembly nor a .neo binary") from None
     return assemble(text, str(path), target)
-
-
-@dataclass
-class Result:
-    """Outputs (name -> array of the declared dtype; bf16/fp8 as ml_dtypes) and run statistics."""
-
-    program: Program
-    outputs: dict[str, np.ndarray]
-    instructions: dict[str, int]
-    steps: int
-    wall_seconds: float
-    seed: int
-    tensors: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
-    tiles: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
-    """Final contents of every ``.sbuf`` / ``.psum`` allocation, for unit tests of kernels."""
-    timing: Timing | None = field(repr=False, default=None)
-    """Modelled time: total, per engine and DMA queue, critical path, trace events."""
-    warnings: list[Diagnostic] = field(default_factory=list)
-    """Located warnings, e.g. the first read of never-written memory (exact to the byte)."""
-    compile_seconds: float = 0.0
-    """Time this run spent compiling code numba had not cached yet (not in ``wall_seconds``)."""
-
-    @property
-    def target(self) -> str:
-        return self.program.target.name
 
 
 def _as_array(name: str, value, tensor: HbmTensor) -> np.ndarray:
@@ -185,59 +157,26 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
     (None: none; compiling does not count) raise ``LimitReached`` (``.limit`` says which);
     Ctrl-C raises ``Interrupted``; both carry the location reached and ``.steps``. A run that
     needs more host memory than is available raises ``ResourceError`` before allocating."""
-    from neuronemu.multichip import spmd
+    from neuronemu.exec import session
+    from neuronemu.hostmem import memory_errors
+    from neuronemu.results import finish
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
-    inputs = _checked_inputs(program, inputs, 1)
-    with _memory_errors():
-        cores, _ = spmd.execute(program, None, 1, inputs, seed,
-                                max_instructions=max_instructions,
-                                max_trace_events=max_trace_events,
-                                stochastic_rounding=stochastic_rounding,
-                                rounding_seed=rounding_seed, timeout=_timeout(timeout))
-        return _finish(program, cores[0], inputs[0], seed, max_instructions, 1)
+    [checked] = _checked_inputs(program, inputs, 1)
+    options = {"max_instructions": max_instructions, "max_trace_events": max_trace_events,
+               "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
+               "timeout": _timeout(timeout)}
+    with memory_errors():
+        if session.uses_cc(program):
+            # cc.* instructions are carried out by the multi-chip driver, here for a world of
+            # one (exec/session.py says why there is one driver)
+            from neuronemu.multichip import spmd
 
-
-@contextlib.contextmanager
-def _memory_errors():
-    """A MemoryError the host-memory estimate did not foresee is a ResourceError (exit 6)."""
-    try:
-        yield
-    except MemoryError as error:
-        from neuronemu.hostmem import out_of_memory
-
-        raise out_of_memory(error) from None
-
-
-@dataclass
-class SpmdResult:
-    """A run of one kernel on every rank of a topology (``run_spmd``)."""
-
-    program: Program
-    topology: str
-    ranks_per_chip: int
-    ranks: list[Result]
-    """Per rank: its outputs, instructions, timing and warnings, as a single-core run reports."""
-    network: object
-    """Link traffic: neuronemu.multichip.network.NetworkStats."""
-    wall_seconds: float
-    compile_seconds: float = 0.0
-    """Time spent compiling code numba had not cached yet (not in ``wall_seconds``)."""
-
-    @property
-    def world(self) -> int:
-        return len(self.ranks)
-
-    @property
-    def outputs(self) -> dict[str, np.ndarray]:
-        """Every output tensor stacked over ranks: shape (world, *declared shape)."""
-        return {name: np.stack([r.outputs[name] for r in self.ranks])
-                for name in self.ranks[0].outputs}
-
-    @property
-    def time_ns(self) -> float:
-        """When the last rank's last track finished."""
-        return max(r.timing.time_ns for r in self.ranks)
+            cores, _ = spmd.execute(program, None, 1, [checked], seed, **options)
+            core = cores[0]
+        else:
+            core = session.run_core(program, checked, seed, **options)
+        return finish(program, core, seed, 1)
 
 
 def run_spmd(program: Program, topology: str | None = None,
@@ -292,98 +231,17 @@ def run_spmd(program: Program, topology: str | None = None,
                                     else max(1024, max_trace_events // world)),
                "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                "timeout": _timeout(timeout)}
+    from neuronemu.multichip.run import run_ranks
+
     compiled = compiling.seconds()
     start = time.perf_counter()
-    comm = _comm(partitions)
-    if comm is None and partitions is not None and partitions > 1:
-        from neuronemu.exec.core import RunLimits, stop_on_sigint
-        from neuronemu.multichip.comm import run_loopback
-
-        limits = RunLimits(max_instructions, options["timeout"])
-        with stop_on_sigint(limits), _memory_errors():
-            parts = run_loopback(partitions, lambda c: _run_partition(
-                program, topo, ranks_per_chip, per_rank, seed, c, options, limits))
-        results, network = parts[0]
-    else:
-        results, network = _run_partition(program, topo, ranks_per_chip, per_rank, seed,
-                                           comm, options)
-        if results is None:
-            return None
+    ran = run_ranks(program, topo, ranks_per_chip, per_rank, seed, partitions, options)
+    if ran is None:
+        return None   # a partition other than 0 of an mpiexec launch
+    results, network = ran
     spent = compiling.seconds() - compiled
     return SpmdResult(program, topology, ranks_per_chip, results, network.stats(),
                       time.perf_counter() - start - spent, spent)
-
-
-def _comm(partitions: int | None):
-    """The MPI partition of this process when mpiexec started several, else None (the run is
-    in this process: one partition, or ``partitions`` loopback threads)."""
-    from neuronemu.multichip.comm import launched_by_mpiexec, mpi_comm
-
-    if not launched_by_mpiexec():
-        if partitions is not None and partitions < 1:
-            raise InputError(f"partitions must be at least 1, not {partitions}")
-        return None
-    comm = mpi_comm()
-    if partitions is not None and partitions != comm.partitions:
-        raise InputError(f"partitions={partitions}, but mpiexec started {comm.partitions} "
-                         f"processes: under mpiexec each process is one partition")
-    return comm
-
-
-def _run_partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits=None):
-    """Run the ranks one partition owns and report them: partition 0 returns every rank's
-    Result (gathered) and the links' state; the others return (None, network). An error on
-    any partition (a fault, a deadlock, a finish that fails) is raised on every partition."""
-    try:
-        return _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits)
-    except NeuronemuError:
-        raise
-    except BaseException:
-        if hasattr(comm, "abort"):
-            comm.abort()
-        raise
-
-
-def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, limits):
-    from neuronemu.multichip import spmd
-    from neuronemu.multichip.comm import agree
-
-    split = comm is not None and comm.partitions > 1
-    # split: a MemoryError one partition alone meets stays one (the caller aborts an MPI
-    # launch on it, a loopback run re-raises it as a ResourceError in the caller); only the
-    # agreement points (set-up in spmd.execute, the reports below) turn it into an error
-    # every partition raises alike
-    with _memory_errors() if not split else contextlib.nullcontext():
-        cores, network = spmd.execute(program, topo, ranks_per_chip, per_rank, seed,
-                                      comm=comm, limits=limits, **options)
-        world = len(per_rank)
-        if comm is None or comm.partitions == 1:
-            return [_finish(program, cores[r], per_rank[r], seed, options["max_instructions"],
-                            world) for r in range(world)], network
-        results, error = {}, None
-        for r in sorted(cores):
-            try:
-                results[r] = _finish(program, cores[r], per_rank[r], seed,
-                                     options["max_instructions"], world)
-            except NeuronemuError as e:
-                error = e
-                break
-            except MemoryError as e:
-                from neuronemu.hostmem import out_of_memory
-
-                error = out_of_memory(e)
-                break
-        del cores
-        agree(comm, error)
-        for result in results.values():
-            result.program = None   # every partition has it: not sent along
-        parts = comm.gather(results)
-        if parts is None:
-            return None, network
-        merged = {r: result for part in parts for r, result in part.items()}
-        for result in merged.values():
-            result.program = program
-        return [merged[r] for r in range(world)], network
 
 
 def default_topology(program: Program, topology: str | None,
@@ -391,7 +249,7 @@ def default_topology(program: Program, topology: str | None,
     """(topology, ranks per chip) of a multi-rank run: the ones given win, then the kernel's
     ``.topology NAME [ranks_per_chip=N]``; the directive's ranks per chip applies only on its
     own topology (another system may have fewer cores per chip)."""
-    own = getattr(program, "topology", None)
+    own = program.topology
     if topology is None:
         if own is None:
             raise InputError("no topology: pass one (--topology NAME, run_spmd(program, NAME)) "
@@ -436,131 +294,3 @@ def _checked_inputs(program: Program, inputs, world: int,
     return per_rank
 
 
-def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: int,
-            world: int) -> Result:
-    from neuronemu.isa import dtypes
-    from neuronemu.isa.table import load_isa
-    from neuronemu.machine import layout as L
-    from neuronemu.timing import report
-
-    regs = core.regs
-    if core.status != L.STATUS_OK:
-        from neuronemu.exec.core import RunLimits
-
-        fault = fault_of(program, core.status, core.pc, regs, RunLimits(max_instructions),
-                         core.steps)
-        if world > 1:
-            fault.message = f"rank {core.rank}: {fault.message}"
-        raise fault
-    isa = load_isa()
-    counts = core.counts
-    per_engine = np.zeros(L.NUM_TRACKS, dtype=np.int64)
-    np.add.at(per_engine, program.instrs[:, L.I_ENGINE], counts)
-    engine_names = isa.enums["engine"]
-    instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
-    n_events = int(regs[L.REG_EVENTS])
-    events, event_times = core.events, core.event_times
-    busy, track_free = core.busy, core.track_free
-    replayed = getattr(core, "replayed", None)   # ranks replayed together (multichip/spmd.py)
-    if replayed is not None:
-        busy, track_free = replayed.busy, replayed.track_free
-        event_times = replayed.event_times
-    elif program.sync_mode == "explicit":
-        from neuronemu.timing import explicit
-
-        if n_events > len(events):
-            raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
-                               f"executed {n_events} and max_trace_events is {len(events)}")
-        try:
-            replayed = explicit.replay(program, events[:n_events], event_times[:n_events],
-                                       core.clocks)
-        except RuntimeFault as e:
-            if world > 1:
-                e.message = f"rank {core.rank}: {e.message}"
-            raise
-        busy, track_free = replayed.busy, replayed.track_free
-        event_times = replayed.event_times
-    timing = report.build(program, counts, busy, track_free, core.clocks, events, event_times,
-                          n_events, core.dma_stats, core.engine_busy)
-    hbm = core.mems[2]
-    tensors = {}
-    for tensor in program.tensors.values():
-        dt = dtypes.get(tensor.dtype)
-        raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes]
-        if tensor.compressed:
-            from neuronemu.machine.codec import decode_tensor
-
-            bits = decode_tensor(raw.copy(), tensor.shape[0], tensor.shape[1], dt.itemsize)
-            tensors[tensor.name] = dtypes.from_bits(
-                bits.astype(f"<u{dt.itemsize}").reshape(tensor.shape), tensor.dtype)
-        else:
-            # a view of the HBM image, which nothing uses after the run: no copy of any tensor
-            tensors[tensor.name] = raw.view(_api_view_dtype(tensor.dtype)).reshape(tensor.shape)
-    outputs = {t.name: tensors[t.name] for t in program.outputs()}
-    sbuf, psum = core.mems[0], core.mems[1]
-    tiles = {a.name: _allocation_values(a, sbuf if a.space == "sbuf" else psum)
-             for a in program.allocations.values()}
-    warnings = _unwritten_warning(program, regs) + _range_warning(program, regs)
-    if world > 1:
-        for w in warnings:
-            w.message = f"rank {core.rank}: {w.message}"
-    if world == 1 or core.rank == 0:   # the assembler's warnings, once per run
-        warnings = list(program.warnings) + warnings
-    return Result(program, outputs, instructions, core.steps, core.wall, seed, tensors, tiles,
-                  timing, warnings, core.compile_seconds)
-
-
-def _api_view_dtype(name: str) -> np.dtype:
-    """The API dtype of ``name``, which views its storage bits unchanged (dtypes.from_bits)."""
-    from neuronemu.isa import dtypes
-
-    return np.dtype(np.float32) if name == "tfloat32" else dtypes.numpy_dtype(name)
-
-
-def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
-    from neuronemu.machine import layout as L
-    from neuronemu.program import Tile
-
-    count = int(regs[L.REG_UNWRITTEN_COUNT])
-    if not count:
-        return []
-    ins = program.instructions[int(regs[L.REG_UNWRITTEN_PC])]
-    arg = ins.definition.args[int(regs[L.REG_UNWRITTEN_ARG])]
-    tile = ins.args[arg.name]
-    location = tile.location if isinstance(tile, Tile) else ins.location
-    more = f" ({count - 1} more dynamic instructions do too)" if count > 1 else ""
-    return [Diagnostic(f"{ins.definition.name} reads '{tile.symbol}' ({arg.name}), which nothing "
-                       f"wrote before; it holds NaN / -1 bytes{more}", location)]
-
-
-def _range_warning(program: Program, regs) -> list[Diagnostic]:
-    """Activation inputs outside the documented range of their function (the hardware's result
-    is not specified there; neuronemu computes the float64 function anyway)."""
-    from neuronemu.machine import layout as L
-    from neuronemu.semantics.scalar import INPUT_RANGES
-
-    count = int(regs[L.REG_RANGE_COUNT])
-    if not count:
-        return []
-    ins = program.instructions[int(regs[L.REG_RANGE_PC])]
-    value = float(np.array([regs[L.REG_RANGE_BITS]], dtype=np.uint32).view(np.float32)[0])
-    from neuronemu.isa.table import load_isa
-
-    func = load_isa().enums["activation"].name_of(ins.args["func"])
-    low, high, kind = INPUT_RANGES[func]
-    where = f"|x| in [{low:.6g}, {high:.6g}]" if kind == "magnitude" else f"[{low:.6g}, {high:.6g}]"
-    more = f" ({count - 1} more dynamic instructions do too)" if count > 1 else ""
-    return [Diagnostic(f"{ins.definition.name} func={func} gets input {value:.9g} (data * scale + "
-                       f"bias), outside its documented range {where}; the hardware's result "
-                       f"there is not specified{more}", ins.location)]
-
-
-def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:
-    from neuronemu.isa import dtypes
-
-    itemsize = dtypes.get(allocation.dtype).itemsize
-    partitions = allocation.shape[0]
-    raw = memory[:partitions, allocation.offset: allocation.offset
-                 + allocation.bytes_per_partition]   # from_bits makes the one copy
-    bits = raw.view(f"<u{itemsize}").reshape(allocation.shape)
-    return dtypes.from_bits(bits, allocation.dtype)

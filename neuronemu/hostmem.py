@@ -8,9 +8,15 @@ extra dependency.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from neuronemu.errors import ResourceError
+
+if TYPE_CHECKING:
+    from neuronemu.program import Program
 
 # timing.model keeps a last-write and a last-read time (float64) per segment of memory
 # (timing/regions.py): one per buffer or slice boundary, at most about one per 64-byte block
@@ -67,12 +73,27 @@ def _address_space_left() -> int | None:
         return None
 
 
+def on_chip_widths(program: Program, compact: bool = False) -> tuple[int, int]:
+    """Bytes per partition of SBUF and PSUM. ``compact``: only the bytes per partition the
+    kernel's allocations reach (tiles cannot address past their allocation), so a run of many
+    ranks costs memory in proportion to what the kernel uses, not to the size of the chips."""
+    target = program.target
+
+    def width(space: str, full: int) -> int:
+        if not compact:
+            return full
+        used = max((a.offset + a.bytes_per_partition for a in program.allocations.values()
+                    if a.space == space), default=0)
+        return max(-(-used // 64) * 64, 64)
+
+    return (width("sbuf", target.sbuf_partition_bytes),
+            width("psum", target.psum_partition_bytes))
+
+
 def run_bytes(program, world: int = 1, compact: bool = False) -> int:
     """Host bytes a run of ``program`` on ``world`` ranks touches: per rank its HBM image, SBUF
     and PSUM (only what the allocations reach when ``compact``) and the timing tables over
     them. The trace buffers are left out: their pages are mapped only as events are written."""
-    from neuronemu.exec.core import on_chip_widths
-
     on_chip = program.target.partitions * sum(on_chip_widths(program, compact))
     per_rank = program.hbm_bytes + on_chip
     return world * int(per_rank * (1 + _REGION_BYTES_PER_BYTE)) + _HEADROOM
@@ -86,6 +107,15 @@ def out_of_memory(error: MemoryError) -> ResourceError:
     return ResourceError(f"the run ran out of host memory while setting up ({error}){have}; "
                          f"free memory, raise the process's memory limit, or make the kernel's "
                          f"tensors smaller", None)
+
+
+@contextlib.contextmanager
+def memory_errors() -> Iterator[None]:
+    """A MemoryError the host-memory estimate did not foresee is a ResourceError (exit 6)."""
+    try:
+        yield
+    except MemoryError as error:
+        raise out_of_memory(error) from None
 
 
 def human(nbytes: int) -> str:

@@ -96,3 +96,69 @@ def test_import_is_light() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+def _swap_arguments(text: str, entry: str, first: str, second: str) -> str:
+    """``text`` (a table) with two argument lines of ``[entry]`` swapped."""
+    head, _, body = text.partition(f"[{entry}]\n")
+    lines = body.split("\n")
+    a = next(i for i, line in enumerate(lines) if f'name = "{first}"' in line)
+    b = next(i for i, line in enumerate(lines) if f'name = "{second}"' in line)
+    lines[a], lines[b] = lines[b], lines[a]
+    return f"{head}[{entry}]\n" + "\n".join(lines)
+
+
+def test_entries_sharing_a_semantics_function_must_agree_on_its_arguments(tmp_path) -> None:
+    """The compiled function reads arguments by slot: GpSimd's tensor_scalar declaring op0 and
+    operand0 the other way round from Vector's would swap them silently. The loader refuses it
+    and the generator reports it with the entry's origin, without a traceback."""
+    import shutil
+
+    from neuronemu.isa.resources import isa_dir
+    from neuronemu.isa.table import TableError
+
+    bad = tmp_path / "isa"
+    shutil.copytree(isa_dir(), bad)
+    table = bad / "gpsimd.toml"
+    table.write_text(_swap_arguments(table.read_text(), "tensor_scalar", "op0", "operand0"))
+    with pytest.raises(TableError, match=r"^isa/gpsimd.toml: \[tensor_scalar\]: shares semantics "
+                                         r"'elementwise.tensor_scalar' with isa/vector.toml: "
+                                         r"\[tensor_scalar\].*argument 2 is 'operand0' \(scalar\) "
+                                         r"here but 'op0' \(enum\)"):
+        load_isa(str(bad))
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_isa.py"), "--check",
+                             "--isa", str(bad)], check=False, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: isa/gpsimd.toml: [tensor_scalar]: shares semantics")
+    assert "Traceback" not in result.stderr
+
+
+def test_argument_names_are_the_slots_of_the_table() -> None:
+    """Each generated name is its argument's position in every entry of its semantics function
+    (an independent reading of the tables, not the generator's)."""
+    for d in INSTRUCTIONS:
+        module, function = d.semantics.split(".")
+        names = importlib.import_module(f"neuronemu.isa.args.{module}")
+        for slot, a in enumerate(d.args):
+            key = f"{function}_{a.name}".upper().replace(".", "_")
+            assert getattr(names, key) == slot, (d.name, a.name)
+
+
+def test_generated_names_may_not_collide(tmp_path) -> None:
+    """activation's reduce_res and an argument res of activation_reduce would both be named
+    ACTIVATION_REDUCE_RES: the generator refuses rather than let one shadow the other."""
+    import shutil
+
+    from neuronemu.isa.resources import isa_dir
+
+    bad = tmp_path / "isa"
+    shutil.copytree(isa_dir(), bad)
+    table = bad / "scalar.toml"
+    head, _, body = table.read_text().partition("[activation_reduce]\n")
+    table.write_text(f"{head}[activation_reduce]\n" + body.replace('name = "alpha"',
+                                                                    'name = "res"', 1))
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_isa.py"), "--check",
+                             "--isa", str(bad)], check=False, capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("error: isa/scalar.toml: [activation_reduce]: argument 'res' "
+                                    "would be named ACTIVATION_REDUCE_RES"), result.stderr

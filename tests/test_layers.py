@@ -104,7 +104,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # - `program` (the assembler's product) sits on machine (its compressed-tensor sizes), and the
 #   assembler imports neither the engine nor multichip, so `asm` is a sibling of semantics and
 #   timing; `encoding` reads `asm.expr`'s register count, so it sits above asm;
-# - `faults` and `hostmem` read exec.core; multichip uses both.
+# - the MPI partitions gather ranks' Results, so `results` (a finished core -> Result) sits
+#   below `multichip`, beside `exec` (it reads a Core's arrays, never imports exec).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
     "source programs",           # text, locations and the bundled files: import nothing
     "errors",
@@ -112,11 +113,9 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "compiled",                  # numba tooling: jit, content-keyed cache, compile reporter
     "numerics",                  # value <-> bits
     "machine",                   # lowered-array layout, kernel ABI, tile memory, compression
-    "program",                   # the assembled program
+    "program hostmem",           # the assembled program; host memory a run needs
     "semantics timing asm",      # instruction kernels, timing models, the assembler
-    "exec encoding",             # interpreter, kernels, single-core driver; the .neo format
-    "faults",
-    "hostmem",
+    "exec encoding results",     # interpreter, kernels, single-core run; .neo; Result
     "multichip",
     "api plot",
     "neuronemu",
@@ -209,3 +208,15 @@ def test_the_cache_key_covers_every_package_with_compiled_code():
                    for n in names):
                 jitted.add(unit(_module_name(path)))
     assert jitted and jitted <= set(_COMPILED_PACKAGES), jitted - set(_COMPILED_PACKAGES)
+
+
+def test_a_single_core_run_imports_no_multichip_module():
+    """neuronemu.run of a kernel without cc.* instructions goes api -> exec.session ->
+    results: the multi-chip driver, network and partitions stay unloaded (issue 27)."""
+    kernel = PACKAGE.parent / "programs" / "examples" / "vector_add.s"
+    code = (f"import sys, neuronemu; r = neuronemu.run(neuronemu.assemble_file({str(kernel)!r})); "
+            "assert r.outputs['c'].shape == (128, 512); "
+            "print(sorted(m for m in sys.modules if m.startswith('neuronemu.multichip')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()
+    assert out[-1] == "[]"

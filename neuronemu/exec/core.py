@@ -15,11 +15,16 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from neuronemu.hostmem import on_chip_widths
 from neuronemu.machine import layout as L
 from neuronemu.program import HbmTensor, Program
+
+if TYPE_CHECKING:
+    from neuronemu.timing.explicit import Replay
 
 FINISHED = "finished"
 STOPPED = "stopped"   # at a cc.* instruction (pc points at it)
@@ -182,23 +187,6 @@ def tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(convert.to_bits(values, tensor.dtype))
 
 
-def on_chip_widths(program: Program, compact: bool = False) -> tuple[int, int]:
-    """Bytes per partition of SBUF and PSUM. ``compact``: only the bytes per partition the
-    kernel's allocations reach (tiles cannot address past their allocation), so a run of many
-    ranks costs memory in proportion to what the kernel uses, not to the size of the chips."""
-    target = program.target
-
-    def width(space: str, full: int) -> int:
-        if not compact:
-            return full
-        used = max((a.offset + a.bytes_per_partition for a in program.allocations.values()
-                    if a.space == space), default=0)
-        return max(-(-used // 64) * 64, 64)
-
-    return (width("sbuf", target.sbuf_partition_bytes),
-            width("psum", target.psum_partition_bytes))
-
-
 def make_memories(program: Program, compact: bool = False
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SBUF and PSUM start as 0xFF bytes (NaN in every float dtype, -1 in ints) so that reading
@@ -220,17 +208,13 @@ def make_memories(program: Program, compact: bool = False
 
 
 def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
-    """The kernel address of each of the program's instructions (compiled on first use), kept
-    on the program so that the ranks of a multi-chip run share one table."""
+    """The kernel address of each of the program's instructions (compiled on first use); the
+    ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones)."""
     from neuronemu.exec import kernels
-    from neuronemu.timing.model import C_FORMULA, F_NETWORK
+    from neuronemu.timing.costs import C_FORMULA, F_NETWORK
 
-    addresses = getattr(program, "_kernel_addresses", None)
-    if addresses is None:
-        yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
-        addresses = kernels.kernel_addresses(program.instrs, yields)
-        program._kernel_addresses = addresses
-    return addresses
+    yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+    return kernels.program_addresses(program.instrs, yields)
 
 
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
@@ -272,6 +256,7 @@ class Core:
         from neuronemu.isa import dtypes
         from neuronemu.isa.table import load_isa
         from neuronemu.timing import model
+        from neuronemu.timing.costs import cost_table
         from neuronemu.timing.dma import ENGINE_INTERVALS, STATS_WIDTH
 
         self.program = program
@@ -314,11 +299,11 @@ class Core:
         self.engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
         self.engine_busy = np.zeros(engines, dtype=np.float64)
         self.dma_stats = np.zeros((L.NUM_DMA_QUEUES, STATS_WIDTH), dtype=np.float64)
-        self.timing_state = (model.cost_table(isa), model.target_params(program.target),
+        self.timing_state = (cost_table(isa), model.target_params(program.target),
                              self.clocks, self.track_free, self.busy, self.breaks,
                              self.write_end, self.read_end, self.engine_free, self.engine_busy,
                              self.dma_stats)
-        from neuronemu.exec.interpreter import EVENT_TIMES_WIDTH, EVENT_WIDTH
+        from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
 
         cap = max(max_trace_events, 1)
         self.events = np.zeros((cap, EVENT_WIDTH), dtype=np.int64)
@@ -328,6 +313,8 @@ class Core:
         self.status = L.STATUS_OK
         self.wall = 0.0
         self.compile_seconds = 0.0
+        self.kernels: np.ndarray | None = None   # kernel address per pc, on the first run
+        self.replay: Replay | None = None   # .sync explicit: the replayed times (set after the run)
 
     def run(self, limits: RunLimits | int) -> str:
         """Run until the kernel ends (FINISHED) or reaches a cc.* instruction (STOPPED); a fault
@@ -347,7 +334,9 @@ class Core:
             limits = RunLimits(int(limits))
         program = self.program
         before = compiling.seconds()
-        addresses = program_kernels(program, self.timing_state[0])
+        if self.kernels is None:
+            self.kernels = program_kernels(program, self.timing_state[0])
+        addresses = self.kernels
         fmt, table = dtypes.format_table(), dtypes.decode_table()
         dims = abi.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
         global _loop_ready
@@ -440,17 +429,17 @@ class Core:
         return ready
 
     def complete(self, start: float, end: float, nbytes: int) -> None:
-        """Record the instruction at pc as run from start to end on its queue, then step past."""
-        from neuronemu.machine.memory import dynamic_offset
-        from neuronemu.timing.model import operand_done
+        """Record the instruction at pc as run from start to end on its queue, then step past.
+        Its accesses and its event are recorded by the interpreter loop's own functions (run
+        here as Python: a cc.* instruction is rare, and this compiles nothing)."""
+        from neuronemu.timing.events import record_event
+        from neuronemu.timing.model import record_accesses
 
         program, pc = self.program, self.pc
         row = program.instrs[pc]
-        for k in range(row[L.I_NARGS]):
-            if row[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
-                access = (row[L.I_ACCESS] >> (2 * k)) & 3
-                operand_done(program.ops[row[L.I_ARGS + 2 * k + 1]], self.regs, access, end,
-                             end, self.breaks, self.write_end, self.read_end)
+        # a transfer's results are there at its end: no pipeline latency (result_latency 0)
+        record_accesses.py_func(row, program.ops, self.regs, end, end, self.breaks,
+                                self.write_end, self.read_end)
         track = int(row[L.I_TRACK])
         if track >= L.DMA_TRACK0:  # cc.* traffic counts in its queue's DMA statistics
             from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
@@ -460,20 +449,8 @@ class Core:
             self.dma_stats[track - L.DMA_TRACK0, S_WIRE] += nbytes
         self.track_free[track] = max(self.track_free[track], end)
         self.busy[track] += end - start
-        e = int(self.regs[L.REG_EVENTS])
-        if e < len(self.events):
-            self.events[e, 0] = pc
-            self.events[e, 1] = track
-            for k in range(row[L.I_NARGS]):
-                tag, value = row[L.I_ARGS + 2 * k], row[L.I_ARGS + 2 * k + 1]
-                if tag == L.TAG_OPERAND:
-                    self.events[e, 2 + k] = dynamic_offset(program.ops[value], self.regs)
-                elif tag == L.TAG_REG:
-                    self.events[e, 2 + k] = self.regs[value]
-                else:
-                    self.events[e, 2 + k] = value
-            self.event_times[e] = (start, end, end - start, nbytes, nbytes)
-        self.regs[L.REG_EVENTS] = e + 1
+        record_event.py_func(self.events, self.event_times, row, program.ops, self.regs, pc,
+                             start, end, end - start, nbytes, nbytes)
         self.counts[pc] += 1
         self.steps += 1
         self.pc += 1

@@ -12,14 +12,14 @@ from __future__ import annotations
 from neuronemu.compiled.jit import jit
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import DIMS_WIDTH, borrowed, call_kernel
-from neuronemu.machine.memory import dynamic_offset, in_bounds
+from neuronemu.machine.memory import in_bounds
+from neuronemu.timing.costs import C_FORMULA, F_FREE, F_NETWORK
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
-from neuronemu.timing.model import C_FORMULA, F_FREE, F_NETWORK, schedule
+from neuronemu.timing.events import record_event
+from neuronemu.timing.model import schedule
 
 ENGINE_DMA = 4   # isa/enums.toml
 ENGINE_CTRL = 7
-EVENT_WIDTH = 2 + L.MAX_ARGS
-EVENT_TIMES_WIDTH = 5  # start, end, cycles (ns for DMA), bytes, wire bytes
 
 
 @jit
@@ -32,12 +32,10 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     uncounted: the multi-chip driver executes and times it, then resumes at the next pc.
 
     ``timing`` = (costs, params, clocks, track_free, busy, breaks, write_end, read_end,
-    engine_free, engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model and .dma),
-    updated in place; ``dma_stats`` [queues, STATS_WIDTH] sums transfers and bytes per queue. While ``events`` [cap, EVENT_WIDTH]
-    has room, each non-control instruction appends (pc, track, and per argument: a tile's byte
-    offset, a register's value or the integer) there and (start, end, cycles, bytes, wire
-    bytes) to ``event_times``; ``regs[REG_EVENTS]`` counts them (also
-    past the cap). The explicit-sync scheduler replays these events.
+    engine_free, engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model
+    and .dma), updated in place; ``dma_stats`` [queues, STATS_WIDTH] sums transfers and bytes per
+    queue. Each non-control instruction is recorded in ``events`` / ``event_times``
+    (neuronemu.timing.events.record_event), which the explicit-sync scheduler replays.
 
     ``kernels`` [n] holds each instruction's kernel address (neuronemu.exec.kernels) and
     ``dims`` the sizes of the arrays the kernels receive as pointers."""
@@ -58,7 +56,6 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     pc = start_pc
     steps = start_steps
     n = instrs.shape[0]
-    cap = events.shape[0]
     if dims.shape[0] != DIMS_WIDTH or kernels.shape[0] != n:
         return L.STATUS_BAD_OPCODE, pc, steps
     # the kernels take raw pointers: the arrays stay alive (and unmoved) for this whole call
@@ -115,25 +112,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_UNWRITTEN_ARG] = unwritten
             regs[L.REG_UNWRITTEN_COUNT] += 1
         if ins[L.I_ENGINE] != ENGINE_CTRL:
-            e = regs[L.REG_EVENTS]
-            if e < cap:
-                events[e, 0] = pc
-                events[e, 1] = ins[L.I_TRACK]
-                for k in range(ins[L.I_NARGS]):
-                    tag = ins[L.I_ARGS + 2 * k]
-                    value = ins[L.I_ARGS + 2 * k + 1]
-                    if tag == L.TAG_OPERAND:
-                        events[e, 2 + k] = dynamic_offset(ops[value], regs)
-                    elif tag == L.TAG_REG:
-                        events[e, 2 + k] = regs[value]
-                    else:
-                        events[e, 2 + k] = value
-                event_times[e, 0] = start
-                event_times[e, 1] = end
-                event_times[e, 2] = cycles
-                event_times[e, 3] = nbytes
-                event_times[e, 4] = wire
-            regs[L.REG_EVENTS] = e + 1
+            record_event(events, event_times, ins, ops, regs, pc, start, end, cycles, nbytes,
+                         wire)
         if not is_dma:
             status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)

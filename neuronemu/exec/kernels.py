@@ -72,11 +72,26 @@ def _entry_of_opcode() -> dict[int, str]:
 def kernel_addresses(instrs: np.ndarray, yields) -> np.ndarray:
     """int64 [n]: the address of each static instruction's kernel (0 for instructions the
     interpreter hands to a driver: ``yields[pc]`` true), compiling what is missing."""
+    return _by_opcode(instrs[:, L.I_OPCODE], yields)
+
+
+def program_addresses(instrs: np.ndarray, yields: np.ndarray) -> np.ndarray:
+    """``kernel_addresses``, kept for the last few programs (keyed by their opcode column):
+    the ranks of a multi-chip run share one table, and nothing is written onto the program."""
+    opcodes = np.ascontiguousarray(instrs[:, L.I_OPCODE], dtype=np.int64)
+    return _kept(opcodes.tobytes(), np.ascontiguousarray(yields, dtype=bool).tobytes())
+
+
+@functools.lru_cache(maxsize=16)
+def _kept(opcodes: bytes, yields: bytes) -> np.ndarray:
+    return _by_opcode(np.frombuffer(opcodes, dtype=np.int64), np.frombuffer(yields, dtype=bool))
+
+
+def _by_opcode(opcodes, yields) -> np.ndarray:
     entries = _entry_of_opcode()
-    n = instrs.shape[0]
-    names = [None if yields[pc] else entries[int(instrs[pc, L.I_OPCODE])] for pc in range(n)]
+    names = [None if y else entries[int(op)] for op, y in zip(opcodes, yields, strict=True)]
     ensure_compiled(name for name in names if name is not None)
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(len(names), dtype=np.int64)
     for pc, name in enumerate(names):
         if name is not None:
             out[pc] = _compiled[name].address

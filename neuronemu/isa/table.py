@@ -318,12 +318,49 @@ def load_isa(directory: str | None = None) -> ISA:
                         _fail(origin, f"target '{t}' is not in isa/targets.toml")
             opcodes[instr.opcode] = instr.name
             instructions[instr.name] = instr
+    _check_shared_semantics(instructions)
     costs = _parse_costs(read_toml(root / "costs.toml"))
     for instr in instructions.values():
         if instr.cost_class not in costs:
             _fail(instr.origin, f"cost_class '{instr.cost_class}' is not in isa/costs.toml "
                                 f"(classes: {', '.join(sorted(costs))})")
     return ISA(instructions=instructions, enums=enums, targets=targets, costs=costs)
+
+
+def argument_sets(instructions: dict[str, InstrDef]) -> dict[str, tuple[ArgDef, ...]]:
+    """The arguments of each semantics function, in slot order (the order of its entries'
+    ``args``): the compiled function reads an argument by its slot, through the names
+    tools/gen_isa.py generates from this (neuronemu/isa/args/)."""
+    sets: dict[str, tuple[ArgDef, ...]] = {}
+    for instr in instructions.values():
+        sets.setdefault(instr.semantics, instr.args)
+    return sets
+
+
+def _check_shared_semantics(instructions: dict[str, InstrDef]) -> None:
+    """Entries naming one semantics function must declare the same argument names and kinds in
+    the same order: the compiled function reads slot k as one argument for all of them, so a
+    reordered argument in one table would otherwise be a silent change of meaning."""
+    first: dict[str, InstrDef] = {}
+    for instr in instructions.values():
+        other = first.setdefault(instr.semantics, instr)
+        mine = [(a.name, a.kind) for a in instr.args]
+        theirs = [(a.name, a.kind) for a in other.args]
+        if mine == theirs:
+            continue
+        k = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
+                 min(len(mine), len(theirs)))
+        what = (f"argument {k} is {_slot_text(mine, k)} here but {_slot_text(theirs, k)} in "
+                f"{other.origin}")
+        _fail(instr.origin, f"shares semantics '{instr.semantics}' with {other.origin}, whose "
+                            f"arguments differ ({what}); the compiled function reads arguments by "
+                            f"position, so every entry sharing it must declare the same names "
+                            f"and kinds in the same order: "
+                            f"{', '.join(f'{n} ({kind})' for n, kind in theirs)}")
+
+
+def _slot_text(args: list[tuple[str, str]], k: int) -> str:
+    return f"'{args[k][0]}' ({args[k][1]})" if k < len(args) else "missing"
 
 
 def _parse_costs(raw: dict) -> dict[str, CostClass]:

@@ -19,7 +19,7 @@ runs are deterministic.
 
 In sync mode ``explicit`` each rank's times come from its replay (neuronemu/timing/explicit.py),
 which keeps only the ordering semaphores give. The driver logs what each cc.* instruction did
-(which message a send posted and a recv took, which collective); ``_replay_explicit`` then
+(which message a send posted and a recv took, which collective); ``_couple_replays`` then
 replays all ranks together on a fresh copy of the links: a rank's replay stops at each cc.*
 event, and the event's end is worked out as above from the replayed start times of the ranks
 involved (a recv ends when the matching send's data has arrived, a collective when it has run
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections import deque
 
 import numpy as np
@@ -124,9 +125,17 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
         driver = _Driver(program, topology, ranks_per_chip, cores, network, limits, comm,
                          partitioning.owner)
         driver.run()
-    if program.sync_mode == "explicit" and any(driver.log):
-        _replay_explicit(program, [cores[r] for r in range(world)],
-                         Network(topology, program.target, ranks_per_chip), driver.log)
+    if program.sync_mode == "explicit":
+        from neuronemu.timing.explicit import replay_cores
+
+        ranks = [cores[r] for r in range(world)]   # one partition: explicit runs need all
+        couple = None
+        if any(driver.log):   # cc.* events: the ranks' replays advance together
+            links = Network(topology, program.target, ranks_per_chip)
+            couple = functools.partial(_couple_replays, program, network=links,
+                                       logs=driver.log)
+        for core, replayed in zip(ranks, replay_cores(program, ranks, couple), strict=True):
+            core.replay = replayed
     return cores, network
 
 
@@ -242,7 +251,7 @@ class _Driver:
             stop = _Stop()
             stop.finished = True
             if core.status != L.STATUS_OK:
-                from neuronemu.faults import fault as fault_of
+                from neuronemu.exec.faults import fault as fault_of
 
                 fault = fault_of(self.program, core.status, core.pc, core.regs, self.limits,
                                  core.steps)
@@ -607,11 +616,11 @@ class _Driver:
 
 
 
-def _replay_explicit(program, cores: list[Core], network: Network, logs: list[list]) -> None:
-    """Replay every rank's events under explicit synchronisation, together: each rank's replay
-    runs until a cc.* event (its start is then known), and the event's end comes from the other
-    ranks' replayed times, on ``network`` (fresh links). Leaves each rank's result in
-    ``core.replayed`` (api._finish reports it).
+def _couple_replays(program, replays: list, network: Network, logs: list[list]) -> None:
+    """Drive every rank's explicit-sync replay (timing.explicit.Replayer, made with
+    ``couple=True`` by timing.explicit.replay_cores) together: each rank's replay runs until a
+    cc.* event (its start is then known), and the event's end comes from the other ranks'
+    replayed times, on ``network`` (fresh links).
 
     Of the events stopped at, the one with the earliest start that can complete goes first
     (links are booked in time order, as in the run): a send (its data leaves at its start), a
@@ -622,18 +631,11 @@ def _replay_explicit(program, cores: list[Core], network: Network, logs: list[li
     semaphore they share with its queue may count their signals first (docs/multichip.md)."""
     from neuronemu.timing import explicit as X
 
-    world = len(cores)
-    replays = []
+    world = len(replays)
     records = []   # per rank: cc event -> its log record
-    for core, log in zip(cores, logs, strict=True):
-        n = int(core.regs[L.REG_EVENTS])
-        if n > len(core.events):
-            return   # not every event was recorded: api._finish reports it
-        rep = X.Replayer(program, core.events[:n], core.event_times[:n], core.clocks,
-                         couple=True)
+    for rep, log in zip(replays, logs, strict=True):
         cc = np.flatnonzero(rep.kinds[rep.events[:, 0]] & X.F_CC)
         assert len(cc) == len(log), (len(cc), len(log))
-        replays.append(rep)
         records.append(dict(zip(cc.tolist(), log, strict=True)))
     waiting: dict[int, dict[int, float]] = {r: {} for r in range(world)}  # rank -> event: start
     paused: dict[int, int] = {}            # rank -> the event its replay stopped at
@@ -721,8 +723,6 @@ def _replay_explicit(program, cores: list[Core], network: Network, logs: list[li
                         notes=tuple(f"rank {r} waits at {ins.location.source.name}:"
                                     f"{ins.location.line} ({ins.definition.name})"
                                     for r, ins in stuck))
-    for core, rep in zip(cores, replays, strict=True):
-        core.replayed = rep.result()
 
 
 def tile_itemsize(tile) -> int:

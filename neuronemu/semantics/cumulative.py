@@ -7,6 +7,32 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
+from neuronemu.isa.args.cumulative import (
+    EXPONENTIAL_DST,
+    EXPONENTIAL_MAX_VALUE,
+    EXPONENTIAL_REDUCE_CMD,
+    EXPONENTIAL_REDUCE_INIT,
+    EXPONENTIAL_REDUCE_RES,
+    EXPONENTIAL_SRC,
+    RANGE_SELECT_BOUND0,
+    RANGE_SELECT_BOUND1,
+    RANGE_SELECT_COMP_OP0,
+    RANGE_SELECT_COMP_OP1,
+    RANGE_SELECT_DST,
+    RANGE_SELECT_ON_FALSE_VALUE,
+    RANGE_SELECT_ON_TRUE,
+    RANGE_SELECT_RANGE_START,
+    RANGE_SELECT_REDUCE_CMD,
+    RANGE_SELECT_REDUCE_RES,
+    TENSOR_SCALAR_CUMULATIVE_DST,
+    TENSOR_SCALAR_CUMULATIVE_IMM0,
+    TENSOR_SCALAR_CUMULATIVE_IMM1,
+    TENSOR_SCALAR_CUMULATIVE_OP0,
+    TENSOR_SCALAR_CUMULATIVE_OP1,
+    TENSOR_SCALAR_CUMULATIVE_REDUCE_CMD,
+    TENSOR_SCALAR_CUMULATIVE_REVERSE0,
+    TENSOR_SCALAR_CUMULATIVE_SRC,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
 from neuronemu.semantics import accumulate as A
@@ -27,12 +53,13 @@ def _identity(op):
 @jit
 def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
     """reg = op1(op0(x_i, imm0), reg) (op0(imm0, x_i) with reverse0); dst_i = reg."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    op0, op1 = arg_value(ins, 2), arg_value(ins, 3)
-    imm0 = np.float32(imms[arg_value(ins, 4)])
-    imm1 = np.float32(imms[arg_value(ins, 5)])
-    cmd = arg_value(ins, 6)
-    reverse = arg_value(ins, 7) != 0
+    data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_SRC)], mems, regs, fmt, table)
+    op0 = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_OP0)
+    op1 = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_OP1)
+    imm0 = np.float32(imms[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_IMM0)])
+    imm1 = np.float32(imms[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_IMM1)])
+    cmd = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_REDUCE_CMD)
+    reverse = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_REVERSE0) != 0
     identity = _identity(op1)
     out = np.empty(data.shape, dtype=np.float32)
     for p in range(data.shape[0]):
@@ -45,7 +72,7 @@ def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
             reg = binary_scalar(op1, value, reg)
             out[p, i] = reg
         A.finish(regs, L.REG_VACC, p, cmd, reg, identity)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
@@ -53,10 +80,11 @@ def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
 def exponential(ins, ops, imms, mems, regs, fmt, table):
     """dst = exp(src - max_value): the fp32 difference, exp in float64 rounded once to fp32; the
     running sum adds the fp32 results left to right."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    shift = scalar_column(ins, 2, ops, imms, mems, regs, fmt, table, data.shape[0])
-    cmd = arg_value(ins, 4)
-    init = np.float32(imms[arg_value(ins, 5)])
+    data = load_f32(ops[arg_value(ins, EXPONENTIAL_SRC)], mems, regs, fmt, table)
+    shift = scalar_column(ins, EXPONENTIAL_MAX_VALUE, ops, imms, mems, regs, fmt, table,
+                          data.shape[0])
+    cmd = arg_value(ins, EXPONENTIAL_REDUCE_CMD)
+    init = np.float32(imms[arg_value(ins, EXPONENTIAL_REDUCE_INIT)])
     out = np.empty(data.shape, dtype=np.float32)
     sums = np.empty((data.shape[0], 1), dtype=np.float32)
     for p in range(data.shape[0]):
@@ -67,9 +95,9 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
             total = np.float32(total + out[p, i])
         sums[p, 0] = total
         A.finish(regs, L.REG_VACC, p, cmd, total, 0.0)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    if arg_tag(ins, 3) == L.TAG_OPERAND:
-        store_f32(ops[arg_value(ins, 3)], mems, regs, fmt, sums)
+    store_f32(ops[arg_value(ins, EXPONENTIAL_DST)], mems, regs, fmt, out)
+    if arg_tag(ins, EXPONENTIAL_REDUCE_RES) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, EXPONENTIAL_REDUCE_RES)], mems, regs, fmt, sums)
     return L.STATUS_OK
 
 
@@ -77,13 +105,15 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
 def range_select(ins, ops, imms, mems, regs, fmt, table):
     """Keep element j where cmp0(j + range_start, bound0) and cmp1(j + range_start, bound1)
     (fp32 compares), else on_false_value; the running max folds the results."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    cmp0, cmp1 = arg_value(ins, 2), arg_value(ins, 3)
-    bound0 = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, data.shape[0])
-    bound1 = scalar_column(ins, 5, ops, imms, mems, regs, fmt, table, data.shape[0])
-    cmd = arg_value(ins, 7)
-    range_start = np.float32(imms[arg_value(ins, 8)])
-    fill = np.float32(imms[arg_value(ins, 9)])
+    data = load_f32(ops[arg_value(ins, RANGE_SELECT_ON_TRUE)], mems, regs, fmt, table)
+    cmp0, cmp1 = arg_value(ins, RANGE_SELECT_COMP_OP0), arg_value(ins, RANGE_SELECT_COMP_OP1)
+    bound0 = scalar_column(ins, RANGE_SELECT_BOUND0, ops, imms, mems, regs, fmt, table,
+                           data.shape[0])
+    bound1 = scalar_column(ins, RANGE_SELECT_BOUND1, ops, imms, mems, regs, fmt, table,
+                           data.shape[0])
+    cmd = arg_value(ins, RANGE_SELECT_REDUCE_CMD)
+    range_start = np.float32(imms[arg_value(ins, RANGE_SELECT_RANGE_START)])
+    fill = np.float32(imms[arg_value(ins, RANGE_SELECT_ON_FALSE_VALUE)])
     out = np.empty(data.shape, dtype=np.float32)
     best = np.empty((data.shape[0], 1), dtype=np.float32)
     for p in range(data.shape[0]):
@@ -96,7 +126,7 @@ def range_select(ins, ops, imms, mems, regs, fmt, table):
             reg = max(reg, out[p, j])
         best[p, 0] = reg
         A.finish(regs, L.REG_VACC, p, cmd, reg, -np.inf)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    if arg_tag(ins, 6) == L.TAG_OPERAND:
-        store_f32(ops[arg_value(ins, 6)], mems, regs, fmt, best)
+    store_f32(ops[arg_value(ins, RANGE_SELECT_DST)], mems, regs, fmt, out)
+    if arg_tag(ins, RANGE_SELECT_REDUCE_RES) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, RANGE_SELECT_REDUCE_RES)], mems, regs, fmt, best)
     return L.STATUS_OK

@@ -9,6 +9,28 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.compiled.jit import jit
+from neuronemu.isa.args.dma import (
+    ACCUMULATE_DST,
+    ACCUMULATE_SRC,
+    COMPRESS_DST,
+    COMPRESS_SRC,
+    COMPUTE_DST,
+    COMPUTE_SRC0,
+    COMPUTE_SRC1,
+    COMPUTE_SRC7,
+    COPY_DST,
+    COPY_SRC,
+    DECOMPRESS_DST,
+    DECOMPRESS_SRC,
+    GATHER_DST,
+    GATHER_INDEX,
+    GATHER_TABLE,
+    SCATTER_INDEX,
+    SCATTER_SRC,
+    SCATTER_TABLE,
+    TRANSPOSE_DST,
+    TRANSPOSE_SRC,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.codec import decode_row, encode_row
 from neuronemu.machine.memory import (
@@ -30,7 +52,7 @@ from neuronemu.semantics.alu import to_int
 @jit
 def copy(ins, ops, imms, mems, regs, fmt, table):
     """dst = src; bit-exact for equal dtypes, else each element cast src -> fp32 -> dst (RNE)."""
-    copy_tile(ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    copy_tile(ops[arg_value(ins, COPY_DST)], ops[arg_value(ins, COPY_SRC)], mems, regs, fmt, table)
     return L.STATUS_OK
 
 
@@ -45,8 +67,8 @@ def _bits_in(code, src, mems, regs, fmt, table):
 
 @jit
 def compress(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    bits = _bits_in(dst[L.OP_DTYPE], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    dst = ops[arg_value(ins, COMPRESS_DST)]
+    bits = _bits_in(dst[L.OP_DTYPE], ops[arg_value(ins, COMPRESS_SRC)], mems, regs, fmt, table)
     hbm = mems[L.SPACE_HBM]
     start = dynamic_offset(dst, regs)
     wire = 0
@@ -59,8 +81,8 @@ def compress(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def decompress(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    src = ops[arg_value(ins, 1)]
+    dst = ops[arg_value(ins, DECOMPRESS_DST)]
+    src = ops[arg_value(ins, DECOMPRESS_SRC)]
     hbm = mems[L.SPACE_HBM]
     start = dynamic_offset(src, regs)
     bits = np.empty((src[L.OP_PCOUNT], src[L.OP_SIZE]), dtype=np.int64)
@@ -84,27 +106,27 @@ def decompress(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def transpose(ins, ops, imms, mems, regs, fmt, table):
     """dst[j, i] = src[i, j], raw bits (the dtypes are equal)."""
-    bits = load_bits(ops[arg_value(ins, 1)], mems, regs)
-    store_bits(ops[arg_value(ins, 0)], mems, regs, np.ascontiguousarray(bits.T))
+    bits = load_bits(ops[arg_value(ins, TRANSPOSE_SRC)], mems, regs)
+    store_bits(ops[arg_value(ins, TRANSPOSE_DST)], mems, regs, np.ascontiguousarray(bits.T))
     return L.STATUS_OK
 
 
 @jit
 def compute(ins, ops, imms, mems, regs, fmt, table):
     """dst = src0 + src1 + ... in fp32, left to right, then one rounding to dst's dtype."""
-    total = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    for k in range(2, 9):
+    total = load_f32(ops[arg_value(ins, COMPUTE_SRC0)], mems, regs, fmt, table)
+    for k in range(COMPUTE_SRC1, COMPUTE_SRC7 + 1):   # src1 .. src7, consecutive slots
         if arg_tag(ins, k) == L.TAG_OPERAND:
             total = total + load_f32(ops[arg_value(ins, k)], mems, regs, fmt, table)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, total)
+    store_f32(ops[arg_value(ins, COMPUTE_DST)], mems, regs, fmt, total)
     return L.STATUS_OK
 
 
 @jit
 def accumulate(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    total = load_f32(dst, mems, regs, fmt, table) + load_f32(ops[arg_value(ins, 1)], mems, regs,
-                                                             fmt, table)
+    dst = ops[arg_value(ins, ACCUMULATE_DST)]
+    total = load_f32(dst, mems, regs, fmt, table) + load_f32(ops[arg_value(ins, ACCUMULATE_SRC)],
+                                                             mems, regs, fmt, table)
     store_f32(dst, mems, regs, fmt, total)
     return L.STATUS_OK
 
@@ -132,9 +154,10 @@ def _fault_bad_index(regs, p, value, rows):
 
 @jit
 def gather(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    src = ops[arg_value(ins, 1)]
-    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, fmt, src[L.OP_PCOUNT])
+    dst = ops[arg_value(ins, GATHER_DST)]
+    src = ops[arg_value(ins, GATHER_TABLE)]
+    rows, bad, value = _row_numbers(ops[arg_value(ins, GATHER_INDEX)], mems, regs, fmt,
+                                    src[L.OP_PCOUNT])
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
     for p in range(dst[L.OP_PCOUNT]):
@@ -144,9 +167,10 @@ def gather(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def scatter(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    src = ops[arg_value(ins, 1)]
-    rows, bad, value = _row_numbers(ops[arg_value(ins, 2)], mems, regs, fmt, dst[L.OP_PCOUNT])
+    dst = ops[arg_value(ins, SCATTER_TABLE)]
+    src = ops[arg_value(ins, SCATTER_SRC)]
+    rows, bad, value = _row_numbers(ops[arg_value(ins, SCATTER_INDEX)], mems, regs, fmt,
+                                    dst[L.OP_PCOUNT])
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, dst[L.OP_PCOUNT])
     # one transfer must not write a row twice: the order of the two writes is undefined

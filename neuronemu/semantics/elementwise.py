@@ -6,6 +6,62 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
+from neuronemu.isa.args.elementwise import (
+    BN_AGGR_DATA,
+    BN_AGGR_DST,
+    BN_STATS_DATA,
+    BN_STATS_DST,
+    MEMSET_DST,
+    MEMSET_VALUE,
+    RECIPROCAL_DATA,
+    RECIPROCAL_DST,
+    SCALAR_TENSOR_TENSOR_DATA,
+    SCALAR_TENSOR_TENSOR_DST,
+    SCALAR_TENSOR_TENSOR_OP0,
+    SCALAR_TENSOR_TENSOR_OP1,
+    SCALAR_TENSOR_TENSOR_OPERAND0,
+    SCALAR_TENSOR_TENSOR_OPERAND1,
+    SCALAR_TENSOR_TENSOR_REVERSE0,
+    SCALAR_TENSOR_TENSOR_REVERSE1,
+    TENSOR_COPY_DATA,
+    TENSOR_COPY_DST,
+    TENSOR_COPY_PREDICATED_DST,
+    TENSOR_COPY_PREDICATED_PREDICATE,
+    TENSOR_COPY_PREDICATED_REVERSE_PRED,
+    TENSOR_COPY_PREDICATED_SRC,
+    TENSOR_REDUCE_DATA,
+    TENSOR_REDUCE_DST,
+    TENSOR_REDUCE_NEGATE,
+    TENSOR_REDUCE_OP,
+    TENSOR_SCALAR_DATA,
+    TENSOR_SCALAR_DST,
+    TENSOR_SCALAR_OP0,
+    TENSOR_SCALAR_OP1,
+    TENSOR_SCALAR_OPERAND0,
+    TENSOR_SCALAR_OPERAND1,
+    TENSOR_SCALAR_REDUCE_DATA,
+    TENSOR_SCALAR_REDUCE_DST,
+    TENSOR_SCALAR_REDUCE_OP0,
+    TENSOR_SCALAR_REDUCE_OPERAND0,
+    TENSOR_SCALAR_REDUCE_REDUCE_OP,
+    TENSOR_SCALAR_REDUCE_REDUCE_RES,
+    TENSOR_SCALAR_REVERSE0,
+    TENSOR_SCALAR_REVERSE1,
+    TENSOR_TENSOR_DATA1,
+    TENSOR_TENSOR_DATA2,
+    TENSOR_TENSOR_DST,
+    TENSOR_TENSOR_OP,
+    TENSOR_TENSOR_SCAN_DATA0,
+    TENSOR_TENSOR_SCAN_DATA1,
+    TENSOR_TENSOR_SCAN_DST,
+    TENSOR_TENSOR_SCAN_INITIAL,
+    TENSOR_TENSOR_SCAN_OP0,
+    TENSOR_TENSOR_SCAN_OP1,
+    TENSOR_TENSOR_SCAN_REVERSE0,
+    TENSOR_TENSOR_SCAN_REVERSE1,
+    TRANSPOSE32_DATA,
+    TRANSPOSE32_DST,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import borrowed, keep_alive
 from neuronemu.machine.memory import (
@@ -51,19 +107,19 @@ def _int_operand(ins, slot, ops, imms, mems, regs, fmt, shape):
 
 @jit
 def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
-    dst = ops[arg_value(ins, 0)]
-    data_op = ops[arg_value(ins, 1)]
+    dst = ops[arg_value(ins, TENSOR_SCALAR_DST)]
+    data_op = ops[arg_value(ins, TENSOR_SCALAR_DATA)]
     data = to_int(load_bits(data_op, mems, regs), data_op[L.OP_DTYPE], fmt)
     width = 8 * dst[L.OP_ITEMSIZE]
-    s0 = _int_operand(ins, 3, ops, imms, mems, regs, fmt, data.shape)
-    if arg_value(ins, 4) != 0:
-        x = binary_bits(arg_value(ins, 2), s0, data, width)
+    s0 = _int_operand(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, data.shape)
+    if arg_value(ins, TENSOR_SCALAR_REVERSE0) != 0:
+        x = binary_bits(arg_value(ins, TENSOR_SCALAR_OP0), s0, data, width)
     else:
-        x = binary_bits(arg_value(ins, 2), data, s0, width)
-    op1 = arg_value(ins, 5)
+        x = binary_bits(arg_value(ins, TENSOR_SCALAR_OP0), data, s0, width)
+    op1 = arg_value(ins, TENSOR_SCALAR_OP1)
     if op1 != C.ALU_BYPASS:
-        s1 = _int_operand(ins, 6, ops, imms, mems, regs, fmt, data.shape)
-        if arg_value(ins, 7) != 0:
+        s1 = _int_operand(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, data.shape)
+        if arg_value(ins, TENSOR_SCALAR_REVERSE1) != 0:
             x = binary_bits(op1, s1, x, width)
         else:
             x = binary_bits(op1, x, s1, width)
@@ -72,20 +128,21 @@ def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
 
 @jit
 def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
-    op = arg_value(ins, 3)
+    op = arg_value(ins, TENSOR_TENSOR_OP)
     if is_bitvec(op):
-        d1 = ops[arg_value(ins, 1)]
-        d2 = ops[arg_value(ins, 2)]
-        dst = ops[arg_value(ins, 0)]
+        d1 = ops[arg_value(ins, TENSOR_TENSOR_DATA1)]
+        d2 = ops[arg_value(ins, TENSOR_TENSOR_DATA2)]
+        dst = ops[arg_value(ins, TENSOR_TENSOR_DST)]
         a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
         b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
         store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
         return L.STATUS_OK
     if _tensor_tensor_in_place(ins, ops, mems, regs):
         return L.STATUS_OK
-    a = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    b = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, binary(arg_value(ins, 3), a, b))
+    a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
+    b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
+              binary(arg_value(ins, TENSOR_TENSOR_OP), a, b))
     return L.STATUS_OK
 
 
@@ -94,7 +151,8 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
     """tensor_tensor on fp32 tiles of one shape straight from and into memory, partition by
     partition (the same fp32 operation per element as through load_f32 / store_f32, without
     the three tile temporaries); False, having done nothing, when the tiles do not allow it."""
-    dst, a, b = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], ops[arg_value(ins, 2)]
+    dst, a, b = (ops[arg_value(ins, TENSOR_TENSOR_DST)], ops[arg_value(ins, TENSOR_TENSOR_DATA1)],
+                 ops[arg_value(ins, TENSOR_TENSOR_DATA2)])
     dst_col, a_col, b_col = f32_window(dst, regs), f32_window(a, regs), f32_window(b, regs)
     if dst_col < 0 or a_col < 0 or b_col < 0 or not same_shape(dst, a) \
             or not same_shape(dst, b) or not in_place_safe(dst, dst_col, a, a_col) \
@@ -103,7 +161,7 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     a_words = mems[a[L.OP_SPACE]].view(np.float32)
     b_words = mems[b[L.OP_SPACE]].view(np.float32)
-    binary_rows(arg_value(ins, 3), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
+    binary_rows(arg_value(ins, TENSOR_TENSOR_OP), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
                 b_words, b[L.OP_PSTART], b[L.OP_PROWSTEP], b_col,
                 dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col,
                 dst[L.OP_PCOUNT], dst[L.OP_SIZE])
@@ -113,29 +171,31 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
 @jit
 def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
     """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
-    if is_bitvec(arg_value(ins, 2)):
+    if is_bitvec(arg_value(ins, TENSOR_SCALAR_OP0)):
         _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
         return L.STATUS_OK
     if _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_DATA)], mems, regs, fmt, table)
     partitions = data.shape[0]
-    s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
-    s1 = scalar_column(ins, 6, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table,
+                       partitions).reshape(-1, 1)
+    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table,
+                       partitions).reshape(-1, 1)
     # broadcast by * 1.0, which keeps -0.0 (+ 0.0 would turn it into +0.0)
     s0 = s0 * np.ones_like(data)
     s1 = s1 * np.ones_like(data)
-    if arg_value(ins, 4) != 0:
-        x = binary(arg_value(ins, 2), s0, data)
+    if arg_value(ins, TENSOR_SCALAR_REVERSE0) != 0:
+        x = binary(arg_value(ins, TENSOR_SCALAR_OP0), s0, data)
     else:
-        x = binary(arg_value(ins, 2), data, s0)
-    op1 = arg_value(ins, 5)
+        x = binary(arg_value(ins, TENSOR_SCALAR_OP0), data, s0)
+    op1 = arg_value(ins, TENSOR_SCALAR_OP1)
     if op1 != C.ALU_BYPASS:
-        if arg_value(ins, 7) != 0:
+        if arg_value(ins, TENSOR_SCALAR_REVERSE1) != 0:
             x = binary(op1, s1, x)
         else:
             x = binary(op1, x, s1)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, x)
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, x)
     return L.STATUS_OK
 
 
@@ -143,14 +203,14 @@ def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
 def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
     """tensor_scalar on fp32 tiles straight from and into memory (see _tensor_tensor_in_place):
     each stage writes its fp32 result into dst's partition, the next reads it from there."""
-    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
     if dst_col < 0 or data_col < 0 or not same_shape(dst, data) \
             or not in_place_safe(dst, dst_col, data, data_col):
         return False
     partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
-    s0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions)
-    s1 = scalar_column(ins, 6, ops, imms, mems, regs, fmt, table, partitions)
+    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table, partitions)
+    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table, partitions)
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
     row, step, data_row, data_step = (dst[L.OP_PSTART], dst[L.OP_PROWSTEP], data[L.OP_PSTART],
@@ -161,12 +221,13 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
     # borrowed (not reference counted: one call per partition would cost two atomic updates)
     owner = np.empty((1, n), dtype=np.float32)
     operand = borrowed(owner)
-    op0, op1 = arg_value(ins, 2), arg_value(ins, 5)
-    reverse0, reverse1 = arg_value(ins, 4) != 0, arg_value(ins, 7) != 0
+    op0, op1 = arg_value(ins, TENSOR_SCALAR_OP0), arg_value(ins, TENSOR_SCALAR_OP1)
+    reverse0 = arg_value(ins, TENSOR_SCALAR_REVERSE0) != 0
+    reverse1 = arg_value(ins, TENSOR_SCALAR_REVERSE1) != 0
     # stage 1 reads what stage 0 wrote into the same element of dst; every partition is done
     # whole before the next, so the stages may run partition by partition
-    blocks = 1 if arg_tag(ins, 3) != L.TAG_OPERAND and arg_tag(ins, 6) != L.TAG_OPERAND \
-        else partitions
+    blocks = 1 if arg_tag(ins, TENSOR_SCALAR_OPERAND0) != L.TAG_OPERAND \
+        and arg_tag(ins, TENSOR_SCALAR_OPERAND1) != L.TAG_OPERAND else partitions
     rows = partitions // blocks
     for p in range(blocks):
         d, x = row + p * step, data_row + p * data_step
@@ -193,10 +254,10 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
 def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
     if _tensor_reduce_in_place(ins, ops, mems, regs):
         return L.STATUS_OK
-    dst = ops[arg_value(ins, 0)]
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    out = reduce_rows(arg_value(ins, 2), data, dst[L.OP_SIZE])
-    if arg_value(ins, 3) != 0:
+    dst = ops[arg_value(ins, TENSOR_REDUCE_DST)]
+    data = load_f32(ops[arg_value(ins, TENSOR_REDUCE_DATA)], mems, regs, fmt, table)
+    out = reduce_rows(arg_value(ins, TENSOR_REDUCE_OP), data, dst[L.OP_SIZE])
+    if arg_value(ins, TENSOR_REDUCE_NEGATE) != 0:
         out = -out
     store_f32(dst, mems, regs, fmt, out)
     return L.STATUS_OK
@@ -209,10 +270,10 @@ def _tensor_reduce_in_place(ins, ops, mems, regs):
     on the loaded tile); False, having done nothing, for any other reduction or tile. Each
     partition is read whole before its result is written, so the column may lie inside the
     data when both step through the same memory rows."""
-    op = arg_value(ins, 2)
+    op = arg_value(ins, TENSOR_REDUCE_OP)
     if op != C.REDUCE_MAXIMUM and op != C.REDUCE_MINIMUM:
         return False
-    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst, data = ops[arg_value(ins, TENSOR_REDUCE_DST)], ops[arg_value(ins, TENSOR_REDUCE_DATA)]
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
     if (dst_col < 0 or data_col < 0 or dst[L.OP_SIZE] != 1 or data[L.OP_SIZE] < 1
             or dst[L.OP_PCOUNT] != data[L.OP_PCOUNT]):
@@ -223,7 +284,7 @@ def _tensor_reduce_in_place(ins, ops, mems, regs):
         return False
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
-    negate = arg_value(ins, 3) != 0
+    negate = arg_value(ins, TENSOR_REDUCE_NEGATE) != 0
     n = data[L.OP_SIZE]
     for p in range(data[L.OP_PCOUNT]):
         v = row_extreme(op == C.REDUCE_MAXIMUM, data_words,
@@ -235,14 +296,15 @@ def _tensor_reduce_in_place(ins, ops, mems, regs):
 
 @jit
 def tensor_copy(ins, ops, imms, mems, regs, fmt, table):
-    copy_tile(ops[arg_value(ins, 0)], ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    copy_tile(ops[arg_value(ins, TENSOR_COPY_DST)], ops[arg_value(ins, TENSOR_COPY_DATA)],
+              mems, regs, fmt, table)
     return L.STATUS_OK
 
 
 @jit
 def memset(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    value = np.float32(imms[arg_value(ins, 1)])
+    dst = ops[arg_value(ins, MEMSET_DST)]
+    value = np.float32(imms[arg_value(ins, MEMSET_VALUE)])
     column = f32_window(dst, regs)
     if column >= 0:  # fp32: fill the partitions in place
         words = mems[dst[L.OP_SPACE]].view(np.float32)
@@ -255,8 +317,8 @@ def memset(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def reciprocal(ins, ops, imms, mems, regs, fmt, table):
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, np.float32(1.0) / data)
+    data = load_f32(ops[arg_value(ins, RECIPROCAL_DATA)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, RECIPROCAL_DST)], mems, regs, fmt, np.float32(1.0) / data)
     return L.STATUS_OK
 
 
@@ -265,7 +327,7 @@ def bn_stats(ins, ops, imms, mems, regs, fmt, table):
     """(count, mean, variance*count) of the even-indexed elements, then of the odd-indexed ones.
 
     Two fp32 passes in index order: the mean, then the sum of squared deviations."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, BN_STATS_DATA)], mems, regs, fmt, table)
     rows, n = data.shape
     out = np.zeros((rows, 6), dtype=np.float32)
     for p in range(rows):
@@ -285,14 +347,14 @@ def bn_stats(ins, ops, imms, mems, regs, fmt, table):
             out[p, 3 * parity] = np.float32(count)
             out[p, 3 * parity + 1] = mean
             out[p, 3 * parity + 2] = m2
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, BN_STATS_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
 @jit
 def bn_aggr(ins, ops, imms, mems, regs, fmt, table):
     """Merge (count, mean, M2) triples (Chan et al.) into (mean, population variance), fp32."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, BN_AGGR_DATA)], mems, regs, fmt, table)
     rows, n = data.shape
     out = np.zeros((rows, 2), dtype=np.float32)
     for p in range(rows):
@@ -311,46 +373,49 @@ def bn_aggr(ins, ops, imms, mems, regs, fmt, table):
             count = total
         out[p, 0] = mean
         out[p, 1] = m2 / count if count > 0 else np.float32(0.0)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, BN_AGGR_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
 @jit
 def transpose32(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    store_bits(dst, mems, regs, load_bits(ops[arg_value(ins, 1)], mems, regs).T.copy())
+    dst = ops[arg_value(ins, TRANSPOSE32_DST)]
+    store_bits(dst, mems, regs,
+               load_bits(ops[arg_value(ins, TRANSPOSE32_DATA)], mems, regs).T.copy())
     return L.STATUS_OK
 
 
 @jit
 def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     """(data op0 operand0) op1 operand1; each stage rounds to fp32."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
+    data = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DATA)], mems, regs, fmt, table)
+    column = scalar_column(ins, SCALAR_TENSOR_TENSOR_OPERAND0, ops, imms, mems, regs, fmt, table,
+                           data.shape[0])
     s0 = column.reshape(-1, 1) * np.ones_like(data)
-    other = load_f32(ops[arg_value(ins, 5)], mems, regs, fmt, table)
-    if arg_value(ins, 6) != 0:
-        t = binary(arg_value(ins, 2), s0, data)
+    other = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_OPERAND1)], mems, regs, fmt, table)
+    if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE0) != 0:
+        t = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0), s0, data)
     else:
-        t = binary(arg_value(ins, 2), data, s0)
-    if arg_value(ins, 7) != 0:
-        out = binary(arg_value(ins, 4), other, t)
+        t = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0), data, s0)
+    if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0:
+        out = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), other, t)
     else:
-        out = binary(arg_value(ins, 4), t, other)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+        out = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), t, other)
+    store_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
 @jit
 def tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table):
     """dst[i] = (data0[i] op0 dst[i-1]) op1 data1[i], dst[-1] = initial, in fp32, in order."""
-    data0 = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    data1 = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
-    initial = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data0.shape[0])
-    op0 = arg_value(ins, 4)
-    op1 = arg_value(ins, 5)
-    reverse0 = arg_value(ins, 6) != 0
-    reverse1 = arg_value(ins, 7) != 0
+    data0 = load_f32(ops[arg_value(ins, TENSOR_TENSOR_SCAN_DATA0)], mems, regs, fmt, table)
+    data1 = load_f32(ops[arg_value(ins, TENSOR_TENSOR_SCAN_DATA1)], mems, regs, fmt, table)
+    initial = scalar_column(ins, TENSOR_TENSOR_SCAN_INITIAL, ops, imms, mems, regs, fmt, table,
+                            data0.shape[0])
+    op0 = arg_value(ins, TENSOR_TENSOR_SCAN_OP0)
+    op1 = arg_value(ins, TENSOR_TENSOR_SCAN_OP1)
+    reverse0 = arg_value(ins, TENSOR_TENSOR_SCAN_REVERSE0) != 0
+    reverse1 = arg_value(ins, TENSOR_TENSOR_SCAN_REVERSE1) != 0
     out = np.empty_like(data0)
     for p in range(data0.shape[0]):
         previous = initial[p]
@@ -364,7 +429,7 @@ def tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table):
             else:
                 previous = binary_scalar(op1, t, data1[p, i])
             out[p, i] = previous
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, TENSOR_TENSOR_SCAN_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
@@ -372,22 +437,25 @@ def tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table):
 def tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table):
     """dst = data op0 operand0; reduce_res = reduction of the fp32 results (before dst's
     rounding), left to right."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    column = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, data.shape[0])
-    out = binary(arg_value(ins, 2), data, column.reshape(-1, 1) * np.ones_like(data))
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, reduce_rows(arg_value(ins, 4), out, 1))
+    data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DATA)], mems, regs, fmt, table)
+    column = scalar_column(ins, TENSOR_SCALAR_REDUCE_OPERAND0, ops, imms, mems, regs, fmt, table,
+                           data.shape[0])
+    out = binary(arg_value(ins, TENSOR_SCALAR_REDUCE_OP0), data,
+                 column.reshape(-1, 1) * np.ones_like(data))
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DST)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_RES)], mems, regs, fmt,
+              reduce_rows(arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_OP), out, 1))
     return L.STATUS_OK
 
 
 @jit
 def tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table):
     """Bits of src where the predicate holds; dst keeps its bits elsewhere."""
-    dst = ops[arg_value(ins, 0)]
+    dst = ops[arg_value(ins, TENSOR_COPY_PREDICATED_DST)]
     bits = load_bits(dst, mems, regs)
-    src = load_bits(ops[arg_value(ins, 1)], mems, regs)
-    predicate = load_bits(ops[arg_value(ins, 2)], mems, regs)
-    reverse = arg_value(ins, 3) != 0
+    src = load_bits(ops[arg_value(ins, TENSOR_COPY_PREDICATED_SRC)], mems, regs)
+    predicate = load_bits(ops[arg_value(ins, TENSOR_COPY_PREDICATED_PREDICATE)], mems, regs)
+    reverse = arg_value(ins, TENSOR_COPY_PREDICATED_REVERSE_PRED) != 0
     for p in range(bits.shape[0]):
         for i in range(bits.shape[1]):
             if (predicate[p, i] != 0) != reverse:

@@ -7,6 +7,40 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
+from neuronemu.isa.args.gpsimd import (
+    AFFINE_SELECT_CHANNEL_MULTIPLIER,
+    AFFINE_SELECT_CMP_OP,
+    AFFINE_SELECT_DATA,
+    AFFINE_SELECT_DST,
+    AFFINE_SELECT_OFFSET,
+    AFFINE_SELECT_ON_FALSE_VALUE,
+    AFFINE_SELECT_STEP,
+    IOTA_BASE,
+    IOTA_CHANNEL_MULTIPLIER,
+    IOTA_DST,
+    IOTA_STEP,
+    LOCAL_GATHER_DATA,
+    LOCAL_GATHER_DST,
+    LOCAL_GATHER_INDICES,
+    LOCAL_GATHER_NUM_ELEM_PER_IDX,
+    LOCAL_GATHER_NUM_VALID_INDICES,
+    N_GATHER_DATA,
+    N_GATHER_DST,
+    N_GATHER_INDICES,
+    NONZERO_WITH_COUNT_DST,
+    NONZERO_WITH_COUNT_INDEX_OFFSET,
+    NONZERO_WITH_COUNT_PADDING_VAL,
+    NONZERO_WITH_COUNT_SRC,
+    PARTITION_REDUCE_DATA,
+    PARTITION_REDUCE_DST,
+    PARTITION_REDUCE_OP,
+    SEQUENCE_BOUNDS_DST,
+    SEQUENCE_BOUNDS_SEGMENT_IDS,
+    TOPK_IDX_DST,
+    TOPK_N,
+    TOPK_SRC,
+    TOPK_VAL_DST,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
 from neuronemu.semantics.alu import reduce_rows, to_int
@@ -24,21 +58,22 @@ def _affine(partitions, n, base, channel_multiplier, step):
 
 @jit
 def iota(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    values = _affine(dst[L.OP_PCOUNT], dst[L.OP_SIZE], arg_value(ins, 1), arg_value(ins, 2),
-                     arg_value(ins, 3))
+    dst = ops[arg_value(ins, IOTA_DST)]
+    values = _affine(dst[L.OP_PCOUNT], dst[L.OP_SIZE], arg_value(ins, IOTA_BASE),
+                     arg_value(ins, IOTA_CHANNEL_MULTIPLIER), arg_value(ins, IOTA_STEP))
     store_f32(dst, mems, regs, fmt, values.astype(np.float32))
     return L.STATUS_OK
 
 
 @jit
 def affine_select(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    cmp = arg_value(ins, 2)
-    on_false = np.float32(imms[arg_value(ins, 3)])
-    value = _affine(data.shape[0], data.shape[1], arg_value(ins, 4), arg_value(ins, 5),
-                    arg_value(ins, 6))
+    dst = ops[arg_value(ins, AFFINE_SELECT_DST)]
+    data = load_f32(ops[arg_value(ins, AFFINE_SELECT_DATA)], mems, regs, fmt, table)
+    cmp = arg_value(ins, AFFINE_SELECT_CMP_OP)
+    on_false = np.float32(imms[arg_value(ins, AFFINE_SELECT_ON_FALSE_VALUE)])
+    value = _affine(data.shape[0], data.shape[1], arg_value(ins, AFFINE_SELECT_OFFSET),
+                    arg_value(ins, AFFINE_SELECT_CHANNEL_MULTIPLIER),
+                    arg_value(ins, AFFINE_SELECT_STEP))
     if cmp == C.CMP_EQUAL:
         keep = value == 0
     elif cmp == C.CMP_NOT_EQUAL:
@@ -58,9 +93,9 @@ def affine_select(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def partition_reduce(ins, ops, imms, mems, regs, fmt, table):
     """dst[0, i] = op over p of data[p, i], combining partitions 0, 1, 2, ... in order."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    out = reduce_rows(arg_value(ins, 2), data.T.copy(), 1)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out.T.copy())
+    data = load_f32(ops[arg_value(ins, PARTITION_REDUCE_DATA)], mems, regs, fmt, table)
+    out = reduce_rows(arg_value(ins, PARTITION_REDUCE_OP), data.T.copy(), 1)
+    store_f32(ops[arg_value(ins, PARTITION_REDUCE_DST)], mems, regs, fmt, out.T.copy())
     return L.STATUS_OK
 
 
@@ -68,7 +103,7 @@ def partition_reduce(ins, ops, imms, mems, regs, fmt, table):
 def sequence_bounds(ins, ops, imms, mems, regs, fmt, table):
     """Start and one-past-end of each element's run of equal non-zero ids; padding (id 0) gets
     (N, -1). Written [start..., end...] in the free order of dst ([1, 2, N])."""
-    ids = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)[0]
+    ids = load_f32(ops[arg_value(ins, SEQUENCE_BOUNDS_SEGMENT_IDS)], mems, regs, fmt, table)[0]
     n = ids.size
     out = np.empty((1, 2 * n), dtype=np.float32)
     for i in range(n):
@@ -85,17 +120,17 @@ def sequence_bounds(ins, ops, imms, mems, regs, fmt, table):
             out[0, n + i] = out[0, n + i + 1]
         else:
             out[0, n + i] = i + 1
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, SEQUENCE_BOUNDS_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
 @jit
 def nonzero_with_count(ins, ops, imms, mems, regs, fmt, table):
     """Each GpSimd core handles partition 0 of its 16: the tile's partitions 0, 16, ..., 112."""
-    dst = ops[arg_value(ins, 0)]
-    src = ops[arg_value(ins, 1)]
-    offset = arg_value(ins, 2)
-    padding = arg_value(ins, 3)
+    dst = ops[arg_value(ins, NONZERO_WITH_COUNT_DST)]
+    src = ops[arg_value(ins, NONZERO_WITH_COUNT_SRC)]
+    offset = arg_value(ins, NONZERO_WITH_COUNT_INDEX_OFFSET)
+    padding = arg_value(ins, NONZERO_WITH_COUNT_PADDING_VAL)
     values = load_f32(src, mems, regs, fmt, table)
     n = values.shape[1]
     for p in range(0, values.shape[0], 16):
@@ -122,9 +157,9 @@ def _bad_index(regs, p, value, limit, j):
 
 @jit
 def n_gather(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    data = load_bits(ops[arg_value(ins, 1)], mems, regs)
-    index = ops[arg_value(ins, 2)]
+    dst = ops[arg_value(ins, N_GATHER_DST)]
+    data = load_bits(ops[arg_value(ins, N_GATHER_DATA)], mems, regs)
+    index = ops[arg_value(ins, N_GATHER_INDICES)]
     indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
     n = data.shape[1]
     out = np.empty(indices.shape, dtype=np.int64)
@@ -146,12 +181,12 @@ def local_gather(ins, ops, imms, mems, regs, fmt, table):
     (0: all). Every partition q of the core gathers from its own free elements with that list:
     dst[q, k * width + e] = data[q, indices_1d[k] + e]. All indices are checked before anything
     is written; a fault names the index element (partition, free position) that overruns."""
-    dst = ops[arg_value(ins, 0)]
-    data = load_bits(ops[arg_value(ins, 1)], mems, regs)
-    index = ops[arg_value(ins, 2)]
+    dst = ops[arg_value(ins, LOCAL_GATHER_DST)]
+    data = load_bits(ops[arg_value(ins, LOCAL_GATHER_DATA)], mems, regs)
+    index = ops[arg_value(ins, LOCAL_GATHER_INDICES)]
     indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
-    width = arg_value(ins, 3)
-    valid = arg_value(ins, 4)
+    width = arg_value(ins, LOCAL_GATHER_NUM_ELEM_PER_IDX)
+    valid = arg_value(ins, LOCAL_GATHER_NUM_VALID_INDICES)
     if valid == 0:
         valid = 16 * indices.shape[1]
     n = data.shape[1]
@@ -195,10 +230,10 @@ def topk(ins, ops, imms, mems, regs, fmt, table):
     Result j = the element of rank K - 1 - j (ascending) goes to [16g + j % 16, j // 16] of
     val_dst (its raw bf16 bits) and idx_dst (i); the rest of the last written column gets all
     ones; the free elements from ceil(K / 16) on keep their contents."""
-    val_op = ops[arg_value(ins, 0)]
-    idx_op = ops[arg_value(ins, 1)]
-    src = load_bits(ops[arg_value(ins, 2)], mems, regs)
-    n = arg_value(ins, 3)
+    val_op = ops[arg_value(ins, TOPK_VAL_DST)]
+    idx_op = ops[arg_value(ins, TOPK_IDX_DST)]
+    src = load_bits(ops[arg_value(ins, TOPK_SRC)], mems, regs)
+    n = arg_value(ins, TOPK_N)
     k = val_op[L.OP_SIZE]
     written = 16 * ((k + 15) // 16)
     vals = load_bits(val_op, mems, regs)

@@ -17,6 +17,17 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import dtypes as D
+from neuronemu.isa.args.mx import (
+    MATMUL_MX_ACCUMULATE,
+    MATMUL_MX_DST,
+    MATMUL_MX_MOVING,
+    MATMUL_MX_MOVING_SCALE,
+    MATMUL_MX_STATIONARY,
+    MATMUL_MX_STATIONARY_SCALE,
+    QUANTIZE_MX_DST,
+    QUANTIZE_MX_DST_SCALE,
+    QUANTIZE_MX_SRC,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
 from neuronemu.numerics.cast import decode, encode
@@ -39,9 +50,9 @@ def _emax(code, fmt):
 
 @jit
 def quantize_mx(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    src = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    scale = ops[arg_value(ins, 2)]
+    dst = ops[arg_value(ins, QUANTIZE_MX_DST)]
+    src = load_f32(ops[arg_value(ins, QUANTIZE_MX_SRC)], mems, regs, fmt, table)
+    scale = ops[arg_value(ins, QUANTIZE_MX_DST_SCALE)]
     element = PACKED_ELEMENT[dst[L.OP_DTYPE]]
     emax = _emax(element, fmt)
     partitions, columns = src.shape[0], src.shape[1] // 4
@@ -108,11 +119,13 @@ def matmul_mx(ins, ops, imms, mems, regs, fmt, table):
     """dst[M, N] (+)= sum over the 4 P logical k of A[k, m] B[k, n]: dequantized fp8 / fp4 (either
     operand either kind) times its power-of-two scale (exact in fp32 unless it overflows),
     products in fp32, accumulated in fp32 in k order."""
-    dst = ops[arg_value(ins, 0)]
-    a = _dequantize(ops[arg_value(ins, 1)], ops[arg_value(ins, 3)], mems, regs, fmt, table)
-    b = _dequantize(ops[arg_value(ins, 2)], ops[arg_value(ins, 4)], mems, regs, fmt, table)
+    dst = ops[arg_value(ins, MATMUL_MX_DST)]
+    a = _dequantize(ops[arg_value(ins, MATMUL_MX_STATIONARY)],
+                    ops[arg_value(ins, MATMUL_MX_STATIONARY_SCALE)], mems, regs, fmt, table)
+    b = _dequantize(ops[arg_value(ins, MATMUL_MX_MOVING)],
+                    ops[arg_value(ins, MATMUL_MX_MOVING_SCALE)], mems, regs, fmt, table)
     m, n = a.shape[1], b.shape[1]
-    if arg_value(ins, 5) != 0:
+    if arg_value(ins, MATMUL_MX_ACCUMULATE) != 0:
         acc = load_f32(dst, mems, regs, fmt, table)
     else:
         acc = np.zeros((m, n), dtype=np.float32)

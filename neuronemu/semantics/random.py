@@ -13,6 +13,18 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.compiled.jit import jit
+from neuronemu.isa.args.random import (
+    DROPOUT_DATA,
+    DROPOUT_DST,
+    DROPOUT_PROB,
+    RAND2_DST,
+    RAND2_MAX,
+    RAND2_MIN,
+    RAND_GET_STATE_DST,
+    RAND_SET_STATE_SRC,
+    RNG_DST,
+    SET_RNG_SEED_SEED,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_value, load_bits, scalar_column, store_bits, store_f32
 from neuronemu.numerics.stochastic import random_bits, stream_key
@@ -41,14 +53,14 @@ def _unit(word):
 @jit
 def rng(ins, ops, imms, mems, regs, fmt, table):
     """32 random bits per element; narrower integer dtypes keep the low bits."""
-    dst = ops[arg_value(ins, 0)]
+    dst = ops[arg_value(ins, RNG_DST)]
     store_bits(dst, mems, regs, _words(regs, dst[L.OP_PCOUNT], dst[L.OP_SIZE]))
     return L.STATUS_OK
 
 
 @jit
 def set_rng_seed(ins, ops, imms, mems, regs, fmt, table):
-    seed = load_bits(ops[arg_value(ins, 0)], mems, regs)[0, 0]
+    seed = load_bits(ops[arg_value(ins, SET_RNG_SEED_SEED)], mems, regs)[0, 0]
     regs[L.REG_RNG_SEED] = seed
     regs[L.REG_RNG_DRAWS] = 0
     return L.STATUS_OK
@@ -57,10 +69,10 @@ def set_rng_seed(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def rand2(ins, ops, imms, mems, regs, fmt, table):
     """min + u * (max - min) in fp32, u uniform on the 2**24 points of [0, 1)."""
-    dst = ops[arg_value(ins, 0)]
+    dst = ops[arg_value(ins, RAND2_DST)]
     partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
-    lo = scalar_column(ins, 1, ops, imms, mems, regs, fmt, table, partitions)
-    hi = scalar_column(ins, 2, ops, imms, mems, regs, fmt, table, partitions)
+    lo = scalar_column(ins, RAND2_MIN, ops, imms, mems, regs, fmt, table, partitions)
+    hi = scalar_column(ins, RAND2_MAX, ops, imms, mems, regs, fmt, table, partitions)
     words = _words(regs, partitions, n)
     out = np.empty((partitions, n), dtype=np.float32)
     for p in range(partitions):
@@ -75,10 +87,10 @@ def rand2(ins, ops, imms, mems, regs, fmt, table):
 def dropout(ins, ops, imms, mems, regs, fmt, table):
     """Each element becomes 0 when its uniform draw is below the partition's drop probability;
     kept elements keep their bits (dst and data share the dtype). No rescaling."""
-    dst = ops[arg_value(ins, 0)]
-    data = ops[arg_value(ins, 1)]
+    dst = ops[arg_value(ins, DROPOUT_DST)]
+    data = ops[arg_value(ins, DROPOUT_DATA)]
     bits = load_bits(data, mems, regs)
-    prob = scalar_column(ins, 2, ops, imms, mems, regs, fmt, table, bits.shape[0])
+    prob = scalar_column(ins, DROPOUT_PROB, ops, imms, mems, regs, fmt, table, bits.shape[0])
     words = _words(regs, bits.shape[0], bits.shape[1])
     for p in range(bits.shape[0]):
         for i in range(bits.shape[1]):
@@ -92,7 +104,7 @@ def dropout(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def rand_get_state(ins, ops, imms, mems, regs, fmt, table):
     """Words 0-3 of every partition: seed (low, high), draws (low, high); the rest zero."""
-    dst = ops[arg_value(ins, 0)]
+    dst = ops[arg_value(ins, RAND_GET_STATE_DST)]
     out = np.zeros((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), dtype=np.int64)
     seed, draws = regs[L.REG_RNG_SEED], regs[L.REG_RNG_DRAWS]
     words = (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF, draws & 0xFFFFFFFF,
@@ -106,7 +118,7 @@ def rand_get_state(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def rand_set_state(ins, ops, imms, mems, regs, fmt, table):
-    words = load_bits(ops[arg_value(ins, 0)], mems, regs)[0]
+    words = load_bits(ops[arg_value(ins, RAND_SET_STATE_SRC)], mems, regs)[0]
     seed = (words[0] & 0xFFFFFFFF) | ((words[1] & 0xFFFFFFFF) << 32)
     regs[L.REG_RNG_SEED] = seed
     regs[L.REG_RNG_DRAWS] = (words[2] & 0xFFFFFFFF) | ((words[3] & 0xFFFFFFFF) << 32)

@@ -8,6 +8,36 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
+from neuronemu.isa.args.scalar import (
+    ACTIVATE2_DATA,
+    ACTIVATE2_DST,
+    ACTIVATE2_FUNC,
+    ACTIVATE2_IMM0,
+    ACTIVATE2_IMM1,
+    ACTIVATE2_OP0,
+    ACTIVATE2_OP1,
+    ACTIVATE2_REDUCE_CMD,
+    ACTIVATE2_REDUCE_OP,
+    ACTIVATE2_REDUCE_RES,
+    ACTIVATE2_RELU_PARAM,
+    ACTIVATE2_REVERSE0,
+    ACTIVATE2_REVERSE1,
+    ACTIVATION_ALPHA,
+    ACTIVATION_BIAS,
+    ACTIVATION_DATA,
+    ACTIVATION_DST,
+    ACTIVATION_FUNC,
+    ACTIVATION_REDUCE_ALPHA,
+    ACTIVATION_REDUCE_BIAS,
+    ACTIVATION_REDUCE_DATA,
+    ACTIVATION_REDUCE_DST,
+    ACTIVATION_REDUCE_FUNC,
+    ACTIVATION_REDUCE_REDUCE_OP,
+    ACTIVATION_REDUCE_REDUCE_RES,
+    ACTIVATION_REDUCE_RES,
+    ACTIVATION_REDUCE_SCALE,
+    ACTIVATION_SCALE,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import borrowed, keep_alive
 from neuronemu.machine.memory import (
@@ -22,6 +52,14 @@ from neuronemu.machine.memory import (
 )
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary
+
+# _activated and _activation_in_place read activation's slots for activation_reduce too
+if (ACTIVATION_DST, ACTIVATION_DATA, ACTIVATION_FUNC, ACTIVATION_SCALE, ACTIVATION_BIAS,
+        ACTIVATION_ALPHA) != (ACTIVATION_REDUCE_DST, ACTIVATION_REDUCE_DATA, ACTIVATION_REDUCE_FUNC,
+                              ACTIVATION_REDUCE_SCALE, ACTIVATION_REDUCE_BIAS,
+                              ACTIVATION_REDUCE_ALPHA):
+    raise ImportError("isa/scalar.toml: [activation] and [activation_reduce] must declare dst, "
+                      "data, func, scale, bias and alpha in the same positions")
 
 # Documented valid input ranges (ARCHITECTURE.md 4.8, the NKI activation function table):
 # name -> (low, high, kind); "interval": low <= x <= high, "magnitude": low <= |x| <= high.
@@ -180,17 +218,21 @@ def _note_out_of_range(regs, value):
 
 @jit
 def _activated(ins, ops, imms, mems, regs, fmt, table):
-    """dst = func(data * scale + bias) for activation and activation_reduce (arguments dst 0,
-    data 1, func 2, scale 3, bias 4, alpha 6); returns the fp32 outputs."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    """dst = func(data * scale + bias) for activation and activation_reduce (which declare dst,
+    data, func, scale, bias and alpha in the same slots: checked below the imports); returns the
+    fp32 outputs."""
+    data = load_f32(ops[arg_value(ins, ACTIVATION_DATA)], mems, regs, fmt, table)
     partitions = data.shape[0]
-    scale = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
-    bias = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    scale = scalar_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, fmt, table,
+                          partitions).reshape(-1, 1)
+    bias = scalar_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, fmt, table,
+                         partitions).reshape(-1, 1)
     # two fp32 roundings (multiply, then add), no fused multiply-add
     pre = (data * scale).astype(np.float32)
     pre = (pre + bias).astype(np.float32)
-    out = checked_function(arg_value(ins, 2), pre, imms[arg_value(ins, 6)], regs)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    out = checked_function(arg_value(ins, ACTIVATION_FUNC), pre,
+                           imms[arg_value(ins, ACTIVATION_ALPHA)], regs)
+    store_f32(ops[arg_value(ins, ACTIVATION_DST)], mems, regs, fmt, out)
     return out
 
 
@@ -199,17 +241,17 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     """activation without reduce_res on fp32 tiles straight from and into memory, partition by
     partition (the same fp32 and float64 operations per element as ``_activated``, without its
     tile temporaries); False, having done nothing, when the tiles do not allow it."""
-    if arg_tag(ins, 5) == L.TAG_OPERAND:
+    if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
         return False
-    dst, data = ops[arg_value(ins, 0)], ops[arg_value(ins, 1)]
+    dst, data = ops[arg_value(ins, ACTIVATION_DST)], ops[arg_value(ins, ACTIVATION_DATA)]
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
     # (dst may overlap data anyhow: every input is read into ``pre`` before dst is written)
     if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
         return False
     partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
-    scale = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions)
-    bias = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions)
-    func, alpha = arg_value(ins, 2), imms[arg_value(ins, 6)]
+    scale = scalar_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, fmt, table, partitions)
+    bias = scalar_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, fmt, table, partitions)
+    func, alpha = arg_value(ins, ACTIVATION_FUNC), imms[arg_value(ins, ACTIVATION_ALPHA)]
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
     if in_place_safe(dst, dst_col, data, data_col):
@@ -252,9 +294,10 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
     if _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
     out = _activated(ins, ops, imms, mems, regs, fmt, table)
-    if arg_tag(ins, 5) == L.TAG_OPERAND:  # an fp32 sum in element order; registers untouched
+    # an fp32 sum in element order; registers untouched
+    if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
         sums = _fold(out, C.REDUCE_ADD, A.IDLE, regs)
-        store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, sums)
+        store_f32(ops[arg_value(ins, ACTIVATION_REDUCE_RES)], mems, regs, fmt, sums)
     return L.STATUS_OK
 
 
@@ -263,8 +306,8 @@ def activation_reduce(ins, ops, imms, mems, regs, fmt, table):
     """activation, then reset the Scalar accumulator registers and fold the outputs into them
     with reduce_op; reduce_res gets the registers' final value."""
     out = _activated(ins, ops, imms, mems, regs, fmt, table)
-    folded = _fold(out, arg_value(ins, 7), A.RESET_REDUCE, regs)
-    store_f32(ops[arg_value(ins, 5)], mems, regs, fmt, folded)
+    folded = _fold(out, arg_value(ins, ACTIVATION_REDUCE_REDUCE_OP), A.RESET_REDUCE, regs)
+    store_f32(ops[arg_value(ins, ACTIVATION_REDUCE_REDUCE_RES)], mems, regs, fmt, folded)
     return L.STATUS_OK
 
 
@@ -301,21 +344,27 @@ def _reduce_identity(op):
 def activate2(ins, ops, imms, mems, regs, fmt, table):
     """func((data op0 imm0) op1 imm1), each stage rounded to fp32, then an optional fold into the
     Scalar engine's accumulator registers with reduce_op (add, maximum or minimum)."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, ACTIVATE2_DATA)], mems, regs, fmt, table)
     partitions = data.shape[0]
-    imm0 = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
-    imm1 = scalar_column(ins, 4, ops, imms, mems, regs, fmt, table, partitions).reshape(-1, 1)
+    imm0 = scalar_column(ins, ACTIVATE2_IMM0, ops, imms, mems, regs, fmt, table,
+                         partitions).reshape(-1, 1)
+    imm1 = scalar_column(ins, ACTIVATE2_IMM1, ops, imms, mems, regs, fmt, table,
+                         partitions).reshape(-1, 1)
     imm0 = imm0 * np.ones_like(data)
     imm1 = imm1 * np.ones_like(data)
-    op0, op1 = arg_value(ins, 5), arg_value(ins, 6)
+    op0, op1 = arg_value(ins, ACTIVATE2_OP0), arg_value(ins, ACTIVATE2_OP1)
     x = data  # a bypass stage passes its input through, reversed or not
     if op0 != C.ALU_BYPASS:
-        x = binary(op0, imm0, x) if arg_value(ins, 8) != 0 else binary(op0, x, imm0)
+        x = (binary(op0, imm0, x) if arg_value(ins, ACTIVATE2_REVERSE0) != 0
+             else binary(op0, x, imm0))
     if op1 != C.ALU_BYPASS:
-        x = binary(op1, imm1, x) if arg_value(ins, 9) != 0 else binary(op1, x, imm1)
-    out = checked_function(arg_value(ins, 2), x, imms[arg_value(ins, 7)], regs)
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    folded = _fold(out, arg_value(ins, 11), arg_value(ins, 12), regs)
-    if arg_tag(ins, 10) == L.TAG_OPERAND:
-        store_f32(ops[arg_value(ins, 10)], mems, regs, fmt, folded)
+        x = (binary(op1, imm1, x) if arg_value(ins, ACTIVATE2_REVERSE1) != 0
+             else binary(op1, x, imm1))
+    out = checked_function(arg_value(ins, ACTIVATE2_FUNC), x,
+                           imms[arg_value(ins, ACTIVATE2_RELU_PARAM)], regs)
+    store_f32(ops[arg_value(ins, ACTIVATE2_DST)], mems, regs, fmt, out)
+    folded = _fold(out, arg_value(ins, ACTIVATE2_REDUCE_OP), arg_value(ins, ACTIVATE2_REDUCE_CMD),
+                   regs)
+    if arg_tag(ins, ACTIVATE2_REDUCE_RES) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, ACTIVATE2_REDUCE_RES)], mems, regs, fmt, folded)
     return L.STATUS_OK

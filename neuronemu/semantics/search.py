@@ -6,6 +6,27 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.compiled.jit import jit
+from neuronemu.isa.args.search import (
+    FIND_INDEX8_DATA,
+    FIND_INDEX8_DST,
+    FIND_INDEX8_VALS,
+    MATCH_REPLACE8_DATA,
+    MATCH_REPLACE8_DST,
+    MATCH_REPLACE8_DST_IDX,
+    MATCH_REPLACE8_IMM,
+    MATCH_REPLACE8_VALS,
+    MAX8_DATA,
+    MAX8_DST,
+    SELECT_REDUCE_DST,
+    SELECT_REDUCE_ON_FALSE,
+    SELECT_REDUCE_ON_TRUE,
+    SELECT_REDUCE_PREDICATE,
+    SELECT_REDUCE_REDUCE_RES,
+    SELECT_REDUCE_REVERSE_PRED,
+    STREAM_SHUFFLE_DST,
+    STREAM_SHUFFLE_MASK,
+    STREAM_SHUFFLE_SRC,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import (
     arg_tag,
@@ -21,13 +42,13 @@ from neuronemu.machine.memory import (
 @jit
 def max8(ins, ops, imms, mems, regs, fmt, table):
     """Descending top 8 per partition. np.sort puts NaN last, so NaN ranks above +inf here."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, MAX8_DATA)], mems, regs, fmt, table)
     out = np.empty((data.shape[0], 8), dtype=np.float32)
     for p in range(data.shape[0]):
         ordered = np.sort(data[p])
         for k in range(8):
             out[p, k] = ordered[ordered.size - 1 - k]
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, MAX8_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
@@ -35,8 +56,8 @@ def max8(ins, ops, imms, mems, regs, fmt, table):
 def find_index8(ins, ops, imms, mems, regs, fmt, table):
     """First index of each of the 8 values; a missing value stores the largest integer of dst's
     dtype (all ones), since the fp32 value 2**32 saturates when stored as uint16/uint32."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    vals = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
+    data = load_f32(ops[arg_value(ins, FIND_INDEX8_DATA)], mems, regs, fmt, table)
+    vals = load_f32(ops[arg_value(ins, FIND_INDEX8_VALS)], mems, regs, fmt, table)
     out = np.empty((data.shape[0], 8), dtype=np.float32)
     for p in range(data.shape[0]):
         for k in range(8):
@@ -46,17 +67,18 @@ def find_index8(ins, ops, imms, mems, regs, fmt, table):
                     found = np.float32(i)
                     break
             out[p, k] = found
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
+    store_f32(ops[arg_value(ins, FIND_INDEX8_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
 
 
 @jit
 def select_reduce(ins, ops, imms, mems, regs, fmt, table):
     """where(predicate != 0, on_true, on_false) in fp32 (predicate == 0 with reverse_pred)."""
-    predicate = load_bits(ops[arg_value(ins, 1)], mems, regs)
-    on_true = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
-    on_false = scalar_column(ins, 3, ops, imms, mems, regs, fmt, table, on_true.shape[0])
-    reverse = arg_value(ins, 5) != 0
+    predicate = load_bits(ops[arg_value(ins, SELECT_REDUCE_PREDICATE)], mems, regs)
+    on_true = load_f32(ops[arg_value(ins, SELECT_REDUCE_ON_TRUE)], mems, regs, fmt, table)
+    on_false = scalar_column(ins, SELECT_REDUCE_ON_FALSE, ops, imms, mems, regs, fmt, table,
+                             on_true.shape[0])
+    reverse = arg_value(ins, SELECT_REDUCE_REVERSE_PRED) != 0
     out = np.empty(on_true.shape, dtype=np.float32)
     best = np.empty((on_true.shape[0], 1), dtype=np.float32)
     for p in range(on_true.shape[0]):
@@ -66,9 +88,9 @@ def select_reduce(ins, ops, imms, mems, regs, fmt, table):
             else:
                 out[p, i] = on_false[p]
         best[p, 0] = np.max(out[p])
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, out)
-    if arg_tag(ins, 4) == L.TAG_OPERAND:
-        store_f32(ops[arg_value(ins, 4)], mems, regs, fmt, best)
+    store_f32(ops[arg_value(ins, SELECT_REDUCE_DST)], mems, regs, fmt, out)
+    if arg_tag(ins, SELECT_REDUCE_REDUCE_RES) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, SELECT_REDUCE_REDUCE_RES)], mems, regs, fmt, best)
     return L.STATUS_OK
 
 
@@ -76,9 +98,9 @@ def select_reduce(ins, ops, imms, mems, regs, fmt, table):
 def match_replace8(ins, ops, imms, mems, regs, fmt, table):
     """Values are taken from vals[7] down to vals[0], each replacing the first element still
     equal to it, so a value given twice replaces two occurrences."""
-    data = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    vals = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
-    imm = np.float32(imms[arg_value(ins, 3)])
+    data = load_f32(ops[arg_value(ins, MATCH_REPLACE8_DATA)], mems, regs, fmt, table)
+    vals = load_f32(ops[arg_value(ins, MATCH_REPLACE8_VALS)], mems, regs, fmt, table)
+    imm = np.float32(imms[arg_value(ins, MATCH_REPLACE8_IMM)])
     where = np.empty((data.shape[0], 8), dtype=np.float32)
     for p in range(data.shape[0]):
         for k in range(7, -1, -1):
@@ -89,18 +111,18 @@ def match_replace8(ins, ops, imms, mems, regs, fmt, table):
                     found = np.float32(i)
                     break
             where[p, k] = found
-    store_f32(ops[arg_value(ins, 0)], mems, regs, fmt, data)
-    if arg_tag(ins, 4) == L.TAG_OPERAND:
-        store_f32(ops[arg_value(ins, 4)], mems, regs, fmt, where)
+    store_f32(ops[arg_value(ins, MATCH_REPLACE8_DST)], mems, regs, fmt, data)
+    if arg_tag(ins, MATCH_REPLACE8_DST_IDX) == L.TAG_OPERAND:
+        store_f32(ops[arg_value(ins, MATCH_REPLACE8_DST_IDX)], mems, regs, fmt, where)
     return L.STATUS_OK
 
 
 @jit
 def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, 0)]
-    bits = load_bits(ops[arg_value(ins, 1)], mems, regs)
+    dst = ops[arg_value(ins, STREAM_SHUFFLE_DST)]
+    bits = load_bits(ops[arg_value(ins, STREAM_SHUFFLE_SRC)], mems, regs)
     out = load_bits(dst, mems, regs)
-    start = arg_value(ins, 2)
+    start = arg_value(ins, STREAM_SHUFFLE_MASK)
     for p in range(bits.shape[0]):
         source = np.int64(imms[start + p % 32])
         if source != 255:

@@ -5,6 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu.compiled.jit import jit
+from neuronemu.isa.args.tensor import (
+    MATMUL_ACCUMULATE,
+    MATMUL_DST,
+    MATMUL_IS_MOVING_ONEZERO,
+    MATMUL_IS_STATIONARY_ONEZERO,
+    MATMUL_MOVING,
+    MATMUL_STATIONARY,
+    TRANSPOSE_DATA,
+    TRANSPOSE_DST,
+)
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import (
     arg_value,
@@ -17,8 +27,6 @@ from neuronemu.machine.memory import (
     store_f32,
 )
 from neuronemu.numerics.cast import f32_to_bits
-
-_STATIONARY, _MOVING = 1, 2  # argument indices, as the fault report names them
 
 
 @jit(inline="always")
@@ -52,21 +60,21 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
     [K, 2, M] / [K, 2, N] (two halves of the free axis) and row k contributes the fp32 pair
     w0 x0 + w1 x1, the two products a PE computes in one step.
     """
-    dst = ops[arg_value(ins, 0)]
+    dst = ops[arg_value(ins, MATMUL_DST)]
     flags = ins[L.I_FLAGS]
-    stationary = load_f32(ops[arg_value(ins, 1)], mems, regs, fmt, table)
-    moving = load_f32(ops[arg_value(ins, 2)], mems, regs, fmt, table)
-    if arg_value(ins, 6) != 0:
-        status = _onezero(stationary, regs, _STATIONARY)
+    stationary = load_f32(ops[arg_value(ins, MATMUL_STATIONARY)], mems, regs, fmt, table)
+    moving = load_f32(ops[arg_value(ins, MATMUL_MOVING)], mems, regs, fmt, table)
+    if arg_value(ins, MATMUL_IS_STATIONARY_ONEZERO) != 0:
+        status = _onezero(stationary, regs, MATMUL_STATIONARY)
         if status != L.STATUS_OK:
             return status
-    if arg_value(ins, 7) != 0:
-        status = _onezero(moving, regs, _MOVING)
+    if arg_value(ins, MATMUL_IS_MOVING_ONEZERO) != 0:
+        status = _onezero(moving, regs, MATMUL_MOVING)
         if status != L.STATUS_OK:
             return status
     if flags & L.MATMUL_TRANSPOSE:
         return _transpose_mode(ins, ops, mems, regs, fmt, table, moving)
-    accumulate = arg_value(ins, 3) != 0
+    accumulate = arg_value(ins, MATMUL_ACCUMULATE) != 0
     k_size = stationary.shape[0]
     if flags & L.MATMUL_DOUBLE_ROW:
         m_size, n_size = stationary.shape[1] // 2, moving.shape[1] // 2
@@ -167,8 +175,8 @@ def _transpose_mode(ins, ops, mems, regs, fmt, table, moving):
     """dst[m, n] = stationary[k_n, m] where column n of moving is one-hot at row k_n (an
     all-zero column gives +0.0): bits move unchanged when dst has stationary's dtype (NaN and
     Inf included), else the fp32 value is written."""
-    dst = ops[arg_value(ins, 0)]
-    s_op = ops[arg_value(ins, 1)]
+    dst = ops[arg_value(ins, MATMUL_DST)]
+    s_op = ops[arg_value(ins, MATMUL_STATIONARY)]
     k_size, n_size = moving.shape
     rows = np.full(n_size, -1, dtype=np.int64)
     for n in range(n_size):
@@ -177,7 +185,7 @@ def _transpose_mode(ins, ops, mems, regs, fmt, table, moving):
             if v == 0.0:
                 continue
             if v != 1.0 or rows[n] >= 0:
-                return _bad_value(regs, _MOVING, k, n, v)
+                return _bad_value(regs, MATMUL_MOVING, k, n, v)
             rows[n] = k
     if dst[L.OP_DTYPE] == s_op[L.OP_DTYPE]:
         store_bits(dst, mems, regs, _select_columns(load_bits(s_op, mems, regs), rows))
@@ -203,8 +211,8 @@ def transpose(ins, ops, imms, mems, regs, fmt, table):
     """dst[F, P] = data[P, F]. NeuronCore-v3+: bits move when dtypes match (is_transpose), else
     the fp32 values. NeuronCore-v2 (PE_TRANSPOSE_MATMUL): the identity matmul of
     _identity_product, written as fp32."""
-    dst = ops[arg_value(ins, 0)]
-    src = ops[arg_value(ins, 1)]
+    dst = ops[arg_value(ins, TRANSPOSE_DST)]
+    src = ops[arg_value(ins, TRANSPOSE_DATA)]
     if ins[L.I_FLAGS] & L.PE_TRANSPOSE_MATMUL:
         store_f32(dst, mems, regs, fmt, _identity_product(load_f32(src, mems, regs, fmt, table)))
     elif dst[L.OP_DTYPE] == src[L.OP_DTYPE]:

@@ -24,10 +24,9 @@ at each cc.* event, whose end the driver works out from the other ranks' replaye
 
 The replay itself is compiled (``_setup`` and ``_run``); Python only prepares the per-instruction
 kinds and the segment tables, and turns the indices a race or deadlock returns into the located
-message. It
-was pure Python (~0.5-1.2 ms per instruction); tests/timing/explicit_reference.py keeps that
-version (tracking bytes instead of 64-byte blocks since) as the oracle the compiled one must
-match bit for bit, message for message.
+message. The engine rules (PE blocks, result latencies, busy time) are sync mode auto's own
+(neuronemu/timing/engines.py); tests/timing/test_explicit_vs_auto.py checks that a kernel whose
+semaphores encode its memory dependencies replays to auto's schedule.
 """
 
 from __future__ import annotations
@@ -39,6 +38,16 @@ import numpy as np
 from neuronemu.compiled.jit import jit
 from neuronemu.errors import RuntimeFault
 from neuronemu.machine import layout as L
+from neuronemu.timing.costs import cost_table
+from neuronemu.timing.engines import (
+    PE_BLOCKS,
+    busy_union,
+    pe_blocks,
+    pe_commit,
+    pe_finished,
+    pe_ready,
+    result_latency,
+)
 from neuronemu.timing.regions import segments
 
 
@@ -82,6 +91,41 @@ def replay(program, events: np.ndarray, event_times: np.ndarray, clocks: np.ndar
     status = replayer.advance()
     assert status == OK, status
     return replayer.result()
+
+
+def replay_cores(program, cores: list, couple=None) -> list[Replay]:
+    """The explicit-sync replay of a finished run, the one entry for a single core
+    (exec/session.py) and for the ranks of a multi-chip run (multichip/spmd.py): one Replay per
+    core, in the order given. ``cores`` hold the run's events (``events``, ``event_times``,
+    ``regs``, ``clocks``, ``rank``: exec.core.Core). Each core is replayed on its own, a cc.*
+    instruction keeping the duration the run gave it, unless ``couple`` is given: then every
+    core's Replayer stops at its cc.* events and ``couple(replayers)`` drives them together
+    (the multi-chip driver works out those events' ends from the other ranks' replayed times)."""
+    if couple is not None:
+        recorded = [_recorded(core) for core in cores]
+        replayers = [Replayer(program, events, times, core.clocks, couple=True)
+                     for core, (events, times) in zip(cores, recorded, strict=True)]
+        couple(replayers)
+        return [replayer.result() for replayer in replayers]
+    out = []
+    for core in cores:
+        events, times = _recorded(core)
+        try:
+            out.append(replay(program, events, times, core.clocks))
+        except RuntimeFault as e:
+            if len(cores) > 1:
+                e.message = f"rank {core.rank}: {e.message}"
+            raise
+    return out
+
+
+def _recorded(core) -> tuple[np.ndarray, np.ndarray]:
+    """A core's trace events, all of them: the replay needs every instruction."""
+    n = int(core.regs[L.REG_EVENTS])
+    if n > len(core.events):
+        raise RuntimeFault(f"sync mode explicit replays every instruction, but the run "
+                           f"executed {n} and max_trace_events is {len(core.events)}")
+    return core.events[:n], core.event_times[:n]
 
 
 class Replayer:
@@ -169,15 +213,11 @@ def latencies(program, clocks: np.ndarray) -> np.ndarray:
     fires then, and a reader on its own track waits for it. DMA and cc.* complete when their
     data is there (0)."""
     from neuronemu.isa.table import load_isa
-    from neuronemu.timing import model
 
-    costs = model.cost_table(load_isa())
+    costs = cost_table(load_isa())
     out = np.zeros(max(len(program.instrs), 1))
-    for pc, row in enumerate(program.instrs):
-        cost = costs[row[L.I_COST]]
-        if int(cost[model.C_FORMULA]) in (model.F_FREE, model.F_DMA, model.F_NETWORK):
-            continue
-        out[pc] = cost[model.C_LATENCY] / clocks[row[L.I_TRACK]]
+    for pc, row in enumerate(program.instrs):   # set-up, in Python: no compile
+        out[pc] = result_latency.py_func(costs[row[L.I_COST]], clocks[row[L.I_TRACK]])
     return out
 
 
@@ -274,7 +314,7 @@ def _setup(events, instrs, ops, kinds, tracks, rows, breaks):
     clock = np.zeros((ntr, ntr), dtype=np.int64)
     stamp_of = np.zeros(n, dtype=np.int64)
     thr = np.empty(1 << WRITER_BITS, dtype=np.int64)
-    pe_free = np.zeros(16)
+    pe_free = np.zeros(PE_BLOCKS)
     pend_end = np.empty(n)
     pend_ev = np.empty(n, dtype=np.int64)
     scalars = np.zeros(4, dtype=np.int64)
@@ -420,10 +460,7 @@ def _run(events, event_times, instrs, ops, kinds, lat, own_dep, tracks, breaks, 
                 duration = event_times[e, 1] - event_times[e, 0]
                 end = start + duration
                 if t == L.TENSOR_TRACK:
-                    f = _finished(free, i, tensor, pe_free)
-                    overlap_end = max(start, f)
-                    x = end - overlap_end
-                    busy[t] += max(0.0, x)   # union of overlapping matmuls
+                    busy_union(busy, t, start, end, _finished(free, i, tensor, pe_free))
                     npend = _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend)
                 else:
                     busy[t] += duration
@@ -534,20 +571,9 @@ def _own_deps(events, instrs, ops, kinds, lat, breaks, rows):
 @jit
 def _finished(free, i, tensor, pe_free):
     """When everything track slot i started has finished."""
-    a = free[i]
     if i == tensor:
-        m = _pe_max(pe_free)
-        if m > a:
-            return m
-    return a
-
-
-@jit
-def _pe_max(pe_free):
-    m = pe_free[0]
-    for b in range(1, 16):
-        m = max(m, pe_free[b])
-    return m
+        return pe_finished(pe_free, 0, free[i])
+    return free[i]
 
 
 @jit
@@ -556,15 +582,7 @@ def _pe_earliest(e, issue, instrs, ops, events, pe_free, pend_end, pend_ev, npen
     it occupies are free (tiled matmuls on disjoint blocks overlap) and once every in-flight
     instruction that shares bytes with it has finished (the engine's own ordering, which auto
     mode gets from its block table). Returns (start, pending count after pruning)."""
-    mask = (instrs[events[e, 0], L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
-    m = 0.0
-    first = True
-    for b in range(16):
-        if mask == 0 or (mask >> b) & 1:
-            if first or pe_free[b] > m:
-                m = pe_free[b]
-            first = False
-    start = max(issue, m)
+    start = pe_ready(pe_blocks(instrs[events[e, 0]]), pe_free, 0, issue)
     # what ended by the issue time can no longer hold anything back
     k = 0
     for j in range(npend):
@@ -580,10 +598,7 @@ def _pe_earliest(e, issue, instrs, ops, events, pe_free, pend_end, pend_ev, npen
 
 @jit
 def _pe_place(e, end, instrs, events, pe_free, pend_end, pend_ev, npend):
-    mask = (instrs[events[e, 0], L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
-    for b in range(16):
-        if mask == 0 or (mask >> b) & 1:
-            pe_free[b] = end
+    pe_commit(pe_blocks(instrs[events[e, 0]]), pe_free, 0, end)
     pend_end[npend] = end
     pend_ev[npend] = e
     return npend + 1

@@ -20,38 +20,38 @@ from neuronemu.compiled.jit import jit
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import dynamic_offset
 from neuronemu.timing import dma
+from neuronemu.timing.costs import (
+    C_EFFICIENCY,
+    C_EXTRA_OUTPUT,
+    C_FAST_PER_ELEMENT,
+    C_FIXED,
+    C_FORMULA,
+    C_FP32_FACTOR,
+    C_INDEXED,
+    C_MIN_II,
+    C_PER_ELEMENT,
+    C_SBUF_EFFICIENCY,
+    C_STATIONARY_LOAD,
+    F_DMA,
+    F_FREE,
+    F_MATMUL,
+    F_TRANSPOSE,
+    F_TWO_INPUT,
+    cost_table,
+)
+from neuronemu.timing.engines import (
+    busy_union,
+    pe_blocks,
+    pe_commit,
+    pe_ready,
+    psum_readable,
+    result_latency,
+)
 from neuronemu.timing.regions import segments
-
-# cost_table columns
-C_FORMULA = 0
-C_PER_ELEMENT = 1
-C_FAST_PER_ELEMENT = 2
-C_MIN_II = 3
-C_FIXED = 4
-C_EXTRA_OUTPUT = 5
-C_FP32_FACTOR = 6
-C_EFFICIENCY = 7
-C_SBUF_EFFICIENCY = 8
-C_INDEXED = 9
-C_LATENCY = 10
-C_STATIONARY_LOAD = 11
-COST_WIDTH = 12
-FORMULAS = {"free": 0, "stream": 1, "two_input": 2, "matmul": 3, "transpose": 4, "dma": 5,
-            "network": 6}
-F_FREE, F_STREAM, F_TWO_INPUT, F_MATMUL, F_TRANSPOSE, F_DMA, F_NETWORK = range(7)
 
 _ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
 _FLOAT32 = 0               # dtype code of float32 (isa/dtypes.toml)
 _BFLOAT16 = 2
-
-
-def cost_table(isa) -> np.ndarray:
-    rows = np.zeros((len(isa.costs), COST_WIDTH), dtype=np.float64)
-    for c in isa.costs.values():
-        rows[c.code] = (FORMULAS[c.formula], c.per_element, c.fast_per_element, c.min_ii, c.fixed,
-                        c.extra_output, c.fp32_factor, c.efficiency, c.sbuf_efficiency, c.indexed,
-                        c.latency, c.stationary_load)
-    return rows
 
 
 def track_clocks(target) -> np.ndarray:
@@ -72,7 +72,9 @@ T_PSUM_DRAIN_NS = dma.PARAMS_WIDTH   # TensorE pipeline drain: a PSUM result's l
 def target_params(target) -> np.ndarray:
     from neuronemu.isa.table import load_isa
 
-    drain = load_isa().costs["tensor_matmul"].latency / target.clock_ghz["tensor"]
+    isa = load_isa()
+    matmul = cost_table(isa)[isa.costs["tensor_matmul"].code]
+    drain = result_latency.py_func(matmul, target.clock_ghz["tensor"])   # set-up: no compile
     return np.concatenate([dma.params(target), np.array([drain])])
 
 
@@ -230,6 +232,18 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
                 reads[u, r] = max(reads[u, r], end)
 
 
+@jit(inline="always")
+def record_accesses(ins, ops, regs, end, written, breaks, write_end, read_end):
+    """Record every memory access of the instruction: its reads ended at ``end``, its writes
+    are readable from ``written`` (one pass for both). The loop's schedule and the cc.*
+    instructions the multi-chip driver times (``Core.complete``) record alike."""
+    for k in range(ins[L.I_NARGS]):
+        if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
+            access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+            operand_done(ops[ins[L.I_ARGS + 2 * k + 1]], regs, access, end, written, breaks,
+                         write_end, read_end)
+
+
 @jit
 def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
              read_end, dma_state):
@@ -250,11 +264,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
     blocks = 0
     if tensor:
         # issue in order, each instruction once the PE blocks it occupies are free
-        blocks = (ins[L.I_FLAGS] >> L.PE_BLOCKS_SHIFT) & 0xFFFF
-        ready = track_free[L.TENSOR_ISSUE]
-        for b in range(16):
-            if blocks == 0 or (blocks >> b) & 1:
-                ready = max(ready, track_free[L.PE_FREE0 + b])
+        blocks = pe_blocks(ins)
+        ready = pe_ready(blocks, track_free, L.PE_FREE0, track_free[L.TENSOR_ISSUE])
     queue_free = ready
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
@@ -262,9 +273,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
             access = (ins[L.I_ACCESS] >> (2 * k)) & 3
             op = ops[ins[L.I_ARGS + 2 * k + 1]]
             t, unwritten = operand_ready(op, regs, access, breaks, write_end, read_end)
-            if (not tensor and access & L.ACCESS_READ and op[L.OP_SPACE] == L.SPACE_PSUM
-                    and t > 0.0):
-                t += params[T_PSUM_DRAIN_NS]  # a PSUM result is readable once TensorE drained
+            if not tensor and access & L.ACCESS_READ and op[L.OP_SPACE] == L.SPACE_PSUM:
+                t = psum_readable(t, params[T_PSUM_DRAIN_NS])
             ready = max(ready, t)
             if unwritten and unwritten_arg < 0:
                 unwritten_arg = k
@@ -285,19 +295,12 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
         end = ready + duration
     # results are readable after the engine's pipeline latency; TensorE's (PSUM) is charged to
     # the reader above, so that accumulating matmuls stream back to back
-    result = end if is_dma or tensor else end + row[C_LATENCY] / clocks[track]
-    for k in range(ins[L.I_NARGS]):
-        if ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND:
-            access = (ins[L.I_ACCESS] >> (2 * k)) & 3
-            op = ops[ins[L.I_ARGS + 2 * k + 1]]
-            # reads end at ``end``, writes become readable at ``result``: one pass for both
-            operand_done(op, regs, access, end, result, breaks, write_end, read_end)
+    result = end if tensor else end + result_latency(row, clocks[track])
+    record_accesses(ins, ops, regs, end, result, breaks, write_end, read_end)
     if tensor:
-        for b in range(16):
-            if blocks == 0 or (blocks >> b) & 1:
-                track_free[L.PE_FREE0 + b] = end
+        pe_commit(blocks, track_free, L.PE_FREE0, end)
         track_free[L.TENSOR_ISSUE] = ready
-        busy[track] += max(0.0, end - max(ready, track_free[track]))  # union of overlaps
+        busy_union(busy, track, ready, end, track_free[track])
         track_free[track] = max(track_free[track], end)
     else:
         track_free[track] = end

@@ -12,7 +12,7 @@ from numba.core.ccallback import CFunc
 
 import neuronemu
 from neuronemu.compiled.jit import jit
-from neuronemu.exec import kernels
+from neuronemu.exec import core, kernels
 from neuronemu.exec import wrappers as generated
 from neuronemu.machine import abi
 from neuronemu.semantics import ctrl
@@ -27,14 +27,16 @@ def _raises(ins, ops, imms, mems, regs, fmt, table):
 def test_a_raising_kernel_is_a_located_fault(monkeypatch):
     program = neuronemu.assemble("ctrl.add r1, r1, 1\nctrl.mov r2, 7\nctrl.add r3, r3, 1\n",
                                  filename="bug.s")
+    # the real kernels first: compiled while ctrl.mov is patched, the cached ctrl.mov kernel
+    # would call the raising function in every later process (its cache key is the wrapper's)
+    addresses = kernels.kernel_addresses(program.instrs, np.zeros(3, dtype=bool))
     # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises
     monkeypatch.setattr(ctrl, "mov", jit(cache=False, boundscheck=True)(_raises.py_func))
     broken = CFunc(generated.ctrl__mov, sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
-    addresses = kernels.kernel_addresses(program.instrs, np.zeros(3, dtype=bool))
     addresses[1] = broken.address
-    program._kernel_addresses = addresses
+    monkeypatch.setattr(core, "program_kernels", lambda program, costs: addresses)
     with pytest.raises(neuronemu.RuntimeFault) as info:
         neuronemu.run(program)
     assert "internal error" in info.value.message
