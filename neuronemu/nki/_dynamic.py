@@ -11,11 +11,13 @@ the kernel is traced.
 
 from __future__ import annotations
 
+report = None
+"""``_trace.fail``, set by ``_trace`` when it imports this module (importing it from here would
+be a cycle): raises a located error at the kernel's line."""
+
 
 def _fail(message: str, *notes: str) -> None:
-    from neuronemu.nki._trace import fail  # _trace imports this module
-
-    fail(message, *notes, unsupported=True)
+    report(message, *notes, unsupported=True)
 
 
 class RegExpr:

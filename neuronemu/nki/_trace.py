@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neuronemu.errors import NeuronemuError
+from neuronemu.nki import _dynamic
 from neuronemu.nki._dynamic import RegExpr
 from neuronemu.source import Location, SourceFile
 
@@ -123,6 +124,9 @@ def fail(message: str, *notes: str, unsupported: bool = False):
     """Raise an NkiError located at the kernel's current line."""
     cls = NkiUnsupported if unsupported else NkiError
     raise cls(message, user_site().location(), tuple(notes))
+
+
+_dynamic.report = fail
 
 
 def unsupported_name(namespace: str, name: str):
