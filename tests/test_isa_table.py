@@ -39,7 +39,7 @@ def test_semantics_function_exists(definition) -> None:
     assert hasattr(importlib.import_module(f"neuronemu.semantics.{module}"), function)
 
 
-NO_NKI_NAME = {"dma.compress", "dma.decompress", "cc.barrier"}
+NO_NKI_NAME = {"dma.compress", "dma.decompress"}
 
 
 @pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)

@@ -133,6 +133,7 @@ def reference(isa) -> str:
                     f"- syntax: `{d.syntax}`",
                     f"- implements: `{d.nki}`" if d.nki else "- implements: (sequencer control)",
                     f"- opcode: `{d.opcode:#06x}`, cost class: `{d.cost_class}`"]
+            out += _nki_lines(d)
             if d.targets:
                 out.append(f"- targets: {', '.join(d.targets)}")
             out += ["", "| argument | kind | memory | access | default | notes |",
@@ -228,6 +229,21 @@ def readme(isa) -> str:
            *(f"| `{k}` | {_cell(v)} |" for k, v in table.COST_KEYS.items()),
            ""]
     return "\n".join(out)
+
+
+def _nki_lines(d) -> list[str]:
+    """How the NKI call's arguments differ from the instruction's (table fields nki_*)."""
+    out = []
+    renamed = [f"`{n}` -> `{a}`" for n, a in d.nki_args if n != a]
+    if d.nki_args:
+        out.append("- NKI arguments, in order: " + ", ".join(f"`{n}`" for n, _ in d.nki_args)
+                   + (f" (renamed: {', '.join(renamed)})" if renamed else ""))
+    if d.nki_accepts:
+        out.append("- NKI arguments without an operand here: " + ", ".join(
+            f"`{n}` ({'any value' if v == ('*',) else ' or '.join(v)})" for n, v in d.nki_accepts))
+    if d.nki_default:
+        out.append("- the NKI call's engine when `engine=` is not given")
+    return out
 
 
 def outputs(isa_directory: str | None = None) -> dict[Path, str]:

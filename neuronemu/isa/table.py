@@ -58,6 +58,13 @@ INSTR_KEYS = {
             "lowered instruction row's, which the semantics function reads.",
     "checks": "Rules (below) the assembler applies, one `rule arg ...` string each.",
     "nki": "The NKI function it implements (`nki.isa.tensor_tensor`).",
+    "nki_args": "An inline table from NKI's argument names, in NKI's order, to the table's "
+                "(`{ dst = \"dst\", src_buffer = \"data\" }`), where NKI's names or order "
+                "differ.",
+    "nki_accepts": "An inline table of NKI arguments with no operand here and the values "
+                   "accepted for them, space-separated (`{ pipe_id = \"*\" }`: any value).",
+    "nki_default": "true: the entry an NKI call uses when it gives no `engine=` (several "
+                   "entries may share an `nki` name).",
     "targets": "The targets that have it (isa/targets.toml names); all when absent.",
     "setup": "Declarations and instructions that make `example` runnable; the example may "
              "branch to the label `end`, placed after it.",
@@ -139,6 +146,13 @@ class InstrDef:
     args: tuple[ArgDef, ...]
     checks: tuple[Check, ...]
     nki: str | None = None
+    # NKI's argument names in NKI's positional order -> the table argument each feeds (absent:
+    # NKI's arguments are the table's, in the table's order)
+    nki_args: tuple[tuple[str, str], ...] = ()
+    # NKI arguments with no operand here, accepted at these values only ("*": any value)
+    nki_accepts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the entry an NKI call without engine= uses among those sharing its nki name
+    nki_default: bool = False
     targets: tuple[str, ...] | None = None
     origin: str = ""
     # declarations and instructions that make ``example`` runnable; the example may branch to
@@ -337,7 +351,16 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
         _fail(origin, f"opcode {raw['opcode']:#06x}: the high byte must be the engine's code in "
                       f"isa/enums.toml [engine] ({engine} = {enums['engine'].values.get(engine)})")
     targets = raw.get("targets")
-    return InstrDef(engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
+    nki_args = raw.get("nki_args", {})
+    for nki_name, table_name in nki_args.items():
+        if table_name not in names:
+            _fail(origin, f"nki_args: {nki_name} = '{table_name}' is not an argument")
+    nki_accepts = {k: tuple(str(v).split()) for k, v in raw.get("nki_accepts", {}).items()}
+    if (nki_args or nki_accepts or "nki_default" in raw) and not raw.get("nki"):
+        _fail(origin, "nki_args / nki_accepts / nki_default need an nki name")
+    return InstrDef(nki_args=tuple(nki_args.items()), nki_accepts=tuple(nki_accepts.items()),
+                    nki_default=bool(raw.get("nki_default", False)),
+                    engine=engine, mnemonic=mnemonic, opcode=int(raw["opcode"]),
                     summary=raw["summary"], semantics=raw["semantics"],
                     cost_class=raw["cost_class"], example=raw["example"], args=args,
                     checks=tuple(checks), nki=raw.get("nki"),

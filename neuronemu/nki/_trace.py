@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neuronemu.errors import NeuronemuError
+from neuronemu.nki import _dynamic
+from neuronemu.nki._dynamic import RegExpr
 from neuronemu.source import Location, SourceFile
 
 NKI_VERSION = "0.6.0"
@@ -81,29 +83,54 @@ class Site:
         return Location(SourceFile(self.filename, text), self.line, self.column, self.end_column)
 
 
+_OURS: dict[str, bool] = {}        # code filename -> is it this package's
+_POSITIONS: dict = {}               # code object -> its co_positions() as a list
+_SITES: dict = {}                   # (code, instruction offset) -> Site
+
+
 def user_site() -> Site:
-    """The innermost frame that is not neuronemu.nki's own code: the kernel line being traced."""
+    """The innermost frame that is not neuronemu.nki's own code: the kernel line being traced.
+    (Cached per code object and instruction offset: tracing asks this for every instruction.)"""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(
-            frame.f_code.co_filename)) == _PACKAGE_DIR:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        ours = _OURS.get(name)
+        if ours is None:
+            ours = _OURS[name] = os.path.dirname(os.path.abspath(name)) == _PACKAGE_DIR
+        if not ours:
+            break
         frame = frame.f_back
     if frame is None:   # called from inside the package only (cannot happen from a kernel)
         return Site("<unknown>", 1, "<unknown>")
+    code = frame.f_code
+    key = (code, frame.f_lasti, frame.f_lineno)
+    site = _SITES.get(key)
+    if site is not None:
+        return site
     line, column, end_column = frame.f_lineno, 1, None
     try:   # exact columns of the call expression (Python 3.11+)
-        positions = list(frame.f_code.co_positions())
+        positions = _POSITIONS.get(code)
+        if positions is None:
+            positions = _POSITIONS[code] = list(code.co_positions())
         pos = positions[frame.f_lasti // 2]
         if pos[0] is not None and pos[0] == pos[1] and pos[2] is not None:
             line, column, end_column = pos[0], pos[2] + 1, pos[3] + 1
     except (AttributeError, IndexError, TypeError):
         pass
-    return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
+    if len(_SITES) > 200_000:   # many kernels traced in one process: start afresh
+        _SITES.clear()
+        _POSITIONS.clear()
+    site = _SITES[key] = Site(code.co_filename, line, code.co_name, column, end_column)
+    return site
 
 
 def fail(message: str, *notes: str, unsupported: bool = False):
     """Raise an NkiError located at the kernel's current line."""
     cls = NkiUnsupported if unsupported else NkiError
     raise cls(message, user_site().location(), tuple(notes))
+
+
+_dynamic.report = fail
 
 
 def unsupported_name(namespace: str, name: str):
@@ -211,6 +238,9 @@ class Buffer:
     def __init__(self, slot: Slot):
         self.slot = slot
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
+        # device loops open when it was allocated (a PSUM tile from outside a loop is written
+        # by every iteration of it)
+        self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
         if slot.kind != "hbm":
             weakref.finalize(self, _release, slot)
 
@@ -224,13 +254,17 @@ def _release(slot: Slot) -> None:
 
 
 class DynSlice:
-    """``nl.ds(start, size)``: the slice start:start+size (static ints only)."""
+    """``nl.ds(start, size)``: the slice start:start+size; ``start`` may be a register
+    expression (a device loop's induction variable), ``size`` and ``step`` are ints."""
 
     def __init__(self, start, size, step: int = 1):
-        if not all(isinstance(v, (int, np.integer)) for v in (start, size, step)):
-            fail("nl.ds with a run-time (register) start is not supported; loops are unrolled, "
-                 "so use Python ints", unsupported=True)
-        self.start, self.size, self.step = int(start), int(size), int(step)
+        if not all(isinstance(v, (int, np.integer)) for v in (size, step)):
+            fail("nl.ds size and step must be Python ints", unsupported=True)
+        if not isinstance(start, (int, np.integer, RegExpr)):
+            fail(f"nl.ds start must be a Python int or a register expression, got "
+                 f"{type(start).__name__}")
+        self.start = start if isinstance(start, RegExpr) else int(start)
+        self.size, self.step = int(size), int(step)
 
     def as_slice(self) -> slice:
         return slice(self.start, self.start + self.size * self.step, self.step)
@@ -248,13 +282,16 @@ class NkiTensor:
         self._index = (tuple((0, n, 1) for n in base_shape) if index is None else tuple(index))
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
+        self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
 
     # -- numpy-like attributes
     @property
     def shape(self) -> tuple[int, ...]:
         if self._ap is not None:
             return tuple(c for _, c in self._ap[0])
-        dims = tuple(e[1] for e in self._index if not isinstance(e, int))
+        if self._indirect is not None:
+            return self._indirect[2]
+        dims = tuple(e[1] for e in self._index if isinstance(e, tuple))
         if self._broadcast is not None:
             return (self._broadcast,) + dims[1:]
         return dims
@@ -305,7 +342,7 @@ class NkiTensor:
                  unsupported=True)
         if not isinstance(key, tuple):
             key = (key,)
-        view_dims = [i for i, e in enumerate(self._index) if not isinstance(e, int)]
+        view_dims = [i for i, e in enumerate(self._index) if isinstance(e, tuple)]
         if sum(1 for k in key if k is Ellipsis) > 1:
             fail("an index can only have a single ellipsis ('...')")
         if Ellipsis in key:
@@ -317,8 +354,24 @@ class NkiTensor:
         index = list(self._index)
         for k, dim in zip(key, view_dims):
             start, size, step = index[dim]
+            if isinstance(k, DynSlice) and isinstance(k.start, RegExpr):
+                # a run-time start: bounds are checked when the instruction runs
+                index[dim] = (start + k.start * step, k.size, step * k.step)
+                continue
             if isinstance(k, DynSlice):
                 k = k.as_slice()
+            if isinstance(k, RegExpr):
+                index[dim] = start + k * step
+                continue
+            if isinstance(k, slice) and any(isinstance(v, RegExpr) for v in (k.start, k.stop)):
+                size_k = k.stop - k.start if k.start is not None and k.stop is not None else None
+                if not isinstance(size_k, int) or (k.step or 1) <= 0:
+                    fail("a slice with a register bound needs the same register terms in start "
+                         "and stop (a constant size), e.g. t[:, r*128 : r*128 + 128]",
+                         unsupported=True)
+                st = int(k.step or 1)
+                index[dim] = (start + k.start * step, len(range(0, size_k, st)), step * st)
+                continue
             if isinstance(k, (int, np.integer)):
                 k = int(k)
                 if not -size <= k < size:
@@ -391,11 +444,15 @@ class NkiTensor:
         fail(f"broadcast_to {list(shape)} from {list(self.shape)}: only a one-partition row "
              f"[1, ...] broadcast across partitions (by DMA) is supported", unsupported=True)
 
-    def ap(self, pattern, offset: int = 0, dtype=None, **kwargs) -> NkiTensor:
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
+           indirect_dim: int = 0, dtype=None, **kwargs) -> NkiTensor:
         """A raw access pattern over this tensor's buffer (NKI ``.ap()``): ``pattern`` is
         [[step, count], ...], the partition pair first, steps in elements of the flat
         row-major buffer from the first element of this view plus ``offset``. Lowered to the
-        assembler's ``ap(...)`` operand."""
+        assembler's ``ap(...)`` operand. ``scalar_offset`` (a register or a [1, 1] tile) adds
+        register * the step of pattern dim ``indirect_dim`` to the offset at run time;
+        ``vector_offset`` (a [P, 1] tile of row numbers) makes a row gather/scatter view of an
+        HBM tensor for ``nisa.dma_copy``."""
         for key in kwargs:
             fail(f"Tensor.ap({key}=...) is not supported (static patterns only)",
                  unsupported=True)
@@ -410,10 +467,60 @@ class NkiTensor:
         strides = [math.prod(self._base_shape[i + 1:]) for i in range(len(self._base_shape))]
         start = 0
         for e, stride in zip(self._index, strides):
-            start += (e if isinstance(e, int) else e[0]) * stride
+            start += (e[0] if isinstance(e, tuple) else e) * stride
+        offset = 0 if offset is None else offset
+        if not isinstance(offset, (int, np.integer, RegExpr)):
+            fail(f"offset must be an int, got {type(offset).__name__}")
+        dim = int(indirect_dim)
+        if not 0 <= dim < len(pairs):
+            fail(f"indirect_dim={dim} is not a dim of the {len(pairs)}-dim pattern")
+        if scalar_offset is not None and vector_offset is not None:
+            fail("scalar_offset and vector_offset are mutually exclusive (as in NKI)")
+        if scalar_offset is not None:
+            offset = offset + self._scalar_offset(scalar_offset) * pairs[dim][0]
+        if vector_offset is not None:
+            return self._vector_offset(pairs, dim, start + offset, dtype, vector_offset)
         view = NkiTensor(self._buffer, self._base_shape)
-        view._ap = (pairs, start + int(offset), None if dtype is None else dtype_name(dtype))
+        view._ap = (pairs, start + offset, None if dtype is None else dtype_name(dtype))
         return view
+
+    @staticmethod
+    def _scalar_offset(value):
+        """A register (expression) for ``.ap(scalar_offset=)``: a register, or a [1, 1]
+        integer tile loaded into a fresh register here (``ctrl.load``, in program order)."""
+        if isinstance(value, RegExpr):
+            return value
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, NkiTensor):
+            tr = tracer()
+            reg = tr.register()
+            tr.emit("ctrl.load", reg.register_text(), value.operand(tr))
+            return reg
+        fail(f"scalar_offset must be a register (nisa.register_alloc) or a [1, 1] integer "
+             f"tile, got {type(value).__name__}")
+
+    def _vector_offset(self, pairs, dim, offset, dtype, index) -> NkiTensor:
+        """``.ap(vector_offset=idx, indirect_dim=0)`` of an HBM tensor: partition p reads or
+        writes row idx[p] (``dma.gather`` / ``dma.scatter`` of whole rows)."""
+        if not isinstance(index, NkiTensor) or index.kind == "hbm":
+            fail("vector_offset must be an on-chip [P, 1] integer tile")
+        row = math.prod(self._base_shape[1:])
+        whole_rows = (len(pairs) == 2 and pairs[1] == (1, row) and pairs[0][0] == row)
+        if (self.kind != "hbm" or dim != 0 or not whole_rows or dtype is not None
+                or offset != 0 or len(self._base_shape) != 2 or not self._is_whole()):
+            fail("vector_offset is supported for whole rows of a 2-D HBM tensor: "
+                 f"t.ap([[{row}, P], [1, {row}]], vector_offset=idx, indirect_dim=0)",
+                 unsupported=True)
+        view = NkiTensor(self._buffer, self._base_shape)
+        view._indirect = (self, index, (pairs[0][1], row))
+        return view
+
+    def indirect(self, index, num_elem=None):
+        fail("Tensor.indirect() (NeuronCore-v4 tensor indirection on compute engines) is not "
+             "modelled here", "gather rows by DMA instead: t.ap([[F, P], [1, F]], "
+             "vector_offset=idx, indirect_dim=0) with nisa.dma_copy, or nisa.local_gather / "
+             "nisa.nc_n_gather on chip", unsupported=True)
 
     @property
     def T(self):
@@ -469,6 +576,8 @@ class NkiTensor:
     # -- operand text
     def operand(self, tracer: Tracer) -> str:
         slot = self._buffer.slot
+        if self._indirect is not None:
+            fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
         if self._ap is not None:
             pairs, offset, dtype = self._ap
             text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
@@ -485,7 +594,7 @@ class NkiTensor:
             return slot.name
         parts = []
         for e in self._index:
-            if isinstance(e, int):
+            if not isinstance(e, tuple):
                 parts.append(str(e))
             else:
                 start, size, step = e
@@ -499,8 +608,10 @@ class NkiTensor:
         if self._ap is not None:
             return tuple((0, n) for n in self._base_shape)
         out = []
-        for e in self._index:
-            if isinstance(e, int):
+        for e, n in zip(self._index, self._base_shape):
+            if isinstance(e, RegExpr) or isinstance(e, tuple) and isinstance(e[0], RegExpr):
+                out.append((0, n))   # a run-time position: anywhere in the dim
+            elif not isinstance(e, tuple):
                 out.append((e, e + 1))
             else:
                 out.append((e[0], e[0] + (e[1] - 1) * e[2] + 1))
@@ -534,6 +645,17 @@ class Tracer:
     peak: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     dma_count: int = 0
     names: set = field(default_factory=set)
+    # sequencer registers not in use (r0 handed out first), open device loops (the index of
+    # each one's first body instruction), labels made so far
+    register_pool: list = field(default_factory=lambda: list(range(63, -1, -1)))
+    loops: list = field(default_factory=list)
+    label_count: int = 0
+    # errors found after the call that caused them returned (a break out of a device loop)
+    deferred_errors: list = field(default_factory=list)
+    # ranks the collectives' replica groups name (the run needs that many), and the barriers
+    # and collectives in program order: (kind, Site, device-loop depth)
+    collective_world: int | None = None
+    sync_points: list = field(default_factory=list)
 
     @property
     def target_data(self):
@@ -645,6 +767,26 @@ class Tracer:
         args = list(operands) + [f"{k}={v}" for k, v in kwargs.items() if v is not None]
         self.instructions.append(Emitted(f"{mnemonic} {', '.join(args)}", user_site()))
 
+    def label(self, name: str) -> None:
+        self.instructions.append(Emitted(f"{name}:", user_site()))
+
+    def new_label(self, base: str) -> str:
+        self.label_count += 1
+        return f"{base}_{self.label_count}"
+
+    def register(self):
+        """A free sequencer register (``VirtualRegister``), returned to the pool when dropped."""
+        from neuronemu.nki._dynamic import VirtualRegister
+
+        if not self.register_pool:
+            import gc
+
+            gc.collect()   # registers only an unreachable cycle still held
+        if not self.register_pool:
+            fail("all 64 sequencer registers are in use (registers are freed when no "
+                 "variable refers to them)")
+        return VirtualRegister(self.register_pool.pop(), self.register_pool)
+
     def next_queue(self) -> int:
         q = self.dma_queues[self.dma_count % len(self.dma_queues)]
         self.dma_count += 1
@@ -656,6 +798,8 @@ class Tracer:
                   f"{kernel_site.short()} ({kernel_site.function}); do not edit")
         policy = ("# DMA queue policy: round-robin over queues "
                   f"{','.join(map(str, self.dma_queues))} in program order")
+        if self.deferred_errors:
+            raise self.deferred_errors[0]
         lines = [header, policy, f".target {self.target}"]
         source_map: dict[int, Site] = {}
         for slot in self.hbm:

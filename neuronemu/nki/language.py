@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from neuronemu.nki import isa as _isa
+from neuronemu.nki._control import dynamic_range, fori_loop, while_loop  # noqa: F401 (nl names)
 from neuronemu.nki._trace import (
     HOOKS,
     SPACES,

@@ -186,11 +186,11 @@ def test_unsupported_calls_fail_loudly_at_the_kernel_line(kernel, text, message)
 
 def test_unknown_isa_call_fails_at_its_line():
     def kernel(x):
-        nisa.nc_stream_shuffle(x, x, [0] * 32)
+        nisa.nc_shuffle_rows(x, x, [0] * 32)
 
-    with pytest.raises(NkiUnsupported, match="nki.isa.nc_stream_shuffle is not supported") as info:
+    with pytest.raises(NkiUnsupported, match="nki.isa.nc_shuffle_rows is not supported") as info:
         nki.trace(kernel, X)
-    assert info.value.location.line == line_of(kernel, "nc_stream_shuffle")
+    assert info.value.location.line == line_of(kernel, "nc_shuffle_rows")
 
 
 def test_calls_outside_a_trace_are_errors():

@@ -120,7 +120,7 @@ def test_dma_transpose_and_accumulate_on_trn3():
         t = nl.ndarray((64, 128), x.dtype, buffer=nl.sbuf)
         nisa.dma_transpose(dst=t, src=x)
         acc = nl.load(y)
-        nisa.dma_copy(dst=acc, src=t, dst_rmw_op=nl.add)
+        nisa.dma_compute(dst=acc, srcs=[acc, t], reduce_op=nl.add)   # dma.accumulate
         out = out_like(y)
         nl.store(out, acc)
         return out
@@ -129,6 +129,7 @@ def test_dma_transpose_and_accumulate_on_trn3():
     y = np.ones((64, 128), BF16)
     out = nki.simulate(kernel, target="trn3")(x, y)
     np.testing.assert_array_equal(out.astype(np.float32), A.T + 1)
+    assert "dma.accumulate" in nki.trace(kernel, x, y, target="trn3").asm
 
 
 def test_scalar_arguments_pass_through_and_kernels_see_python_values():

@@ -1,0 +1,283 @@
+"""Multi-core NKI calls on neuronemu's collective instructions (``cc.*``, isa/cc.toml): the
+``nki.collectives`` functions, ``nisa.core_barrier`` and the record that lets SPMD launches
+check that every core reaches the same barriers and collectives in the same order.
+
+Every rank runs the same program (docs/multichip.md); a ``cc.*`` instruction involves every
+rank of the run, so a ``ReplicaGroup`` must be the one group of all ranks ``[[0, 1, ..., n-1]]``
+(the run then needs n ranks: ``neuronemu.api.run_spmd``). Uniform ring shifts lower to
+``cc.permute``; ranks are ``ctrl.rank`` registers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neuronemu.isa.table import load_isa
+from neuronemu.nki import _emit
+from neuronemu.nki._dynamic import RegExpr, VirtualRegister
+from neuronemu.nki._operands import alu_name, onchip
+from neuronemu.nki._trace import NkiError, NkiTensor, fail, tracer, user_site
+
+
+@dataclass
+class ReplicaGroup:
+    """The ranks taking part in a collective: a list of disjoint rank lists (NKI's
+    ``ReplicaGroup([[0, 1, 2, 3]])``)."""
+
+    replica_groups: list
+
+    def ranks(self) -> list[int]:
+        """The one group's ranks; other shapes are not expressible with ``cc.*``."""
+        groups = [list(g) for g in self.replica_groups]
+        if len(groups) != 1 or groups[0] != list(range(len(groups[0]))) or not groups[0]:
+            fail(f"ReplicaGroup({self.replica_groups!r}): neuronemu's collectives involve every "
+                 f"rank of the run, so the group must be [[0, 1, ..., n-1]] (one group of all "
+                 f"ranks in order)", "run one SPMD program over exactly the ranks of the group",
+                 unsupported=True)
+        return groups[0]
+
+
+def _world(replica_group) -> int:
+    if replica_group is None:
+        fail("replica_group is required (ReplicaGroup([[0, 1, ..., n-1]]))")
+    if not isinstance(replica_group, ReplicaGroup):
+        replica_group = ReplicaGroup(replica_group)
+    n = len(replica_group.ranks())
+    tr = tracer()
+    if tr.collective_world not in (None, n):
+        fail(f"this collective's group has {n} ranks; an earlier one had {tr.collective_world}",
+             unsupported=True)
+    tr.collective_world = n
+    return n
+
+
+def record_sync(kind: str) -> None:
+    """Note a point every core must reach (barrier, collective) for the LNC check."""
+    tr = tracer()
+    tr.sync_points.append((kind, user_site(), len(tr.loops)))
+
+
+def check_identical_control_flow(traces) -> None:
+    """For an SPMD launch traced once per core (LNC2: ``kernel[2]``): every core must reach
+    the same barriers and collectives, in the same order. Raises a located NkiError at the
+    first difference (on hardware the cores would deadlock; NKI leaves it unchecked)."""
+    first = traces[0].sync_points
+    for core, tr in enumerate(traces[1:], start=1):
+        other = tr.sync_points
+        for k in range(max(len(first), len(other))):
+            a = first[k] if k < len(first) else None
+            b = other[k] if k < len(other) else None
+            if a is not None and b is not None and a[0] == b[0]:
+                continue
+            here = b if b is not None else a
+            missing_core = 0 if a is None else core
+            what = f"{here[0]} at {here[1].short()}"
+            other_text = ("nothing" if (a if b is not None else b) is None else
+                          f"{(a if b is not None else b)[0]}")
+            raise NkiError(
+                f"cores 0 and {core} diverge at their synchronization point #{k + 1}: core "
+                f"{core if b is not None else 0} reaches {what} where core {missing_core} "
+                f"reaches {other_text}",
+                here[1].location(),
+                (("LNC2 programs must keep identical control flow: both cores reach every "
+                  "core_barrier, sendrecv and collective in the same order (move the call out "
+                  "of the branch on nl.program_id)"),))
+
+
+def _pairs(srcs, dsts, what: str) -> list[tuple[NkiTensor, NkiTensor]]:
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
+    if len(srcs) != len(dsts) or not srcs:
+        fail(f"{what}: srcs and dsts must be lists of the same non-zero length, got "
+             f"{len(srcs)} and {len(dsts)}")
+    for k, (s, d) in enumerate(zip(srcs, dsts)):
+        for name, t in (("srcs", s), ("dsts", d)):
+            if not isinstance(t, NkiTensor):
+                fail(f"{what}: {name}[{k}] must be a tensor, got {type(t).__name__}")
+            if t.kind == "psum":
+                fail(f"{what}: {name}[{k}] is in PSUM; collectives move HBM or SBUF tensors")
+    return list(zip(srcs, dsts))
+
+
+def _cc(mnemonic: str, **values) -> None:
+    _emit.lower(load_isa().instructions[f"cc.{mnemonic}"], values)
+
+
+def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None) -> None:
+    """dsts[i] = op over the group's ranks of srcs[i] (``cc.all_reduce``)."""
+    _world(replica_group)
+    record_sync("all_reduce")
+    for s, d in _pairs(srcs, dsts, "all_reduce"):
+        _cc("all_reduce", dst=d, src=s, op=op)
+
+
+def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None) -> None:
+    """dsts[i] = every rank's srcs[i] concatenated along collective_dim (``cc.all_gather``)."""
+    _world(replica_group)
+    record_sync("all_gather")
+    for s, d in _pairs(srcs, dsts, "all_gather"):
+        _cc("all_gather", dst=d, src=s, dim=collective_dim)
+
+
+def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None,
+                   name=None) -> None:
+    """Rank r's dsts[i] = op over ranks of block r of srcs[i] along collective_dim
+    (``cc.reduce_scatter``)."""
+    _world(replica_group)
+    record_sync("reduce_scatter")
+    for s, d in _pairs(srcs, dsts, "reduce_scatter"):
+        _cc("reduce_scatter", dst=d, src=s, op=op, dim=collective_dim)
+
+
+def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=None) -> None:
+    """Block j of rank i's srcs[k] becomes block i of rank j's dsts[k] (``cc.all_to_all``)."""
+    _world(replica_group)
+    record_sync("all_to_all")
+    for s, d in _pairs(srcs, dsts, "all_to_all"):
+        _cc("all_to_all", dst=d, src=s, dim=collective_dim)
+
+
+def _variable(name: str):
+    def variable(*args, **kwargs):
+        fail(f"nki.collectives.{name} (variable counts from a metadata tensor) has no "
+             f"neuronemu instruction", f"with equal counts use nki.collectives."
+             f"{name[:-2]}; otherwise pad every rank's chunk to the largest",
+             unsupported=True)
+
+    variable.__name__ = name
+    return variable
+
+
+all_gather_v = _variable("all_gather_v")
+all_to_all_v = _variable("all_to_all_v")
+
+
+def _shift(pairs, n_hint=None) -> int:
+    """The k of source_target_pairs that are (s, (s + k) mod n) for every rank s."""
+    pairs = [(int(s), int(t)) for s, t in pairs]
+    n = len(pairs)
+    sources = sorted(s for s, _ in pairs)
+    if sources != list(range(n)):
+        fail(f"source_target_pairs {pairs}: every rank 0..{n - 1} must send exactly once "
+             f"(neuronemu's permute involves every rank)", unsupported=True)
+    shifts = {(t - s) % n for s, t in pairs}
+    if len(shifts) != 1:
+        fail(f"source_target_pairs {pairs} is not one ring shift (s -> (s + k) mod n); "
+             f"neuronemu's cc.permute sends every rank the same distance",
+             "an arbitrary permutation: nisa.sendrecv with peers computed from "
+             "nki.collectives.rank_id()", unsupported=True)
+    return shifts.pop()
+
+
+def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None) -> None:
+    """Rank s sends srcs[0] to the rank t of its pair (s, t); pairs must be one ring shift
+    (``cc.permute shift=k``)."""
+    shift = _shift(source_target_pairs)
+    tr = tracer()
+    n = len(source_target_pairs)
+    if tr.collective_world not in (None, n):
+        fail(f"source_target_pairs name {n} ranks; an earlier collective had "
+             f"{tr.collective_world}", unsupported=True)
+    tr.collective_world = n
+    record_sync("collective_permute")
+    for s, d in _pairs(srcs, dsts, "collective_permute"):
+        _cc("permute", dst=d, src=s, shift=shift)
+
+
+def _by_channel(lists, what: str) -> list:
+    out = []
+    for ch, inner in enumerate(lists):
+        inner = list(inner) if isinstance(inner, (list, tuple)) else [inner]
+        if len(inner) != 1:
+            fail(f"{what}[{ch}] must hold exactly one tensor (as in NKI)")
+        out.append(inner[0])
+    return out
+
+
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group,
+                                channel_ids=(0,), priority=None, name=None) -> None:
+    """Each rank sends to its ring successor and receives from its predecessor, per channel
+    (``cc.permute shift=1``)."""
+    _world(replica_group)
+    record_sync("collective_permute_implicit")
+    srcs = _by_channel(srcs_by_channel, "srcs_by_channel")
+    dsts = _by_channel(dsts_by_channel, "dsts_by_channel")
+    for s, d in _pairs(srcs, dsts, "collective_permute_implicit"):
+        _cc("permute", dst=d, src=s, shift=1)
+
+
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel,
+                                       replica_group, op, channel_ids=(0,), priority=None,
+                                       name=None) -> None:
+    """Each rank sends op(srcs0[i], srcs1[i]) to its ring successor (the sum by the DMA
+    engines, ``dma.compute``, or max/min on VectorE for SBUF tiles, into a temporary of the
+    destination's shape), then ``cc.permute shift=1``."""
+    _world(replica_group)
+    record_sync("collective_permute_implicit_reduce")
+    tr = tracer()
+    a = _by_channel(srcs0_by_channel, "srcs0_by_channel")
+    b = _by_channel(srcs1_by_channel, "srcs1_by_channel")
+    dsts = _by_channel(dsts_by_channel, "dsts_by_channel")
+    if len(a) != len(b):
+        fail("srcs0_by_channel and srcs1_by_channel need the same number of channels")
+    opname = alu_name(op, "op")
+    if opname not in ("add", "maximum", "minimum"):
+        fail(f"op={opname}: collectives reduce with nl.add, nl.maximum or nl.minimum")
+    for (s0, d), s1 in zip(_pairs(a, dsts, "collective_permute_implicit_reduce"), b):
+        site = user_site()
+        if s0.kind == "sbuf" and s1.kind == "sbuf":
+            tmp = tr.onchip("sbuf", d._buffer.slot.dtype, tuple(s0.shape), site, "reduced")
+            tr.emit("vector.tensor_tensor", onchip(tmp, "reduced"), onchip(s0, "srcs0"),
+                    onchip(s1, "srcs1"), op=opname)
+        elif opname == "add":
+            tmp = tr.hbm_tensor("reduced", d._buffer.slot.dtype, tuple(s0.shape), "scratch",
+                                site)
+            tr.emit("dma.compute", tmp.operand(tr), s0.operand(tr), s1.operand(tr),
+                    queue=tr.next_queue())
+        else:
+            fail(f"op={opname} of HBM tensors: neuronemu's DMA engines only add; load the "
+                 f"operands to SBUF first", unsupported=True)
+        _cc("permute", dst=d, src=tmp, shift=1)
+
+
+def rank_id(name=None) -> VirtualRegister:
+    """A register holding this core's rank (``ctrl.rank``)."""
+    tr = tracer()
+    reg = tr.register()
+    tr.emit("ctrl.rank", reg.register_text())
+    return reg
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group,
+                                                           channel_id=0,
+                                                           name=None) -> VirtualRegister:
+    """The rank whose data a ring step ``iteration_id`` holds: (rank - iteration_id) mod n
+    (``ctrl.rank``, ``ctrl.sub``, ``ctrl.rem``)."""
+    n = _world(replica_group)
+    tr = tracer()
+    reg = rank_id()
+    if isinstance(iteration_id, RegExpr) and not isinstance(iteration_id, VirtualRegister):
+        fail("iteration_id must be an int or a register (not an expression of registers)",
+             unsupported=True)
+    step = (iteration_id.register_text() if isinstance(iteration_id, VirtualRegister)
+            else str(int(iteration_id)))
+    tr.emit("ctrl.sub", reg.register_text(), reg.register_text(), step)
+    tr.emit("ctrl.rem", reg.register_text(), reg.register_text(), str(n))
+    return reg
+
+
+def core_barrier(data, cores, engine=None, name=None) -> None:
+    """Both cores of an LNC2 pair wait here until the other arrives (``cc.barrier``, which
+    waits for every rank of the run: on an LNC2 launch, two ranks, exactly the pair). ``data``
+    is the shared HBM tensor they synchronize on."""
+    if not isinstance(data, NkiTensor) or data.kind != "hbm":
+        fail("core_barrier data must be the shared HBM tensor the cores synchronize on")
+    if tuple(int(c) for c in cores) != (0, 1):
+        fail(f"core_barrier cores={tuple(cores)!r}: only cores=(0, 1) (an LNC2 pair) is "
+             f"supported, as in NKI", unsupported=True)
+    tr = tracer()
+    if tr.target == "trn1":
+        fail("core_barrier needs NeuronCore-v3 or newer (trn2, trn3); this kernel is traced "
+             "for trn1")
+    record_sync("core_barrier")
+    _cc("barrier")

@@ -1,0 +1,135 @@
+"""nki.collectives, nisa.sendrecv and nisa.core_barrier on neuronemu's cc.* instructions, run
+on every rank of a real topology, against numpy oracles of each collective."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu.nki.collectives as ncc
+import neuronemu.nki.isa as nisa
+import neuronemu.nki.language as nl
+from neuronemu import nki
+from neuronemu.api import run_spmd
+from neuronemu.nki._collectives import check_identical_control_flow
+from neuronemu.nki._trace import _CURRENT, NkiError, NkiUnsupported, Tracer
+
+TOPOLOGY, WORLD = "trn2.48xlarge", 16
+RG = ncc.ReplicaGroup([list(range(WORLD))])
+
+
+def _sb(shape, dtype=nl.float32):
+    return nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf)
+
+
+def _out(t, dtype=None):
+    o = nl.ndarray(t.shape, dtype=dtype or t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+def collectives_kernel(x):
+    xs = _sb((32, 64))
+    nisa.dma_copy(dst=xs, src=x)
+    total = _sb((32, 64))
+    ncc.all_reduce(srcs=[xs], dsts=[total], replica_group=RG, op=nl.add)
+    gathered = nl.ndarray((32, 64 * WORLD), dtype=nl.float32, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[x], dsts=[gathered], replica_group=RG, collective_dim=1)
+    shifted = _sb((32, 64))
+    ncc.collective_permute(srcs=[xs], dsts=[shifted],
+                           source_target_pairs=[(r, (r + 3) % WORLD) for r in range(WORLD)])
+    rank = _sb((1, 1), nl.int32)
+    nisa.register_store(rank, ncc.rank_id())
+    # the left neighbour's tile by sendrecv: send right, receive from the left
+    right = ncc.collective_permute_implicit_current_processing_rank_id(-1, RG)
+    left = ncc.collective_permute_implicit_current_processing_rank_id(1, RG)
+    got = _sb((32, 64))
+    nisa.sendrecv(src=xs, dst=got, send_to_rank=right, recv_from_rank=left, pipe_id=0)
+    nisa.core_barrier(data=gathered, cores=(0, 1))
+    return _out(total), gathered, _out(shifted), _out(rank), _out(got)
+
+
+def test_collectives_on_sixteen_ranks():
+    rng = np.random.default_rng(7)
+    x = rng.integers(-8, 8, size=(WORLD, 32, 64)).astype(np.float32)   # exact sums
+    tr = nki.trace(collectives_kernel, x[0], target="trn2")
+    for op in ("cc.all_reduce", "cc.all_gather", "cc.permute", "ctrl.rank", "cc.sendrecv",
+               "cc.barrier"):
+        assert op in tr.asm, op
+    result = run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x})
+    names = [name for name, _ in tr.output_names]
+    total, gathered, shifted, rank, got = (result.outputs[n] for n in names)
+    for r in range(WORLD):
+        np.testing.assert_array_equal(total[r], x.sum(0))
+        np.testing.assert_array_equal(gathered[r], np.concatenate(list(x), axis=1))
+        np.testing.assert_array_equal(shifted[r], x[(r - 3) % WORLD])
+        assert rank[r, 0, 0] == r
+        np.testing.assert_array_equal(got[r], x[(r - 1) % WORLD])
+
+
+def test_replica_groups_other_than_all_ranks_are_located_errors():
+    def k(x):
+        t = _sb((32, 64))
+        ncc.all_reduce(srcs=[x], dsts=[t], replica_group=ncc.ReplicaGroup([[0, 1], [2, 3]]),
+                       op=nl.add)
+
+    with pytest.raises(NkiUnsupported, match="one group of all ranks") as e:
+        nki.trace(k, np.zeros((32, 64), np.float32))
+    assert e.value.location.line == k.__code__.co_firstlineno + 2
+
+    def perm(x):
+        ncc.collective_permute(srcs=[x], dsts=[x], source_target_pairs=[(0, 1), (1, 0), (2, 2)])
+
+    with pytest.raises(NkiUnsupported, match="is not one ring shift"):
+        nki.trace(perm, np.zeros((32, 64), np.float32))
+
+
+def test_variable_count_collectives_say_what_to_use():
+    def k(x):
+        ncc.all_to_all_v(srcs=[x], dsts=[x], replica_group=RG, metadata_tensor=x)
+
+    with pytest.raises(NkiUnsupported, match="all_to_all_v .* has no neuronemu instruction"):
+        nki.trace(k, np.zeros((32, 64), np.float32))
+
+
+def _sync_trace(branch: bool) -> Tracer:
+    """What one core of an LNC2 launch traces when a barrier sits in a branch on its id."""
+    tr = Tracer(target="trn2")
+    _CURRENT.append(tr)
+    try:
+        data = tr.hbm_tensor("data", "float32", (4, 4), "input", None)
+        if branch:
+            nisa.core_barrier(data=data, cores=(0, 1))
+        nisa.core_barrier(data=data, cores=(0, 1))
+    finally:
+        _CURRENT.pop()
+    return tr
+
+
+def test_lnc2_cores_must_reach_the_same_barriers():
+    check_identical_control_flow([_sync_trace(False), _sync_trace(False)])
+    with pytest.raises(NkiError, match="diverge at their synchronization point #2") as e:
+        check_identical_control_flow([_sync_trace(True), _sync_trace(False)])
+    assert "identical control flow" in str(e.value)
+
+
+def barrier_per_rank(x):
+    """Rank r reaches r barriers (a device loop bounded by its rank): the cores' control flow
+    differs at run time."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+
+    def body(i):
+        nisa.core_barrier(data=out, cores=(0, 1))
+
+    nl.fori_loop(0, ncc.rank_id(), body)
+    return out
+
+
+def test_cores_reaching_different_barriers_at_run_time_are_reported():
+    from neuronemu.errors import NeuronemuError
+
+    tr = nki.trace(barrier_per_rank, np.zeros((4, 4), np.float32), target="trn2")
+    with pytest.raises(NeuronemuError) as e:
+        run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": np.zeros((4, 4), np.float32)})
+    assert "barrier" in str(e.value)
