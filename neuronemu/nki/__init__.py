@@ -166,7 +166,26 @@ def _normal_grid(grid) -> tuple[int, ...]:
     return tuple(out)
 
 
-def trace(kernel, *args, target: str = "trn2", dma_queues=None, grid=None,
+_PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
+              "trn3": "trn3", "gen4": "trn3"}
+
+
+def default_target() -> str:
+    """The target of a kernel called without ``target=``: as NKI, the environment's
+    ``NEURON_PLATFORM_TARGET_OVERRIDE`` (trn1|inf2|gen2, trn2|gen3, trn3|gen4), else a
+    ``--target`` in ``NEURON_CC_FLAGS``, else trn2."""
+    import re
+
+    override = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip().lower()
+    if override in _PLATFORMS:
+        return _PLATFORMS[override]
+    flags = re.search(r"--target[ =]([A-Za-z0-9]+)", os.environ.get("NEURON_CC_FLAGS", ""))
+    if flags and flags.group(1).lower() in _PLATFORMS:
+        return _PLATFORMS[flags.group(1).lower()]
+    return "trn2"
+
+
+def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
           **kwargs) -> KernelTrace:
     """Trace ``kernel(*args, **kwargs)`` (numpy / ml_dtypes arrays, torch CPU tensors and jax
     arrays become HBM inputs) into neuronemu assembly. ``dma_queues``: the queues DMAs are
@@ -174,6 +193,7 @@ def trace(kernel, *args, target: str = "trn2", dma_queues=None, grid=None,
     (as ``kernel[grid](...)``): the programs are traced one after another, each with its
     ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors."""
     grid = _normal_grid(_grid_of(kernel, grid))
+    target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
     fn = _kernel_function(kernel)
     if not callable(fn):
         raise TypeError(f"a kernel function is needed, got {type(kernel).__name__}")
@@ -234,7 +254,7 @@ def trace(kernel, *args, target: str = "trn2", dma_queues=None, grid=None,
                        dict(tr.peak), callers, unreturned)
 
 
-def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0, grid=None,
+def run(kernel, *args, target: str | None = None, dma_queues=None, seed: int = 0, grid=None,
         **kwargs) -> KernelRun:
     """Trace and run ``kernel(*args)`` on neuronemu: outputs, the ``Result`` and the assembly.
     Errors (assembler checks, run-time faults) and warnings point at the kernel's Python line.

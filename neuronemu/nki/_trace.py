@@ -24,13 +24,14 @@ from __future__ import annotations
 import linecache
 import math
 import os
+import re
 import sys
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from neuronemu.errors import NeuronemuError
+from neuronemu.nki._alloc import Live, Overflow, place
 from neuronemu.source import Location, SourceFile
 
 NKI_VERSION = "0.6.0"
@@ -41,6 +42,8 @@ HOOKS: dict = {}
 import from here would be a cycle)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_TILE_REF = re.compile("\x00(\\d+)\x00")
+"""An on-chip tile's name in emitted text before placement: NUL, id(slot), NUL."""
 _ALIGN = 4
 
 
@@ -193,6 +196,7 @@ class Slot:
     role: str = "scratch"          # HBM: input | output | scratch
     used_shape: tuple[int, ...] | None = None
     used_site: Site | None = None
+    live: object = None            # on chip: its _alloc.Live (live range, placement)
 
     @property
     def bytes_per_partition(self) -> int:
@@ -202,17 +206,11 @@ class Slot:
 
 
 class Buffer:
-    """What one ``nl.ndarray`` (or kernel argument) allocated; frees its slot when dropped."""
+    """What one ``nl.ndarray`` (or kernel argument) allocated."""
 
     def __init__(self, slot: Slot):
         self.slot = slot
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
-        if slot.kind != "hbm":
-            weakref.finalize(self, _release, slot)
-
-
-def _release(slot: Slot) -> None:
-    slot.free = True
 
 
 # ------------------------------------------------------------------------------------------
@@ -715,12 +713,15 @@ class NkiTensor(NKIObject):
     # -- operand text
     def operand(self, tracer: Tracer) -> str:
         slot = self._buffer.slot
+        if slot.live is not None:   # on chip: live up to the instruction being emitted
+            slot.live.end = len(tracer.instructions)
+        name = slot.name if slot.live is None else f"\x00{id(slot)}\x00"
         if self._ap is not None:
             pairs, offset, dtype = self._ap
             if slot.kind == "hbm" and slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
             text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
-            return f"ap({slot.name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+            return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
         if slot.kind == "hbm":
             if slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
@@ -730,7 +731,7 @@ class NkiTensor(NKIObject):
                      f"tensor can have one shape until the assembler's access-pattern syntax "
                      f"lands", unsupported=True)
         if self._index == tuple((0, n, 1) for n in self._base_shape):
-            return slot.name
+            return name
         parts = []
         for e in self._index:
             if isinstance(e, int):
@@ -739,7 +740,7 @@ class NkiTensor(NKIObject):
                 start, size, step = e
                 stop = start + (size - 1) * step + 1
                 parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
-        return f"{slot.name}[{', '.join(parts)}]"
+        return f"{name}[{', '.join(parts)}]"
 
     def region(self) -> tuple:
         """Per base dim (start, stop) covered (steps ignored: a conservative box; an .ap()
@@ -819,9 +820,7 @@ class Tracer:
     instructions: list[Emitted] = field(default_factory=list)
     hbm: list[Slot] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
-    rings: dict = field(default_factory=dict)
     prefixes: dict = field(default_factory=dict)
-    next_offset: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     peak: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     dma_count: int = 0
     names: set = field(default_factory=set)
@@ -916,7 +915,9 @@ class Tracer:
 
     # -- on-chip
     def onchip(self, kind: str, dtype: str, shape: tuple[int, ...], site: Site,
-               name: str = "") -> NkiTensor:
+               name: str = "", address: int | None = None) -> NkiTensor:
+        """A new on-chip tile; its bytes are chosen after the trace, by live range
+        (``neuronemu.nki._alloc``). ``address``: a byte offset given by the kernel."""
         tdata = self.target_data
         if len(shape) < 2:
             fail(f"on-chip tensors are at least 2-D [partitions, free...], got {list(shape)}")
@@ -927,65 +928,62 @@ class Tracer:
                  f"(the first dim of an on-chip tensor is the partition dim)")
         if any(s <= 0 for s in shape):
             fail(f"tensor dims must be positive, got {list(shape)}")
-        key = (site.filename, site.line, site.column, kind, dtype, shape)
-        ring = self.rings.setdefault(key, [])
-        for slot in ring:
-            if slot.free:
-                slot.free = False
-                return NkiTensor(Buffer(slot), shape)
+        key = (site.filename, site.line, site.column, kind)
         if key not in self.prefixes:
             tag = {"sbuf": "sb", "psum": "ps"}[kind]
-            self.prefixes[key] = self.unique(f"{name or tag}_L{site.line}")
-        prefix = self.prefixes[key]
-        slot = Slot(f"{prefix}_{len(ring)}", kind, dtype, shape, site)
-        if not self._place(slot):
-            # out of room: borrow a free slot of the same type from another call site
-            for other in self.slots:
-                if (other.free and other.kind == kind and other.dtype == dtype
-                        and other.shape == shape):
-                    other.free = False
-                    return NkiTensor(Buffer(other), shape)
-            self._overflow(slot)
-        self.names.add(slot.name)
-        ring.append(slot)
+            self.prefixes[key] = [self.unique(f"{name or tag}_L{site.line}"), {}]
+        slot = Slot("", kind, dtype, tuple(shape), site)
+        capacity = (tdata.sbuf_partition_bytes if kind == "sbuf"
+                    else tdata.psum_partition_bytes)
+        if slot.bytes_per_partition > capacity:
+            fail(f"{kind.upper()} overflow on {self.target}: this {list(shape)} {dtype} tile "
+                 f"needs {slot.bytes_per_partition} bytes per partition, more than the "
+                 f"{capacity} a partition has")
+        slot.live = Live(slot, len(self.instructions), fixed=address)
         self.slots.append(slot)
         return NkiTensor(Buffer(slot), shape)
 
-    def _place(self, slot: Slot) -> bool:
+    def place_onchip(self) -> None:
+        """Choose every tile's bytes (live ranges) and its declaration name: tiles of one
+        call site that land on the same bytes with the same type share a declaration."""
         tdata = self.target_data
-        size = slot.bytes_per_partition
-        offset = -(-self.next_offset[slot.kind] // _ALIGN) * _ALIGN
-        capacity = (tdata.sbuf_partition_bytes if slot.kind == "sbuf"
-                    else tdata.psum_partition_bytes)
-        if slot.kind == "psum":
-            bank = tdata.psum_bank_bytes
-            if size > bank or offset // bank != (offset + size - 1) // bank:
-                offset = -(-offset // bank) * bank
-        if offset + size > capacity:
-            return False
-        slot.offset = offset
-        self.next_offset[slot.kind] = offset + size
-        self.peak[slot.kind] = offset + size
-        return True
+        capacity = {"sbuf": tdata.sbuf_partition_bytes, "psum": tdata.psum_partition_bytes}
+        try:
+            placement = place([s.live for s in self.slots], capacity, tdata.psum_bank_bytes)
+        except Overflow as over:
+            self._overflow(over)
+        self.peak = {k: placement.pool_bytes.get(k, 0) for k in ("sbuf", "psum")}
+        self.declared: list[Slot] = []
+        for live in placement.placed:
+            slot = live.slot
+            s = slot.site
+            prefix, names = self.prefixes[(s.filename, s.line, s.column, slot.kind)]
+            key = (live.offset, slot.dtype, slot.shape)
+            if key not in names:
+                names[key] = f"{prefix}_{len(names)}"
+                slot.name = names[key]
+                slot.offset = live.offset
+                self.declared.append(slot)
+            slot.name = names[key]
+            slot.offset = live.offset
 
-    def _overflow(self, slot: Slot):
-        tdata = self.target_data
+    def _overflow(self, over: Overflow):
+        tile, live, capacity = over.tile, over.live, over.capacity
+        slot = tile.slot
         kind = slot.kind
-        capacity = tdata.sbuf_partition_bytes if kind == "sbuf" else tdata.psum_partition_bytes
-        per_site: dict = {}
-        for s in self.slots:
-            if s.kind == kind:
-                k = s.site.short()
-                n, b = per_site.get(k, (0, 0))
-                per_site[k] = (n + 1, b + s.bytes_per_partition)
-        used = "; ".join(f"{k}: {n} slot(s), {b} B" for k, (n, b) in
-                         sorted(per_site.items(), key=lambda kv: -kv[1][1]))
-        fail(f"{kind.upper()} overflow on {self.target}: this {list(slot.shape)} {slot.dtype} "
-             f"tile needs {slot.bytes_per_partition} bytes per partition, "
-             f"{self.next_offset[kind]} of {capacity} are taken",
-             f"allocated by call site (bytes per partition): {used}",
-             "a tile stays allocated while a Python variable or list still refers to it; "
-             "smaller tiles or fewer live tiles make the kernel fit")
+        used = sum(t.size for t in live)
+        listed = "; ".join(f"{list(t.slot.shape)} {t.slot.dtype} from {t.slot.site.short()} "
+                           f"({t.size} B, last used by the instruction at "
+                           f"{self.instructions[t.end].site.short()})" for t in live[:12])
+        more = f"; and {len(live) - 12} more" if len(live) > 12 else ""
+        raise NkiError(
+            f"{kind.upper()} overflow on {self.target}: this {list(slot.shape)} {slot.dtype} "
+            f"tile needs {tile.size} bytes per partition; {len(live)} tiles live here hold "
+            f"{used} of the {capacity} bytes (a contiguous {tile.size}-byte gap is needed)",
+            slot.site.location(),
+            (f"tiles live at this line (bytes per partition): {listed}{more}",
+             ("a tile's bytes are free after the last instruction that uses it; smaller "
+              "tiles, or using tiles before allocating the next ones, make the kernel fit")))
 
     # -- instructions
     def emit(self, mnemonic: str, *operands: str, **kwargs) -> None:
@@ -1012,13 +1010,25 @@ class Tracer:
             dims = ", ".join(map(str, shape))
             lines.append(f".hbm {slot.name} {slot.dtype}[{dims}] {slot.role}")
             source_map[len(lines)] = slot.site
-        for slot in self.slots:
+        self.place_onchip()
+        pools = {}
+        for kind in ("sbuf", "psum"):
+            if self.peak[kind]:
+                pools[kind] = self.unique(f"{kind}_pool")
+                size = -(-self.peak[kind] // _ALIGN) * _ALIGN
+                lines.append(f".{kind} {pools[kind]} uint8[{self.target_data.partitions}, "
+                             f"{size}] at=0    # tiles are placed in it by live range")
+        for slot in self.declared:
             dims = ", ".join(map(str, slot.shape))
-            lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}]    "
-                         f"# {slot.site.short()}")
+            lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}] "
+                         f"alias={pools[slot.kind]} at={slot.offset}    # {slot.site.short()}")
             source_map[len(lines)] = slot.site
+        names = {id(s): s.name for s in self.slots}
         for ins in self.instructions:
-            lines.append(f"    {ins.text}    # {ins.site.short()}")
+            text = ins.text
+            if "\x00" in text:   # tile names chosen after the trace
+                text = _TILE_REF.sub(lambda m: names[int(m.group(1))], text)
+            lines.append(f"    {text}    # {ins.site.short()}")
             source_map[len(lines)] = ins.site
         return "\n".join(lines) + "\n", source_map
 
