@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neuronemu.errors import Diagnostic, NeuronemuError
-from neuronemu.nki import frameworks, isa, isa_constants, language, typing
+from neuronemu.nki import frameworks, isa, isa_constants, language, names, typing
 from neuronemu.nki._trace import (
     _CURRENT,
     NKI_VERSION,
@@ -44,6 +44,8 @@ from neuronemu.nki._trace import (
     user_site,
 )
 
+names.check_module("isa", isa)
+names.check_module("language", language)
 isa.constants = isa_constants   # ``nki.isa.constants`` (a module of its own in NKI)
 isa.__path__ = []               # so that ``import nki.isa.constants`` may look inside nki.isa
 sys.modules.setdefault("neuronemu.nki.isa.constants", isa_constants)

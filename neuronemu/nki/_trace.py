@@ -94,6 +94,8 @@ def user_site() -> Site:
         pos = positions[frame.f_lasti // 2]
         if pos[0] is not None and pos[0] == pos[1] and pos[2] is not None:
             line, column, end_column = pos[0], pos[2] + 1, pos[3] + 1
+        elif pos[0] is not None and pos[2] is not None:   # a call over several lines: its
+            line, column = pos[0], pos[2] + 1             # first line, from its own column
     except (AttributeError, IndexError, TypeError):
         pass
     return Site(frame.f_code.co_filename, line, frame.f_code.co_name, column, end_column)
@@ -106,14 +108,15 @@ def fail(message: str, *notes: str, unsupported: bool = False):
 
 
 def unsupported_name(namespace: str, name: str):
-    """A module ``__getattr__`` result for an NKI name this subset lacks: calling it fails at
-    the kernel's line (so importing or referencing it outside a kernel does not)."""
+    """A module ``__getattr__`` result for an NKI name this front end lacks: calling it fails
+    at the kernel's line (so importing or referencing it outside a kernel does not), saying
+    whether the name is NKI 0.6's or another version's and what to write instead."""
     if name.startswith("__"):
         raise AttributeError(name)
+    from neuronemu.nki.names import describe_missing
 
     def unsupported(*args, **kwargs):
-        fail(f"nki.{namespace}.{name} is not supported by neuronemu.nki (NKI 0.6.0 subset; "
-             f"see docs/nki.md)", unsupported=True)
+        fail(describe_missing(namespace, name), unsupported=True)
 
     unsupported.__name__ = name
     return unsupported

@@ -179,14 +179,10 @@ def _space(buffer):
     raise AssertionError
 
 
-def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
-    """A new tensor: on chip (``nl.sbuf``, the default, or ``nl.psum``) from the call site's
-    ring of slots, or in HBM (a kernel output when the kernel returns it)."""
-    for key in kwargs:
-        if key == "address":
-            fail("ndarray(address=...) (explicit placement) is not supported yet",
-                 unsupported=True)
-        fail(f"ndarray() got an unexpected keyword argument {key!r}")
+def ndarray(shape, dtype, buffer=None, name: str = "", address=None) -> NkiTensor:
+    """A new tensor: on chip (``nl.sbuf``, the default, or ``nl.psum``; placed by live range
+    after the trace, or at ``address=(0, BYTE_OFFSET)``), or in HBM (a kernel output when the
+    kernel returns it)."""
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
@@ -197,7 +193,24 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
         if space.name == "private_hbm":
             return tr.hbm_tensor(name or "out", dtype_name(dtype), shape, "scratch", site)
         return tr.shared_hbm_tensor(name or "out", dtype_name(dtype), shape, site)
-    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name)
+    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name, _address(address))
+
+
+def _address(address) -> int | None:
+    """``address=(partition_offset, byte_offset)`` -> the byte offset (partition 0 only)."""
+    if address is None:
+        return None
+    try:
+        p, f = (int(v) for v in address)
+    except (TypeError, ValueError):
+        fail(f"address= is (partition_offset, byte_offset), got {address!r}")
+    if p != 0:
+        fail(f"address=({p}, {f}): a tile starting at partition {p} is not supported; tiles "
+             f"start at partition 0 (slice the partitions of a larger tile instead)",
+             unsupported=True)
+    if f < 0 or f % 4:
+        fail(f"address=(0, {f}): the byte offset must be a non-negative multiple of 4")
+    return f
 
 
 def _filled(shape, dtype, buffer, value, name):
