@@ -93,7 +93,7 @@ def _as_array(name: str, value, tensor: HbmTensor) -> np.ndarray:
 
 
 def _check_input(tensor: HbmTensor, value) -> np.ndarray:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     array = np.asarray(value)
     if tuple(array.shape) != tensor.shape:
@@ -204,7 +204,7 @@ def _memory_errors():
     try:
         yield
     except MemoryError as error:
-        from neuronemu.resources import out_of_memory
+        from neuronemu.hostmem import out_of_memory
 
         raise out_of_memory(error) from None
 
@@ -267,7 +267,7 @@ def run_spmd(program: Program, topology: str | None = None,
     this process it starts one thread per partition (the loopback check of determinism: the
     result is the same for every count); under ``mpiexec -n P`` each process is a partition
     (None: the launch's P), and only partition 0 returns the result, the others None."""
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     _check_run_options(seed, rounding_seed, max_instructions, timeout)
     topology, ranks_per_chip = default_topology(program, topology, ranks_per_chip)
@@ -283,7 +283,7 @@ def run_spmd(program: Program, topology: str | None = None,
     if not 1 <= ranks_per_chip <= topo.cores_per_chip:
         raise InputError(f"ranks_per_chip must be 1..{topo.cores_per_chip} on {topology} "
                          f"({topo.cores_per_chip} cores per chip), not {ranks_per_chip}")
-    from neuronemu.exec import compiling
+    from neuronemu.compiled import compiling
 
     world = topo.chips * ranks_per_chip
     per_rank = _checked_inputs(program, inputs, world, spmd=True)
@@ -369,7 +369,7 @@ def _partition(program, topo, ranks_per_chip, per_rank, seed, comm, options, lim
                 error = e
                 break
             except MemoryError as e:
-                from neuronemu.resources import out_of_memory
+                from neuronemu.hostmem import out_of_memory
 
                 error = out_of_memory(e)
                 break
@@ -438,9 +438,9 @@ def _checked_inputs(program: Program, inputs, world: int,
 
 def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: int,
             world: int) -> Result:
-    from neuronemu.exec import layout as L
+    from neuronemu.isa import dtypes
     from neuronemu.isa.table import load_isa
-    from neuronemu.numerics import dtypes
+    from neuronemu.machine import layout as L
     from neuronemu.timing import report
 
     regs = core.regs
@@ -488,7 +488,7 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
         dt = dtypes.get(tensor.dtype)
         raw = hbm[0, tensor.offset: tensor.offset + tensor.nbytes]
         if tensor.compressed:
-            from neuronemu.exec.codec import decode_tensor
+            from neuronemu.machine.codec import decode_tensor
 
             bits = decode_tensor(raw.copy(), tensor.shape[0], tensor.shape[1], dt.itemsize)
             tensors[tensor.name] = dtypes.from_bits(
@@ -512,13 +512,13 @@ def _finish(program: Program, core, inputs: dict, seed: int, max_instructions: i
 
 def _api_view_dtype(name: str) -> np.dtype:
     """The API dtype of ``name``, which views its storage bits unchanged (dtypes.from_bits)."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     return np.dtype(np.float32) if name == "tfloat32" else dtypes.numpy_dtype(name)
 
 
 def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
-    from neuronemu.exec import layout as L
+    from neuronemu.machine import layout as L
     from neuronemu.program import Tile
 
     count = int(regs[L.REG_UNWRITTEN_COUNT])
@@ -536,7 +536,7 @@ def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
 def _range_warning(program: Program, regs) -> list[Diagnostic]:
     """Activation inputs outside the documented range of their function (the hardware's result
     is not specified there; neuronemu computes the float64 function anyway)."""
-    from neuronemu.exec import layout as L
+    from neuronemu.machine import layout as L
     from neuronemu.semantics.scalar import INPUT_RANGES
 
     count = int(regs[L.REG_RANGE_COUNT])
@@ -556,7 +556,7 @@ def _range_warning(program: Program, regs) -> list[Diagnostic]:
 
 
 def _allocation_values(allocation, memory: np.ndarray) -> np.ndarray:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     itemsize = dtypes.get(allocation.dtype).itemsize
     partitions = allocation.shape[0]

@@ -167,7 +167,7 @@ def _load_npy(name: str, path: str):
     need = math.prod(shape) * dtype.itemsize  # Python ints: exact for any claimed shape
     have = size - data_start
     if not dtype.hasobject and need > have:
-        from neuronemu.resources import human
+        from neuronemu.hostmem import human
 
         raise InputError(f"{label}: {path} is truncated or corrupt: its header declares "
                          f"{dtype}{list(shape)} = {need} bytes ({human(need)}) of data, but "
@@ -551,7 +551,7 @@ def _run_spmd(kernel, target, input_files, output_files, output_dir, options, tr
     """Run on every rank of ``topology`` (None: the kernel's .topology; ``program`` is then
     the kernel already assembled)."""
     from neuronemu import api
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     try:
         topologies = load_topologies()
@@ -930,7 +930,7 @@ def programs():
 @click.option("--json", "as_json", is_flag=True)
 def topology(name, as_json):
     """Describe a multi-chip system (isa/topologies.toml), or list them all."""
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     topologies = load_topologies()
     if name is None:

@@ -115,8 +115,8 @@ def encode(program: Program) -> bytes:
     """The program's bytes: header, declarations, then one record per instruction.
 
     Raises ``AsmError`` at the declaration of a name too long for the format."""
+    from neuronemu.isa import dtypes
     from neuronemu.isa.table import load_isa
-    from neuronemu.numerics import dtypes
 
     isa = load_isa()
     tensors = list(program.tensors.values())
@@ -207,7 +207,7 @@ _NO_DTYPE = 0xFF   # an ap item without a dtype view
 
 def _encode_ap(w: _Writer, item) -> None:
     """Tile item kind 2: an access pattern as written (docs/encoding.md)."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     _, start, regs, pattern, dtype = item
     w.pack("BqB", 2, start, len(regs))
@@ -220,7 +220,7 @@ def _encode_ap(w: _Writer, item) -> None:
 
 
 def _decode_ap(r: _Reader, symbol: str) -> str:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     start = r.one("q", "an access pattern offset")
     regs = [r.unpack("Bq", "a register term") for _ in range(r.one("B", "the register count"))]
@@ -244,7 +244,7 @@ def is_encoded(data: bytes) -> bool:
 
 
 _MAX_TENSOR_DIMS = 16   # as the assembler allows (neuronemu.asm.assembler.MAX_HBM_DIMS)
-_MAX_TILE_DIMS = 5      # partitions + neuronemu.exec.layout.MAX_FREE_DIMS free dims
+_MAX_TILE_DIMS = 5      # partitions + neuronemu.machine.layout.MAX_FREE_DIMS free dims
 
 
 def disassemble(data: bytes, name: str = "<bytes>") -> str:
@@ -270,7 +270,7 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
         raise r.fail(f"unknown target {_short(target)}", at)
     lines = [f"# disassembled by neuronemu (encoding v{VERSION})", f".target {target}"]
     if flags & _TOPOLOGY:
-        from neuronemu.multichip.topology import load_topologies
+        from neuronemu.isa.topologies import load_topologies
 
         at = r.offset
         topology = r.text("the topology name")
@@ -328,7 +328,7 @@ def _decode_shape(r: _Reader, what: str, low: int, high: int) -> list[int]:
 
 
 def _decode_tensor(r: _Reader, names: list[str]) -> str:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     tname = r.name_field("a tensor name")
     dtype = r.code("B", "dtype code", dtypes.by_code).name
@@ -344,7 +344,7 @@ def _decode_tensor(r: _Reader, names: list[str]) -> str:
 
 
 def _decode_allocation(r: _Reader, names: list[str]) -> str:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     aname = r.name_field("an allocation name")
     flags = r.code("B", "memory space code",

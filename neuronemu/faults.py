@@ -14,7 +14,7 @@ def fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> R
     """The error for a run that ended with ``status`` at ``pc`` after ``steps`` instructions
     (``limits``: the RunLimits it ran under)."""
     from neuronemu.exec import core as C
-    from neuronemu.exec import layout as L
+    from neuronemu.machine import layout as L
     from neuronemu.program import Tile
 
     ins = program.instructions[pc] if pc < len(program.instructions) else None

@@ -30,15 +30,15 @@ class HbmTensor:
     @property
     def raw_nbytes(self) -> int:
         """Bytes of the values uncompressed."""
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         return math.prod(self.shape) * dtypes.get(self.dtype).itemsize
 
     @property
     def row_pitch(self) -> int:
         """Bytes between rows (dim 0) in HBM: slots of whole blocks when compressed."""
-        from neuronemu.exec import compression
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
+        from neuronemu.machine import compression
 
         itemsize = dtypes.get(self.dtype).itemsize
         columns = math.prod(self.shape[1:])
@@ -69,7 +69,7 @@ class Allocation:
 
     @property
     def bytes_per_partition(self) -> int:
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         return math.prod(self.shape[1:]) * dtypes.get(self.dtype).itemsize
 
@@ -155,11 +155,11 @@ class Tile:
     @property
     def extent(self) -> int:
         """Bytes from the first byte of a partition row to one past the last one touched."""
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         itemsize = dtypes.get(self.dtype).itemsize
         if self.compressed:
-            from neuronemu.exec import compression
+            from neuronemu.machine import compression
 
             return (compression.blocks_per_row(self.free_size)
                     * compression.slot_bytes(itemsize))

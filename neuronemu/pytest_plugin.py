@@ -60,12 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @functools.cache
 def all_targets() -> tuple[str, ...]:
     """The target names of isa/targets.toml (read with tomllib: no numpy, no ISA table)."""
-    import tomllib
+    from neuronemu.isa.resources import read_table
 
-    from neuronemu.isa.resources import isa_dir
-
-    with open(isa_dir() / "targets.toml", "rb") as f:
-        return tuple(tomllib.load(f))
+    return tuple(read_table("targets"))
 
 
 def _checked(targets, where: str) -> list[str]:

@@ -12,8 +12,8 @@ def warm(echo: Callable[[str], None] = print) -> float:
     """Compile (or load) all compiled code; returns the seconds it took."""
     import neuronemu
     from neuronemu.api import run_spmd
+    from neuronemu.compiled.cache import cache_dir
     from neuronemu.exec import kernels
-    from neuronemu.exec.cache import cache_dir
     from neuronemu.numerics import convert
     from neuronemu.programs import bundled_programs
 

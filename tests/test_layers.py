@@ -1,8 +1,10 @@
 """The package's layers import downward only (issue 13 item 7): no import cycle between
 neuronemu's modules, counting imports inside functions too (they are still dependencies), but
-not those only for type annotations (under ``if TYPE_CHECKING:``). And ``import neuronemu``
-does not load numba, lark or numpy, so ``--help``, the API's set-up and the pytest plugin in
-unrelated suites stay fast (item 8; issue 15)."""
+not those only for type annotations (under ``if TYPE_CHECKING:``). Above modules, the packages
+keep one order with no back edge (issue 27; import-linter's "layers" contract): ``LAYERS``
+below, which docs/engine.md draws. And ``import neuronemu`` does not load numba, lark or numpy,
+so ``--help``, the API's set-up and the pytest plugin in unrelated suites stay fast (item 8;
+issue 15)."""
 
 from __future__ import annotations
 
@@ -92,6 +94,76 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# The package order, lowest first: a unit (a subpackage of neuronemu, or a module at its root;
+# "neuronemu" is the root package's lazy names) imports only units of lower layers, and the units
+# of one layer do not import each other. Where this differs from the order the architecture
+# review proposed (source/errors < isa < machine < numerics < ...), the code said otherwise:
+# - the numba tooling (jit decorator, cache, compile reporter) is its own package, `compiled`,
+#   below `numerics`, because numerics' kernels are jitted while machine/memory.py decodes and
+#   rounds tiles with numerics' casts: compiled < numerics < machine;
+# - `program` (the assembler's product) sits on machine (its compressed-tensor sizes), and the
+#   assembler imports neither the engine nor multichip, so `asm` is a sibling of semantics and
+#   timing; `encoding` reads `asm.expr`'s register count, so it sits above asm;
+# - `faults` and `hostmem` read exec.core; multichip uses both.
+LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
+    "source programs",           # text, locations and the bundled files: import nothing
+    "errors",
+    "isa",                       # the tables: instructions, dtypes, topologies, generated codes
+    "compiled",                  # numba tooling: jit, content-keyed cache, compile reporter
+    "numerics",                  # value <-> bits
+    "machine",                   # lowered-array layout, kernel ABI, tile memory, compression
+    "program",                   # the assembled program
+    "semantics timing asm",      # instruction kernels, timing models, the assembler
+    "exec encoding",             # interpreter, kernels, single-core driver; the .neo format
+    "faults",
+    "hostmem",
+    "multichip",
+    "api plot",
+    "neuronemu",
+    "nki testing grade warm",
+    "cli pytest_plugin",
+    "__main__",
+))
+
+
+def unit(module: str) -> str:
+    """The layer unit of a module: its subpackage of neuronemu, or the root module itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layer_violations(graph: dict[str, set[str]], layers) -> list[str]:
+    """Every import that is not strictly downward in ``layers`` (and every unit without a
+    layer), as ``importer -> imported`` module pairs."""
+    rank = {u: i for i, layer in enumerate(layers) for u in layer}
+    found = []
+    for module, deps in sorted(graph.items()):
+        if unit(module) not in rank:
+            found.append(f"{module}: package {unit(module)!r} has no layer in LAYERS")
+            continue
+        for dep in sorted(deps):
+            a, b = unit(module), unit(dep)
+            if a != b and rank.get(b, len(layers)) >= rank[a]:
+                found.append(f"{module} -> {dep}")
+    return found
+
+
+def test_packages_import_only_lower_layers():
+    assert layer_violations(dependency_graph(), LAYERS) == []
+
+
+def test_the_layer_check_finds_an_upward_and_a_sideways_import():
+    graph = {"neuronemu.isa.table": {"neuronemu.machine.layout"},
+             "neuronemu.machine.layout": set(),
+             "neuronemu.semantics.alu": {"neuronemu.timing.model"},
+             "neuronemu.timing.model": set(),
+             "neuronemu.newpkg.x": set()}
+    assert layer_violations(graph, LAYERS) == [
+        "neuronemu.isa.table -> neuronemu.machine.layout",
+        "neuronemu.newpkg.x: package 'newpkg' has no layer in LAYERS",
+        "neuronemu.semantics.alu -> neuronemu.timing.model"]
+
+
 def test_no_import_cycles():
     assert cycles(dependency_graph()) == []
 
@@ -116,3 +188,24 @@ def test_the_api_names_load_on_first_use():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["neuronemu.api", "Result"]
+
+
+def test_the_cache_key_covers_every_package_with_compiled_code():
+    """The numba cache directory is named by a hash of the compiled packages' sources
+    (neuronemu/compiled/cache.py): a jitted module in a package outside that list could run
+    stale compiled code after an edit (docs/engine.md, "Where it is cached")."""
+    from neuronemu.compiled.cache import _COMPILED_PACKAGES
+
+    jitted = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n == "numba" or n.startswith(("numba.", "neuronemu.compiled.jit"))
+                   for n in names):
+                jitted.add(unit(_module_name(path)))
+    assert jitted and jitted <= set(_COMPILED_PACKAGES), jitted - set(_COMPILED_PACKAGES)

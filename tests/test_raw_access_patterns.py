@@ -11,7 +11,7 @@ import pytest
 
 import neuronemu
 from neuronemu import encoding
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 
 
 def _run(source: str, **inputs: np.ndarray) -> neuronemu.Result:

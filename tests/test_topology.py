@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from neuronemu.cli import main
-from neuronemu.multichip.topology import load_topologies
+from neuronemu.isa.topologies import load_topologies
 
 TOPOLOGIES = load_topologies()
 

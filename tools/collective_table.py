@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import neuronemu
 from neuronemu.api import run_spmd
-from neuronemu.multichip.topology import load_topologies
+from neuronemu.isa.topologies import load_topologies
 
 ALGORITHMS = ("ring", "mesh", "rdh", "auto")
 

@@ -1,8 +1,8 @@
 """Generate the glue derived from the ISA tables (run after editing anything in isa/).
 
-Writes, all committed and checked for freshness by tests/test_generated_fresh.py:
-  neuronemu/_generated/constants.py   opcode, engine and enum constants
-  neuronemu/_generated/kernels.py     one kernel wrapper per semantics function (compiled lazily)
+Writes, all committed and checked for freshness by tests/test_isa_table.py:
+  neuronemu/isa/codes.py        opcode, engine and enum constants (beside the tables they come from)
+  neuronemu/exec/wrappers.py    one kernel wrapper per semantics function (compiled lazily)
   docs/isa.md                         the instruction reference
 
 Usage: python tools/gen_isa.py [--check]   (--check: exit 1 if any file is stale, write nothing)
@@ -52,8 +52,8 @@ def kernels(isa) -> str:
               'into'),
              'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
              "",
-             "from neuronemu.exec import layout as L",
-             "from neuronemu.exec.abi import views",
+             "from neuronemu.machine import layout as L",
+             "from neuronemu.machine.abi import views",
              f"from neuronemu.semantics import {', '.join(modules)}",
              "",
              "# opcode -> kernel wrapper",
@@ -133,8 +133,8 @@ def reference(isa) -> str:
 def outputs() -> dict[Path, str]:
     isa = load_isa()
     return {
-        ROOT / "neuronemu/_generated/constants.py": constants(isa),
-        ROOT / "neuronemu/_generated/kernels.py": kernels(isa),
+        ROOT / "neuronemu/isa/codes.py": constants(isa),
+        ROOT / "neuronemu/exec/wrappers.py": kernels(isa),
         ROOT / "docs/isa.md": reference(isa),
     }
 

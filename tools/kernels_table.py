@@ -48,7 +48,7 @@ def _run(name: str, program):
     """(timing of the slowest rank, ranks) of one run with default inputs."""
     import neuronemu
     from neuronemu.api import run_spmd
-    from neuronemu.multichip.topology import load_topologies
+    from neuronemu.isa.topologies import load_topologies
 
     topology = program.topology
     if name in MULTI_RANK or topology:

@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from neuronemu.errors import AsmError
-from neuronemu.exec import layout as L
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
+from neuronemu.machine import layout as L
 from neuronemu.program import Allocation, Tile
 from neuronemu.source import location_of
 

@@ -24,10 +24,10 @@ from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.fastresolve import Pending, Resolver
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
-from neuronemu.exec import compression
-from neuronemu.exec import layout as L
+from neuronemu.isa import dtypes
 from neuronemu.isa.table import ISA, ArgDef, InstrDef, load_isa
-from neuronemu.numerics import dtypes
+from neuronemu.machine import compression
+from neuronemu.machine import layout as L
 from neuronemu.program import Allocation, HbmTensor, Immediate, Instruction, Program, Tile, pe_tile
 from neuronemu.source import Location, SourceFile, location_of
 
@@ -138,7 +138,7 @@ class Assembler:
         """``.topology NAME [ranks_per_chip=N]``: the system a multi-rank kernel runs on when
         no topology is given (--topology, run_spmd's argument wins); returns its chips'
         target, which is the kernel's default target."""
-        from neuronemu.multichip.topology import load_topologies
+        from neuronemu.isa.topologies import load_topologies
 
         self.topology, self.ranks_per_chip = None, 1
         found = [i for i in items

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from neuronemu.errors import AsmError
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 from neuronemu.program import Tile, pe_tile
 
 RULES: dict[str, Callable] = {}

@@ -24,8 +24,8 @@ from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.expr import parse_number
 from neuronemu.asm.fastparse import number_spans
 from neuronemu.errors import AsmError
-from neuronemu.exec import layout as L
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
+from neuronemu.machine import layout as L
 from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
 from neuronemu.source import Location
 

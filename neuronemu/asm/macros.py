@@ -155,7 +155,7 @@ class Expanded:
     def relocate_program(self, program) -> None:
         """Move every location of an assembled program (instructions, their tiles and
         immediates, declarations, warnings) and its line numbers back to the file."""
-        from neuronemu.exec import layout as L
+        from neuronemu.machine import layout as L
         from neuronemu.program import Immediate, Instruction, Tile
 
         relocate = self.relocate

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from neuronemu.errors import AsmError
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 from neuronemu.program import Allocation
 from neuronemu.source import location_of
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import HbmTensor, Program
 
 FINISHED = "finished"
 STOPPED = "stopped"   # at a cc.* instruction (pc points at it)
 
-# run statuses the Python driver sets (the jitted loop's own are in exec/layout.py, < 100)
+# run statuses the Python driver sets (the jitted loop's own are in machine/layout.py, < 100)
 STATUS_TIMEOUT = 100
 STATUS_INTERRUPTED = 101
 TIMEOUT = "timeout"
@@ -171,7 +171,8 @@ _CONSTANT_INITS = {"nan": lambda t: np.nan, "zeros": lambda t: 0.0, "ones": lamb
 
 
 def tensor_bits(tensor: HbmTensor, values: np.ndarray) -> np.ndarray:
-    from neuronemu.numerics import convert, dtypes
+    from neuronemu.isa import dtypes
+    from neuronemu.numerics import convert
 
     dt = dtypes.get(tensor.dtype)
     if dt.kind != "float" and values.dtype.kind == "f":
@@ -235,11 +236,11 @@ def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
     """Store ``pieces`` (flat value arrays, in C order, covering the tensor) into its HBM bytes,
     one piece at a time, so no temporary holds the whole tensor."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     itemsize = dtypes.get(tensor.dtype).itemsize
     if tensor.compressed:  # the block codec needs whole rows: encode the whole tensor at once
-        from neuronemu.exec.codec import encode_tensor
+        from neuronemu.machine.codec import encode_tensor
 
         values = np.concatenate(list(pieces)).reshape(tensor.shape)
         raw = encode_tensor(tensor_bits(tensor, values).astype(np.int64), itemsize)
@@ -268,8 +269,8 @@ class Core:
                  rank: int = 0, world: int = 1, max_trace_events: int,
                  stochastic_rounding: bool = False, rounding_seed: int | None = None,
                  compact: bool = False):
+        from neuronemu.isa import dtypes
         from neuronemu.isa.table import load_isa
-        from neuronemu.numerics import dtypes
         from neuronemu.timing import model
         from neuronemu.timing.dma import ENGINE_INTERVALS, STATS_WIDTH
 
@@ -337,9 +338,10 @@ class Core:
         ~50 ms; all the loop's state is in pc, steps and the arrays it updates in place, so the
         results are bit-identical to one call (tests/robustness/test_limits.py). An int is
         an instruction limit alone."""
-        from neuronemu.exec import abi, compiling
+        from neuronemu.compiled import compiling
         from neuronemu.exec.interpreter import run_loop
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
+        from neuronemu.machine import abi
 
         if not isinstance(limits, RunLimits):
             limits = RunLimits(int(limits))
@@ -406,12 +408,12 @@ class Core:
 
     def load(self, name: str) -> np.ndarray:
         """Storage bits of tile argument ``name``, int64 [P, N]."""
-        from neuronemu.exec.memory import load_bits
+        from neuronemu.machine.memory import load_bits
 
         return load_bits(self.operand(name), self.mems, self.regs)
 
     def store(self, name: str, bits: np.ndarray) -> None:
-        from neuronemu.exec.memory import store_bits
+        from neuronemu.machine.memory import store_bits
 
         store_bits(self.operand(name), self.mems, self.regs, np.ascontiguousarray(bits,
                                                                                   dtype=np.int64))
@@ -439,7 +441,7 @@ class Core:
 
     def complete(self, start: float, end: float, nbytes: int) -> None:
         """Record the instruction at pc as run from start to end on its queue, then step past."""
-        from neuronemu.exec.memory import dynamic_offset
+        from neuronemu.machine.memory import dynamic_offset
         from neuronemu.timing.model import operand_done
 
         program, pc = self.program, self.pc

@@ -9,10 +9,10 @@ calls each instruction's kernel through ``kernels[pc]``, an address from
 
 from __future__ import annotations
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import DIMS_WIDTH, borrowed, call_kernel
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import dynamic_offset, in_bounds
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import DIMS_WIDTH, borrowed, call_kernel
+from neuronemu.machine.memory import dynamic_offset, in_bounds
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
 from neuronemu.timing.model import C_FORMULA, F_FREE, F_NETWORK, schedule
 

@@ -6,10 +6,10 @@ and re-optimise the shared load/store helpers inside each caller, before the fir
 runs (3.5 to 7 minutes on a new machine). Here the interpreter loop knows only a table of
 addresses, one per static instruction (``kernel_addresses``), and calls through it with
 ``call_kernel``; each entry is a ``numba.cfunc`` made from a wrapper in
-``neuronemu/_generated/kernels.py`` that rebuilds the arrays from raw pointers and calls the
+``neuronemu/exec/wrappers.py`` that rebuilds the arrays from raw pointers and calls the
 semantics function. A kernel that uses two instruction kinds compiles two units, once.
 
-The calling convention is neuronemu.exec.abi.
+The calling convention is neuronemu.machine.abi.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import SIGNATURE
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import SIGNATURE
 
 # ----------------------------------------------------------------------------- compiling
 
@@ -31,9 +31,9 @@ def _make(entry: str):
     from numba.core import sigutils
     from numba.core.ccallback import CFunc
 
-    from neuronemu._generated import kernels as generated
-    from neuronemu.exec.cache import CACHE
-    from neuronemu.exec.jit import options
+    from neuronemu.compiled.cache import CACHE
+    from neuronemu.compiled.jit import options
+    from neuronemu.exec import wrappers as generated
 
     opts = {k: v for k, v in options().items() if k in ("error_model", "fastmath", "boundscheck")}
     cfunc = CFunc(getattr(generated, entry), sigutils.normalize_signature(SIGNATURE), locals={},
@@ -45,7 +45,7 @@ def _make(entry: str):
 
 def ensure_compiled(entries) -> None:
     """Compile (or load from the cache) the kernels named."""
-    from neuronemu.exec import compiling
+    from neuronemu.compiled import compiling
 
     missing = [e for e in dict.fromkeys(entries) if e not in _compiled]
     if not missing:
@@ -64,7 +64,7 @@ def ensure_compiled(entries) -> None:
 
 @functools.cache
 def _entry_of_opcode() -> dict[int, str]:
-    from neuronemu._generated.kernels import ENTRIES
+    from neuronemu.exec.wrappers import ENTRIES
 
     return ENTRIES
 

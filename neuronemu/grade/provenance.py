@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.program import Program, Tile
 
 # Instructions whose destination element i is source element i (the argument named here):
@@ -47,7 +47,7 @@ def _element_offsets(tile: Tile) -> np.ndarray:
 def _locate(tile: Tile, start: int, row: int, byte: int) -> tuple[int, int] | None:
     """(logical partition, free element index) of ``tile`` at dynamic offset ``start`` holding
     byte ``byte`` of memory row ``row``, or None."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     itemsize = dtypes.get(tile.dtype).itemsize
     last = start + (tile.partitions - 1) * tile.partition_pitch + tile.extent
@@ -99,7 +99,7 @@ def last_writers(program: Program, timing, tensor: str, index: tuple[int, ...],
                  depth: int = 4) -> list[Writer]:
     """The chain of last writers of HBM ``tensor[index]`` (empty when no recorded event wrote
     it, e.g. the kernel never stored there)."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     if timing is None or not timing.events_recorded:
         return []

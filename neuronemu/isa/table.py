@@ -8,11 +8,10 @@ naming undeclared arguments, unknown enums or rules are reported as
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronemu.isa.resources import isa_dir
+from neuronemu.isa.resources import isa_dir, read_toml
 
 ENGINE_FILES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "ctrl", "cc")
 
@@ -29,6 +28,9 @@ ARG_KINDS = {
     "int_list": "a bracketed list of integers, e.g. [1, 0, 3, 2]",
 }
 SPACES = ("hbm", "sbuf", "psum")
+# At most this many arguments per instruction: the lowered instruction row (machine/layout.py)
+# has a (tag, value) slot pair for each.
+MAX_ARGS = 14
 _ARG_KEYS = {"name", "kind", "space", "access", "keyword", "default", "optional", "enum", "doc",
              "range", "compressed", "length", "broadcast"}
 _INSTR_KEYS = {"opcode", "nki", "summary", "semantics", "cost_class", "example", "args", "checks",
@@ -179,11 +181,6 @@ class ISA:
         return sorted({i.engine for i in self.instructions.values()})
 
 
-def _read(path: Path) -> dict:
-    with path.open("rb") as f:
-        return tomllib.load(f)
-
-
 def _fail(origin: str, message: str):
     raise TableError(f"{origin}: {message}")
 
@@ -236,11 +233,9 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
             _fail(origin, f"missing required key '{key}'")
     args = tuple(_parse_arg(f"{origin}.args[{i}]", a, enums) for i, a in enumerate(raw["args"]))
     names = [a.name for a in args]
-    from neuronemu.exec.layout import MAX_ARGS
-
     if len(args) > MAX_ARGS:
         _fail(origin, f"{len(args)} arguments; the lowered instruction row holds {MAX_ARGS} "
-                      f"(neuronemu/exec/layout.py MAX_ARGS)")
+                      f"(neuronemu/isa/table.py MAX_ARGS)")
     if len(set(names)) != len(names):
         _fail(origin, f"duplicate argument names in {names}")
     seen_keyword = False
@@ -271,7 +266,7 @@ def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
 
 
 def _is_dtype_word(word: str) -> bool:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     return word in dtypes.names()
 
@@ -290,13 +285,13 @@ def _parse_enums(raw: dict) -> dict[str, EnumDef]:
 def load_isa(directory: str | None = None) -> ISA:
     """Read every table of the ISA directory (default: the bundled one) and validate it."""
     root = Path(directory) if directory else isa_dir()
-    enums = _parse_enums(_read(root / "enums.toml"))
-    targets = {name: Target(name, data) for name, data in _read(root / "targets.toml").items()}
+    enums = _parse_enums(read_toml(root / "enums.toml"))
+    targets = {name: Target(name, data) for name, data in read_toml(root / "targets.toml").items()}
     instructions: dict[str, InstrDef] = {}
     opcodes: dict[int, str] = {}
     for engine in ENGINE_FILES:
         path = root / f"{engine}.toml"
-        for mnemonic, raw in _read(path).items():
+        for mnemonic, raw in read_toml(path).items():
             origin = f"isa/{engine}.toml: [{mnemonic}]"
             instr = _parse_instr(engine, mnemonic, raw, origin, enums)
             if instr.opcode in opcodes:
@@ -307,7 +302,7 @@ def load_isa(directory: str | None = None) -> ISA:
                         _fail(origin, f"target '{t}' is not in isa/targets.toml")
             opcodes[instr.opcode] = instr.name
             instructions[instr.name] = instr
-    costs = _parse_costs(_read(root / "costs.toml"))
+    costs = _parse_costs(read_toml(root / "costs.toml"))
     for instr in instructions.values():
         if instr.cost_class not in costs:
             _fail(instr.origin, f"cost_class '{instr.cost_class}' is not in isa/costs.toml "

@@ -260,7 +260,7 @@ class Reducer:
     rounded to nearest even (exact for max/min); integers in int64, saturated."""
 
     def __init__(self, dtype: str, op: str):
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         self.dtype = dtype
         self.kind = dtypes.get(dtype).kind
@@ -268,7 +268,7 @@ class Reducer:
         self.rounds = op == "add"
 
     def values(self, bits: np.ndarray) -> np.ndarray:
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         if self.dtype == "float32":
             return bits.astype(np.uint32).view(np.float32)

@@ -36,8 +36,8 @@ from collections import deque
 import numpy as np
 
 from neuronemu.errors import InputError, NeuronemuError, RuntimeFault
-from neuronemu.exec import layout as L
 from neuronemu.exec.core import FINISHED, Core, RunLimits, stop_on_sigint
+from neuronemu.machine import layout as L
 from neuronemu.multichip import collectives as C
 from neuronemu.multichip.comm import Comm, LocalComm, Partitioning, agree
 from neuronemu.multichip.network import Network
@@ -90,7 +90,7 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
     ``max_instructions`` bounds each rank; ``timeout`` (seconds) and Ctrl-C bound the whole
     run: every rank's loop looks at the same deadline and flag (``limits``, shared by the
     partitions of a loopback run)."""
-    from neuronemu.resources import check_host_memory
+    from neuronemu.hostmem import check_host_memory
 
     comm = comm if comm is not None else LocalComm()
     partitioning = Partitioning(topology, ranks_per_chip, comm.partitions)
@@ -111,7 +111,7 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
                          stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed,
                          compact=True) for r in mine}
     except MemoryError as e:
-        from neuronemu.resources import out_of_memory
+        from neuronemu.hostmem import out_of_memory
 
         error = out_of_memory(e)
     except NeuronemuError as e:
@@ -726,7 +726,7 @@ def _replay_explicit(program, cores: list[Core], network: Network, logs: list[li
 
 
 def tile_itemsize(tile) -> int:
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     return dtypes.get(tile.dtype).itemsize
 

@@ -127,7 +127,7 @@ def unsupported_name(namespace: str, name: str):
 
 
 def _dtype_tables():
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     by_name, by_numpy = {}, {}
     for name in dtypes.names():
@@ -203,7 +203,7 @@ class Slot:
 
     @property
     def bytes_per_partition(self) -> int:
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         return math.prod(self.shape[1:]) * dtypes.get(self.dtype).itemsize
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec.jit import jit
-from neuronemu.numerics import dtypes as D
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import dtypes as D
 
 _KIND_FLOAT = D.KINDS["float"]
 _KIND_INT = D.KINDS["int"]

@@ -1,7 +1,7 @@
 """Values to storage bits, as the engines round them: numpy's and ml_dtypes' casts where they
 give the encoder's bits, the jitted encoder (neuronemu.numerics.cast) everywhere else.
 
-Its own module so that the dtype tables (neuronemu.numerics.dtypes) stay below the encoder that
+Its own module so that the dtype tables (neuronemu.isa.dtypes) stay below the encoder that
 reads them: dtypes <- cast <- convert.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.isa.dtypes import _uint, format_table, get, numpy_dtype
 from neuronemu.numerics.cast import encode_array32, encode_array64
-from neuronemu.numerics.dtypes import _uint, format_table, get, numpy_dtype
 
 
 def to_bits(values, name: str) -> np.ndarray:

@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
 
 try:   # numpy's ziggurat tables, as numba ships them (a private module: guarded)
     from numba.np.random._constants import (

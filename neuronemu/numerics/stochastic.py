@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
 
 IDLE, RESET, REDUCE, RESET_REDUCE, LOAD_REDUCE = 0, 1, 2, 3, 4  # isa/enums.toml reduce_cmd
 

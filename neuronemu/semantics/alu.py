@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec.jit import jit
-from neuronemu.numerics import dtypes as D
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
+from neuronemu.isa import dtypes as D
 
 _KIND_INT = D.KINDS["int"]
 

@@ -5,8 +5,8 @@ jitted stubs exist so the generated dispatcher has one function per table entry.
 
 from __future__ import annotations
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
 
 
 @jit

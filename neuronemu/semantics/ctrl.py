@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_tag, arg_value, load_bits, store_bits
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_tag, arg_value, load_bits, store_bits
 from neuronemu.semantics.alu import to_int
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary_scalar
 

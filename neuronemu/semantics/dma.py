@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.codec import decode_row, encode_row
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.codec import decode_row, encode_row
+from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     copy_tile,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu._generated import constants as C
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import borrowed, keep_alive
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import codes as C
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import borrowed, keep_alive
+from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     copy_tile,

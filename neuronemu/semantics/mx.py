@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
-from neuronemu.numerics import dtypes as D
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import dtypes as D
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
 from neuronemu.numerics.cast import decode, encode
 
 # x4 dtype code -> code of the dtype of its four values, and the bits of one value

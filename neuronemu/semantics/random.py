@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import arg_value, load_bits, scalar_column, store_bits, store_f32
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import arg_value, load_bits, scalar_column, store_bits, store_f32
 from neuronemu.numerics.stochastic import random_bits, stream_key
 
 _SALT = 0x524E47  # "RNG": keeps these streams apart from stochastic rounding's

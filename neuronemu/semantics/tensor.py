@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import (
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import (
     arg_value,
     empty_f32,
     f32_row,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 from neuronemu.testing.messages import index_text, table, worst_first
 
 

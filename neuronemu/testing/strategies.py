@@ -21,7 +21,7 @@ import functools
 import numpy as np
 from hypothesis import strategies as st
 
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 
 FLOAT_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3", "float8_e4m3fn",
                 "float8_e5m2", "float8_e3m4")

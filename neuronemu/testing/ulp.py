@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 from neuronemu.testing.messages import index_text, table, worst_first
 
 RULES = ("distance = steps between values of {dtype} (-0.0 == +0.0); NaN matches any NaN; "

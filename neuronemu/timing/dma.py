@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
 
 # target_params entries (neuronemu.timing.model.target_params)
 T_DMA_BYTES_PER_NS = 0

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuronemu.compiled.jit import jit
 from neuronemu.errors import RuntimeFault
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.machine import layout as L
 from neuronemu.timing.regions import segments
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
 
 
 @jit

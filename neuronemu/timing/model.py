@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.exec.memory import dynamic_offset
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
+from neuronemu.machine.memory import dynamic_offset
 from neuronemu.timing import dma
 from neuronemu.timing.regions import segments
 

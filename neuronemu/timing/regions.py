@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
 
 FALLBACK_BYTES = 64
 LATTICE_LIMIT = 1 << 16   # row boundaries of one register-offset operand enumerated exactly

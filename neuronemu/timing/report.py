@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 
 
 @dataclass(frozen=True)

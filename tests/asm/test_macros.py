@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import neuronemu
 from neuronemu import AsmError, assemble
 from neuronemu.asm import macros
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 
 DECLS = """\
 .hbm a float32[128, 512] input

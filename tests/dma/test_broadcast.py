@@ -16,7 +16,7 @@ import pytest
 import neuronemu
 from neuronemu import encoding
 from neuronemu.errors import AsmError
-from neuronemu.exec import layout as L
+from neuronemu.machine import layout as L
 from neuronemu.timing.explicit import SyncError
 
 BW_TRN2 = 368.0

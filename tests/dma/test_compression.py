@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu.errors import AsmError
-from neuronemu.exec.codec import decode_tensor, encode_tensor
+from neuronemu.isa import dtypes
 from neuronemu.isa.table import load_isa
-from neuronemu.numerics import dtypes
+from neuronemu.machine.codec import decode_tensor, encode_tensor
 
 DTYPES = dtypes.names()
 WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32}
@@ -55,7 +55,7 @@ def test_codec_round_trip_and_size(itemsize: int, kind: str) -> None:
     image = encode_tensor(bits, itemsize)
     assert image.size == 5 * 4 * (8 + 64 * itemsize)  # slots reserve the raw size + masks
     np.testing.assert_array_equal(decode_tensor(image, 5, 200, itemsize), bits)
-    from neuronemu.exec.compression import compressed_size
+    from neuronemu.machine.compression import compressed_size
 
     assert compressed_size(bits, itemsize) == expected_size(bits, itemsize)
 

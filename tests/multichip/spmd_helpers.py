@@ -7,7 +7,7 @@ import numpy as np
 
 import neuronemu
 from neuronemu.api import run_spmd
-from neuronemu.multichip.topology import load_topologies
+from neuronemu.isa.topologies import load_topologies
 
 TOPOLOGIES = load_topologies()
 

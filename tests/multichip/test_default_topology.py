@@ -19,7 +19,7 @@ from neuronemu import encoding
 from neuronemu.api import run_spmd
 from neuronemu.cli import main
 from neuronemu.errors import AsmError, InputError
-from neuronemu.multichip.topology import load_topologies
+from neuronemu.isa.topologies import load_topologies
 from neuronemu.testing import run_kernel
 
 TOPOLOGIES = load_topologies()

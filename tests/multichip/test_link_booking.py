@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.isa.topologies import load_topologies
 from neuronemu.multichip.network import Network
-from neuronemu.multichip.topology import load_topologies
 from neuronemu.timing.links import book_many
 
 

@@ -23,9 +23,9 @@ from spmd_helpers import NEIGHBOURS, assemble_for, spmd
 import neuronemu
 from neuronemu.api import run_spmd
 from neuronemu.errors import InputError, NeuronemuError
+from neuronemu.isa.topologies import load_topologies
 from neuronemu.multichip import comm as comm_module
 from neuronemu.multichip.comm import Partitioning
-from neuronemu.multichip.topology import load_topologies
 from neuronemu.timing.report import chrome_trace_ranks
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from neuronemu.isa import dtypes as D
 from neuronemu.numerics import convert as C
-from neuronemu.numerics import dtypes as D
 from neuronemu.numerics.cast import decode_array, encode_array32, encode_array64
 
 NARROW_FLOATS = ["bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",

@@ -1,4 +1,4 @@
-"""bf16 tiles decode to fp32 by a shift (neuronemu.exec.memory.load_f32): the same bits as the
+"""bf16 tiles decode to fp32 by a shift (neuronemu.machine.memory.load_f32): the same bits as the
 decode table's rule for every one of the 65,536 patterns, NaN payloads and -0.0 included.
 Oracle: the integer pattern << 16 (bf16 is the top half of an fp32 word)."""
 
@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 import neuronemu
-from neuronemu.numerics import dtypes
+from neuronemu.isa import dtypes
 
 PATTERNS = np.arange(1 << 16, dtype=np.uint32)
 

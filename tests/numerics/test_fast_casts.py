@@ -8,7 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from neuronemu.numerics import convert, dtypes
+from neuronemu.isa import dtypes
+from neuronemu.numerics import convert
 from neuronemu.numerics.cast import encode_array32, encode_array64
 
 

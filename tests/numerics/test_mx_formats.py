@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from neuronemu.isa import dtypes as D
 from neuronemu.numerics import convert as C
-from neuronemu.numerics import dtypes as D
 from neuronemu.numerics.cast import decode_array, encode_array32, encode_stochastic
 
 FMT = D.format_table()

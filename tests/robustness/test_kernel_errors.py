@@ -11,9 +11,10 @@ from numba.core import sigutils
 from numba.core.ccallback import CFunc
 
 import neuronemu
-from neuronemu._generated import kernels as generated
-from neuronemu.exec import abi, kernels
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.exec import kernels
+from neuronemu.exec import wrappers as generated
+from neuronemu.machine import abi
 from neuronemu.semantics import ctrl
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import neuronemu
-from neuronemu import resources
+from neuronemu import hostmem
 from neuronemu.cli import main
 from neuronemu.errors import ResourceError
 from neuronemu.exec.core import make_memories
@@ -24,7 +24,7 @@ HUGE = ".hbm x float32[100000, 100000] input\n"  # G1: 40 GB, legal on every tar
 
 
 def _small_host(monkeypatch, available: int = 1 << 30) -> None:
-    monkeypatch.setattr(resources, "host_memory", lambda: (4 << 30, available))
+    monkeypatch.setattr(hostmem, "host_memory", lambda: (4 << 30, available))
 
 
 def test_huge_tensor_is_a_resource_error_before_allocating(monkeypatch) -> None:
@@ -50,7 +50,7 @@ def test_cli_resource_error_exit_6_json(tmp_path: Path, monkeypatch) -> None:
 def test_multichip_counts_every_rank(monkeypatch) -> None:
     text = ".hbm x float32[4096, 4096] input init=zeros\n"  # 64 MiB per rank
     program = neuronemu.assemble(text, "k.s", target="trn2")
-    assert resources.run_bytes(program, 16) > 16 * (64 << 20)
+    assert hostmem.run_bytes(program, 16) > 16 * (64 << 20)
     _small_host(monkeypatch, available=512 << 20)
     neuronemu.run(program)  # one rank fits
     with pytest.raises(ResourceError, match="on 16 ranks"):
@@ -61,7 +61,7 @@ def test_multichip_counts_every_rank(monkeypatch) -> None:
 
 @pytest.mark.skipif(not G1.exists(), reason="reproducer not available")
 def test_g1_reproducer_on_this_host() -> None:
-    _, available = resources.host_memory()
+    _, available = hostmem.host_memory()
     if available is None or available > 60 << 30:
         pytest.skip("this host could hold the 40 GB tensor")
     result = subprocess.run([sys.executable, "-m", "neuronemu", "run", str(G1), "--json"],
@@ -72,7 +72,7 @@ def test_g1_reproducer_on_this_host() -> None:
 
 
 def test_host_memory_reads_proc_meminfo() -> None:
-    total, available = resources.host_memory()
+    total, available = hostmem.host_memory()
     assert total is not None and available is not None and 0 < available <= total
 
 

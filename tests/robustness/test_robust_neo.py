@@ -15,7 +15,7 @@ from neuronemu import encoding
 from neuronemu.asm import assembler
 from neuronemu.cli import main
 from neuronemu.errors import AsmError, EncodingError
-from neuronemu.exec import layout
+from neuronemu.machine import layout
 
 SOURCE = """.target trn2
 .hbm x float32[4, 8] input
@@ -33,7 +33,7 @@ def _build(target=b"trn2", name=b"x", dtype=None, role=0, ndim=2, space=0, alloc
            code=None) -> bytes:
     """The binary of SOURCE, field by field as docs/encoding.md lays it out, with one field
     replaced by the caller."""
-    from neuronemu.numerics import dtypes
+    from neuronemu.isa import dtypes
 
     fp32 = dtypes.get("float32").code
     dims = struct.pack("<2Q", 4, 8)

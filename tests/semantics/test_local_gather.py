@@ -219,8 +219,8 @@ def test_index_beyond_num_valid_indices_is_ignored() -> None:
 
 def test_fault_writes_nothing() -> None:
     """The faulting index is in core 1; core 0's valid gather must not be written either."""
-    from neuronemu.exec import layout as L
     from neuronemu.exec.core import Core
+    from neuronemu.machine import layout as L
 
     src = """.sbuf xs float32[32, 40]
 .sbuf idx uint16[32, 2]

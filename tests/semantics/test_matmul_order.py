@@ -98,7 +98,7 @@ def test_sum_and_large_tiles_start_on_a_cache_line() -> None:
     """memory.empty_f32 places tiles of 16K values or more on a 64-byte boundary (a row 32
     bytes past one split every other 512-bit access); smaller ones are plain arrays. Checked
     on many allocations, since numba's own 32-byte alignment lands on a line half the time."""
-    from neuronemu.exec.memory import empty_f32
+    from neuronemu.machine.memory import empty_f32
 
     rng = np.random.default_rng(1)
     s = rng.standard_normal((128, 128)).astype(F32)

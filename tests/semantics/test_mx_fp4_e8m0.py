@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.isa import dtypes as D
 from neuronemu.numerics import convert as C
-from neuronemu.numerics import dtypes as D
 
 FP4_TABLE = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
                       -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])

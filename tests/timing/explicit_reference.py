@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.exec import layout as L
 from neuronemu.exec.core import on_chip_widths
 from neuronemu.isa.table import load_isa
+from neuronemu.machine import layout as L
 from neuronemu.timing.explicit import SyncError
 
 

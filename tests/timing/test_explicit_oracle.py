@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.exec import layout as L
 from neuronemu.exec.interpreter import EVENT_TIMES_WIDTH, EVENT_WIDTH
+from neuronemu.machine import layout as L
 from neuronemu.timing import explicit
 from neuronemu.timing.explicit import SyncError
 

@@ -9,13 +9,15 @@ Instruction row: opcode, engine, source line, then (tag, value) pairs for the ar
 order the ISA table declares them. These numbers are part of the program format: append only.
 """
 
+from neuronemu.isa.table import MAX_ARGS as ISA_MAX_ARGS
+
 # instruction row
 I_OPCODE = 0
 I_ENGINE = 1
 I_LINE = 2
 I_NARGS = 3
 I_ARGS = 4
-MAX_ARGS = 14
+MAX_ARGS = ISA_MAX_ARGS           # argument slots: as many as the ISA tables allow
 I_COST = I_ARGS + 2 * MAX_ARGS   # cost class code (isa/costs.toml, sorted names)
 I_TRACK = I_COST + 1             # timeline track: the engine code, or DMA_TRACK0 + queue
 I_ACCESS = I_COST + 2            # 2 bits per argument: ACCESS_READ | ACCESS_WRITE

@@ -10,12 +10,11 @@ ml_dtypes, so that the tests against ml_dtypes are a real check).
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.isa.resources import isa_dir
+from neuronemu.isa.resources import read_table
 
 KINDS = {"float": 0, "int": 1, "uint": 2, "bool": 3}
 NAN_ENCODE = {"quiet": 0, "truncate": 1, "all_ones": 2, "flipped_zero": 3}
@@ -106,8 +105,7 @@ class DType:
 
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, DType]:
-    with open(isa_dir() / "dtypes.toml", "rb") as f:
-        raw = tomllib.load(f)
+    raw = read_table("dtypes")
     table = {}
     for name, fields in raw.items():
         table[name] = DType(name=name, **fields)

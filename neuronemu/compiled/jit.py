@@ -4,16 +4,16 @@ Why one wrapper: caching must be switchable in one place (``NEURONEMU_NUMBA_CACH
 numba's on-disk cache has known failure modes on some clusters; ``error_model="numpy"`` makes
 float division by zero give inf/NaN as the hardware does instead of raising; ``fastmath`` stays
 off because reassociation or FMA contraction would break bit-exact, order-defined numerics.
-Where the cache lives is neuronemu.exec.cache; importing this module also installs the compile
-reporter (neuronemu.exec.compiling).
+Where the cache lives is neuronemu.compiled.cache; importing this module also installs the compile
+reporter (neuronemu.compiled.compiling).
 """
 
 from __future__ import annotations
 
 import numba
 
-from neuronemu.exec import compiling as _compiling  # noqa: F401  (reports compiles)
-from neuronemu.exec.cache import BOUNDSCHECK, CACHE
+from neuronemu.compiled import compiling as _compiling  # noqa: F401  (reports compiles)
+from neuronemu.compiled.cache import BOUNDSCHECK, CACHE
 
 
 def options() -> dict:

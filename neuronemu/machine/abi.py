@@ -14,8 +14,8 @@ from llvmlite import ir
 from numba import carray, types
 from numba.extending import intrinsic
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine import layout as L
 
 # dims: sizes of the arrays behind the pointers
 D_OPS, D_IMMS, D_SBUF, D_PSUM, D_HBM, D_FMT, D_TABLE, D_REGS = 0, 1, 2, 4, 6, 8, 10, 12

@@ -3,8 +3,8 @@
 """Instruction kernels: one wrapper per semantics function, compiled on first use into
 its own C-callable unit by neuronemu.exec.kernels (which explains why)."""
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.abi import views
+from neuronemu.machine import layout as L
+from neuronemu.machine.abi import views
 from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
 
 # opcode -> kernel wrapper

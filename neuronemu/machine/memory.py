@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec import layout as L
-from neuronemu.exec.jit import jit
-from neuronemu.numerics import dtypes as D
+from neuronemu.compiled.jit import jit
+from neuronemu.isa import dtypes as D
+from neuronemu.machine import layout as L
 from neuronemu.numerics.cast import (
     decode,
     encode,

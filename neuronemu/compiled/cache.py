@@ -27,7 +27,7 @@ _KEEP_OLD_CACHES = 2   # older source versions kept beside the current one (othe
 
 # The packages whose code is compiled or whose module constants compiled code reads; an edit
 # elsewhere (assembler, CLI, API) leaves the compiled code valid, so it does not rebuild the cache.
-_COMPILED_PACKAGES = ("exec", "semantics", "numerics", "timing", "_generated", "isa")
+_COMPILED_PACKAGES = ("compiled", "machine", "exec", "semantics", "numerics", "timing", "isa")
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 

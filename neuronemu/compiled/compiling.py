@@ -33,7 +33,7 @@ def announce(what: str) -> None:
     if _state["announced"]:
         return
     _state["announced"] = True
-    from neuronemu.exec.cache import cache_dir, prune_old_caches
+    from neuronemu.compiled.cache import cache_dir, prune_old_caches
 
     prune_old_caches()
     print(f"neuronemu: compiling {what} with numba (first use on this machine and version: "

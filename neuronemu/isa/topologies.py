@@ -8,11 +8,10 @@ server switch -> spine -> server switch -> chip through switches (same server: n
 from __future__ import annotations
 
 import itertools
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 
-from neuronemu.isa.resources import isa_dir
+from neuronemu.isa.resources import read_table
 
 
 @dataclass(frozen=True)
@@ -192,6 +191,5 @@ def _build(name: str, raw: dict) -> Topology:
 
 @cache
 def load_topologies() -> dict[str, Topology]:
-    with open(isa_dir() / "topologies.toml", "rb") as f:
-        raw = tomllib.load(f)
+    raw = read_table("topologies")
     return {name: _build(name, data) for name, data in raw.items()}

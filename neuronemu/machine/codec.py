@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.exec.compression import BLOCK_ELEMENTS, MASK_BYTES, blocks_per_row, slot_bytes
-from neuronemu.exec.jit import jit
+from neuronemu.compiled.jit import jit
+from neuronemu.machine.compression import BLOCK_ELEMENTS, MASK_BYTES, blocks_per_row, slot_bytes
 
 
 @jit

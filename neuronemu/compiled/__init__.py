@@ -1,0 +1,1 @@
+"""numba tooling: the one jit decorator, the content-keyed cache, the compile reporter."""
