@@ -32,6 +32,7 @@ import numpy as np
 
 from neuronemu.errors import NeuronemuError
 from neuronemu.nki._alloc import Live, Overflow, place
+from neuronemu.nki.versions import describe_missing
 from neuronemu.source import Location, SourceFile
 
 NKI_VERSION = "0.6.0"
@@ -113,8 +114,6 @@ def unsupported_name(namespace: str, name: str):
     whether the name is NKI 0.6's or another version's and what to write instead."""
     if name.startswith("__"):
         raise AttributeError(name)
-    from neuronemu.nki.names import describe_missing
-
     def unsupported(*args, **kwargs):
         fail(describe_missing(namespace, name), unsupported=True)
 

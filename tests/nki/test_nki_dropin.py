@@ -183,7 +183,7 @@ def test_finfo_and_bool():
 
 
 def test_every_language_name_of_06_that_this_front_end_lacks_fails_as_an_06_name():
-    from neuronemu.nki.names import LANGUAGE_06
+    from neuronemu.nki.versions import LANGUAGE_06
 
     for name in ("is_hbm", "is_sbuf", "NKIObject", "broadcast_to", "expand_dims", "finfo",
                  "shared_constant", "shared_identity_matrix", "program_ndim", "MemoryRegion"):
