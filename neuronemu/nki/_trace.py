@@ -646,7 +646,7 @@ class NkiTensor(NKIObject):
     def view(self, dtype) -> NkiTensor:
         """The same bytes seen as another dtype (no conversion): the innermost dim scales by
         the ratio of the item sizes (``[P, 64] float32 -> [P, 128] bfloat16``)."""
-        from neuronemu.numerics import dtypes
+        from neuronemu.isa import dtypes
 
         new = dtype_name(dtype)
         old = self._ap[2] if self._ap is not None and self._ap[2] else self._buffer.slot.dtype
