@@ -370,6 +370,23 @@ def warm():
     click.echo(f"compiled code is ready ({seconds:.1f} s)")
 
 
+@main.group("nki")
+def nki_group() -> None:
+    """Run NKI kernels (Python) on neuronemu."""
+
+
+@nki_group.command("run", context_settings={"ignore_unknown_options": True,
+                                            "allow_interspersed_args": False})
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def nki_run(script, args):
+    """Run SCRIPT (an unmodified NKI kernel file or its test script) with ARGS; `import nki`,
+    `nki.language`, `nki.isa`, `nki.typing` and `nki.collectives` resolve to neuronemu.nki."""
+    from neuronemu.nki.dropin import run_script
+
+    sys.exit(run_script(script, list(args)))
+
+
 @main.command("grade")
 @click.argument("lab", required=False)
 @click.argument("kernel", required=False)

@@ -8,7 +8,11 @@ or ``pytest -p neuronemu.pytest_plugin``).
 - fixture ``neuronemu_target``: the test's target (None: the kernel's own ``.target``);
 - option ``--neuronemu-target T`` (repeatable, comma lists, ``all``): the targets to run on;
 - marker ``@pytest.mark.neuronemu_targets("trn2", "trn3")`` (no arguments: every target): run
-  the test once per target, narrowed by ``--neuronemu-target``.
+  the test once per target, narrowed by ``--neuronemu-target``;
+- option ``--neuronemu-nki``: the NKI drop-in switch for a test suite: ``import nki``,
+  ``nki.language``, ``nki.isa``, ``nki.typing``, ``nki.collectives`` resolve to
+  ``neuronemu.nki`` (installed before conftest files load), so an NKI project's own tests run
+  their kernels on neuronemu unchanged.
 
 Loading it imports nothing but pytest and neuronemu's light package: numpy, numba and lark load
 when a fixture first runs a kernel, so an unrelated test suite does not pay for them.
@@ -31,12 +35,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run kernel tests on TARGET (trn1, trn2, trn3 or all); repeat or "
                          "comma-separate for several. Default: each kernel's own .target, and "
                          "the targets a test's neuronemu_targets marker names")
+    group.addoption("--neuronemu-nki", action="store_true", default=False,
+                    help="run NKI kernels on neuronemu: `import nki` (nki.language, nki.isa, "
+                         "nki.typing, nki.collectives) resolves to neuronemu.nki")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser, args) -> None:
+    if "--neuronemu-nki" in args:   # before conftest.py files import the kernels
+        from neuronemu.nki import dropin
+
+        dropin.install()
 
 
 _PREVIOUS_SINK = pytest.StashKey()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("neuronemu_nki", False):
+        from neuronemu.nki import dropin
+
+        dropin.install()
     config.addinivalue_line(
         "markers", f"{MARKER}(*targets): run the test once per target (no targets: every "
                    f"target); --neuronemu-target narrows the list")

@@ -21,17 +21,19 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuronemu.errors import REPORTED, NeuronemuError
-from neuronemu.nki import isa, language
+from neuronemu.errors import REPORTED, Diagnostic, NeuronemuError
+from neuronemu.nki import frameworks, isa, isa_constants, language, names, typing
 from neuronemu.nki._trace import (
     _CURRENT,
     NKI_VERSION,
     NkiError,
+    NKIObject,
     NkiTensor,
     NkiUnsupported,
     Site,
@@ -39,10 +41,21 @@ from neuronemu.nki._trace import (
     dtype_name,
     map_error,
     map_location,
+    user_site,
 )
 
-__all__ = ["NKI_VERSION", "KernelRun", "KernelTrace", "NkiError", "NkiTensor",
-           "NkiUnsupported", "isa", "jit", "language", "run", "simulate", "trace"]
+names.check_module("isa", isa)
+names.check_module("language", language)
+isa.constants = isa_constants   # ``nki.isa.constants`` (a module of its own in NKI)
+isa.__path__ = []               # so that ``import nki.isa.constants`` may look inside nki.isa
+sys.modules.setdefault("neuronemu.nki.isa.constants", isa_constants)
+
+dtype = np.dtype
+"""``nki.dtype``: the type of ``nl.float32``, ``nl.bfloat16``, ... (annotations)."""
+
+__all__ = ["NKI_VERSION", "GridLaunch", "KernelRun", "KernelTrace", "NKIObject", "NkiError",
+           "NkiTensor", "NkiUnsupported", "NkiWarning", "dtype", "isa", "jit", "language",
+           "run", "simulate", "trace", "typing"]
 
 
 @dataclass
@@ -60,6 +73,10 @@ class KernelTrace:
     output_names: list = field(default_factory=list)
     peak_bytes: dict = field(default_factory=dict)
     """Bytes per partition the allocator used: {"sbuf": ..., "psum": ...}."""
+    callers: dict = field(default_factory=dict)
+    """HBM input name -> the caller's array (numpy, torch, jax) it was made from."""
+    unreturned: list = field(default_factory=list)
+    """(name, allocating site) of the HBM tensors the kernel used but did not return."""
 
     def assemble(self):
         """The neuronemu ``Program`` (errors point at the kernel's Python line)."""
@@ -125,34 +142,91 @@ class KernelRun:
 
 
 def _kernel_function(kernel):
+    if isinstance(kernel, GridLaunch):
+        return kernel.kernel.func
     return kernel.func if isinstance(kernel, JitKernel) else kernel
 
 
-def trace(kernel, *args, target: str = "trn2", dma_queues=None, **kwargs) -> KernelTrace:
-    """Trace ``kernel(*args, **kwargs)`` (numpy / ml_dtypes arrays become HBM inputs) into
-    neuronemu assembly. ``dma_queues``: the queues DMAs are spread over, round-robin in program
-    order (default 0..15)."""
+def _grid_of(kernel, grid):
+    if grid is None and isinstance(kernel, GridLaunch):
+        return kernel.grid
+    return grid
+
+
+def _normal_grid(grid) -> tuple[int, ...]:
+    """``kernel[4]``, ``kernel[2, 3]``, ``kernel[(2, 3)]`` -> (4,), (2, 3), (2, 3)."""
+    if grid is None:
+        return ()
+    items = grid if isinstance(grid, (tuple, list)) else (grid,)
+    out = []
+    for g in items:
+        if isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1:
+            out.append(int(g))
+        else:
+            raise NkiError(f"a launch grid is positive ints (kernel[4], kernel[2, 2]), got "
+                           f"{grid!r}", user_site().location())
+    return tuple(out)
+
+
+_PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
+              "trn3": "trn3", "gen4": "trn3"}
+
+
+def default_target() -> str:
+    """The target of a kernel called without ``target=``: as NKI, the environment's
+    ``NEURON_PLATFORM_TARGET_OVERRIDE`` (trn1|inf2|gen2, trn2|gen3, trn3|gen4), else a
+    ``--target`` in ``NEURON_CC_FLAGS``, else trn2."""
+    import re
+
+    override = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip().lower()
+    if override in _PLATFORMS:
+        return _PLATFORMS[override]
+    flags = re.search(r"--target[ =]([A-Za-z0-9]+)", os.environ.get("NEURON_CC_FLAGS", ""))
+    if flags and flags.group(1).lower() in _PLATFORMS:
+        return _PLATFORMS[flags.group(1).lower()]
+    return "trn2"
+
+
+def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
+          **kwargs) -> KernelTrace:
+    """Trace ``kernel(*args, **kwargs)`` (numpy / ml_dtypes arrays, torch CPU tensors and jax
+    arrays become HBM inputs) into neuronemu assembly. ``dma_queues``: the queues DMAs are
+    spread over, round-robin in program order (default 0..15). ``grid``: an SPMD launch grid
+    (as ``kernel[grid](...)``): the programs are traced one after another, each with its
+    ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors."""
+    grid = _normal_grid(_grid_of(kernel, grid))
+    target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
     fn = _kernel_function(kernel)
     if not callable(fn):
         raise TypeError(f"a kernel function is needed, got {type(kernel).__name__}")
     code = fn.__code__
     kernel_site = Site(code.co_filename, code.co_firstlineno, fn.__name__)
-    tr = Tracer(target=target)
+    tr = Tracer(target=target, grid=grid)
     if dma_queues is not None:
         tr.dma_queues = tuple(int(q) for q in dma_queues)
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as error:
+        raise NkiError(f"{fn.__name__}(): {error}", user_site().location()) from None
     inputs: dict[str, np.ndarray] = {}
+    callers: dict[str, object] = {}
     for pname, value in list(bound.arguments.items()):
-        if isinstance(value, np.ndarray):
-            t = tr.hbm_tensor(pname, dtype_name(value.dtype), value.shape, "input", kernel_site)
-            inputs[t._buffer.slot.name] = value
-            bound.arguments[pname] = t
-        elif hasattr(value, "__array__") and hasattr(value, "shape") and hasattr(value, "dtype"):
-            raise TypeError(f"kernel argument {pname!r}: pass numpy arrays (got "
-                            f"{type(value).__name__}; convert with .numpy())")
+        array = frameworks.to_numpy(value)
+        if array is None:
+            continue
+        t = tr.hbm_tensor(pname, dtype_name(array.dtype), array.shape, "input", kernel_site)
+        inputs[t._buffer.slot.name] = array
+        callers[t._buffer.slot.name] = value
+        bound.arguments[pname] = t
+    programs = list(np.ndindex(*grid)) if grid else [()]
+    returned = None
     _CURRENT.append(tr)
     try:
-        returned = fn(*bound.args, **bound.kwargs)
+        for program in programs:
+            tr.start_program(program)
+            value = fn(*bound.args, **bound.kwargs)
+            if program == programs[0]:
+                returned = value
     finally:
         _CURRENT.pop()
     items = returned if isinstance(returned, (tuple, list)) else (
@@ -161,22 +235,25 @@ def trace(kernel, *args, target: str = "trn2", dma_queues=None, **kwargs) -> Ker
     for item in items:
         if not isinstance(item, NkiTensor) or item.kind != "hbm" or not item._is_whole():
             raise NkiError(f"{fn.__name__} must return HBM tensors (nl.ndarray(..., "
-                           f"buffer=nl.shared_hbm)), got {item!r}", kernel_site.location())
+                           f"buffer=nl.shared_hbm) or an argument it wrote), got {item!r}",
+                           kernel_site.location())
         slot = item._buffer.slot
-        if slot.role == "input":
-            raise NkiError(f"{fn.__name__} returns its input '{slot.name}'; outputs are new "
-                           f"nl.shared_hbm tensors", kernel_site.location())
-        slot.role = "output"
+        if slot.role != "input":
+            slot.role = "output"
         if slot.used_shape is None:
             slot.used_shape = item._base_shape
         names.append((slot.name, item.shape))
+    for name, array in tr.constants.items():
+        inputs[name] = array
     for slot in tr.hbm:   # inputs used through a reshaped view are declared in that shape
         if slot.role == "input" and slot.used_shape is not None:
             inputs[slot.name] = np.asarray(inputs[slot.name]).reshape(slot.used_shape)
     asm_name = f"{fn.__name__}.nki.s"
     text, source_map = tr.assembly(asm_name, kernel_site)
+    unreturned = [(slot.name, slot.site) for slot in tr.hbm
+                  if slot.role == "scratch" and slot.used_shape is not None]
     return KernelTrace(text, asm_name, source_map, target, inputs, returned, names,
-                       dict(tr.peak))
+                       dict(tr.peak), callers, unreturned)
 
 
 TRACE_HOOKS: list[Callable[[KernelTrace], None]] = []
@@ -184,13 +261,16 @@ TRACE_HOOKS: list[Callable[[KernelTrace], None]] = []
 script there and debugs that kernel)."""
 
 
-def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
+def run(kernel, *args, target: str | None = None, dma_queues=None, seed: int = 0, grid=None,
         **kwargs) -> KernelRun:
     """Trace and run ``kernel(*args)`` on neuronemu: outputs, the ``Result`` and the assembly.
-    Errors (assembler checks, run-time faults) and warnings point at the kernel's Python line."""
+    Errors (assembler checks, run-time faults) and warnings point at the kernel's Python line.
+    An argument the kernel wrote is updated in place for the caller (numpy arrays, torch
+    tensors); a ``nl.shared_hbm`` tensor the kernel wrote but did not return is a located
+    warning, as is a written argument that cannot be updated (a jax array)."""
     from neuronemu import api
 
-    tr = trace(kernel, *args, target=target, dma_queues=dma_queues, **kwargs)
+    tr = trace(kernel, *args, target=target, dma_queues=dma_queues, grid=grid, **kwargs)
     for hook in TRACE_HOOKS:
         hook(tr)
     program = tr.assemble()
@@ -204,7 +284,11 @@ def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
         if loc is not None:
             warning.location = loc
             warning.notes = tuple(warning.notes) + (note,)
-    arrays = [result.outputs[name].reshape(shape) for name, shape in tr.output_names]
+    _write_back(tr, result)
+    arrays = [_final(result, name).reshape(shape) for name, shape in tr.output_names]
+    if tr.callers:   # the caller's kind of array (torch / jax), as NKI returns it
+        like = next(iter(tr.callers.values()))
+        arrays = [frameworks.like(a, like) for a in arrays]
     if tr.returned is None:
         outputs = None
     elif isinstance(tr.returned, (tuple, list)):
@@ -212,6 +296,62 @@ def run(kernel, *args, target: str = "trn2", dma_queues=None, seed: int = 0,
     else:
         outputs = arrays[0]
     return KernelRun(tr, result, outputs)
+
+
+def _final(result, name: str) -> np.ndarray:
+    if name in result.outputs:
+        return result.outputs[name]
+    return result.tensors[name]
+
+
+def _write_back(tr: KernelTrace, result) -> None:
+    """Arguments the kernel wrote are in/out: copy their final contents into the caller's
+    arrays. Written ``shared_hbm`` tensors that were not returned would be lost: warn."""
+    import warnings
+
+    for name, caller in tr.callers.items():
+        final = result.tensors.get(name)
+        before = tr.inputs[name]
+        if final is None or _same_bits(final, before):
+            continue
+        if not frameworks.update(caller, final.reshape(np.shape(caller))):
+            site = tr.source_map and next(iter(tr.source_map.values()))
+            warning = Diagnostic(f"the kernel wrote its argument '{name}' but the caller's "
+                                 f"array cannot be updated in place ({type(caller).__name__}); "
+                                 f"return it from the kernel to receive its new contents",
+                                 site.location() if site else None)
+            result.warnings.append(warning)
+            warnings.warn(NkiWarning(warning.render()), stacklevel=4)
+    returned = {n for n, _ in tr.output_names}
+    for name, site in tr.unreturned:
+        final = result.tensors.get(name)
+        if name in returned or final is None or not _written(final):
+            continue
+        warning = Diagnostic(f"the kernel wrote the nl.shared_hbm tensor '{name}' but does not "
+                             f"return it, so its contents are lost; return it (return {name}, "
+                             f"or a tuple of outputs)", site.location())
+        result.warnings.append(warning)
+        warnings.warn(NkiWarning(warning.render()), stacklevel=4)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.nbytes == b.nbytes and a.tobytes() == b.tobytes()
+
+
+def _written(array: np.ndarray) -> bool:
+    """Whether an HBM tensor holds anything but its initial NaN fill (floats) or zeros."""
+    a = np.asarray(array)
+    if a.dtype.kind == "f" or a.dtype.kind == "V" or str(a.dtype) in _ML_FLOATS:
+        return bool(np.any(~np.isnan(a.astype(np.float32))))
+    return bool(np.any(a != 0))
+
+
+_ML_FLOATS = {"bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
+
+
+class NkiWarning(UserWarning):
+    """A located warning about a kernel (printed by Python's warnings machinery)."""
 
 
 class JitKernel:
@@ -230,9 +370,29 @@ class JitKernel:
         self.last_run = run(self.func, *args, **self.options, **kwargs)
         return self.last_run.outputs
 
-    def __getitem__(self, grid):
-        raise NkiUnsupported("SPMD launch kernel[grid] is not supported by neuronemu.nki "
-                             "(stage 4); call the kernel directly")
+    def __getitem__(self, grid) -> GridLaunch:
+        """``kernel[grid](...)``: an SPMD launch (see ``trace``)."""
+        return GridLaunch(self, grid)
+
+
+class GridLaunch:
+    """``kernel[grid]``: calling it runs every program of the grid."""
+
+    def __init__(self, kernel: JitKernel, grid) -> None:
+        self.kernel = kernel
+        self.grid = _normal_grid(grid)
+
+    def __call__(self, *args, **kwargs):
+        if _CURRENT:
+            raise NkiError("an SPMD launch kernel[grid](...) inside a kernel being traced is "
+                           "not supported; call the helper directly", user_site().location())
+        self.kernel.last_run = run(self.kernel.func, *args, grid=self.grid,
+                                   **self.kernel.options, **kwargs)
+        return self.kernel.last_run.outputs
+
+    @property
+    def last_run(self):
+        return self.kernel.last_run
 
 
 _JIT_IGNORED = {"mode", "show_compiler_tb", "debug_kernel",
@@ -253,12 +413,20 @@ def jit(func=None, **options) -> JitKernel | Callable[[Callable], JitKernel]:
 
 
 def simulate(kernel, **options) -> Callable[..., object]:
-    """``nki.simulate(kernel)(*args)``: run on neuronemu and return the kernel's outputs as
-    numpy / ml_dtypes arrays. ``options``: ``target``, ``dma_queues``, ``seed``."""
+    """``nki.simulate(kernel)(*args)`` (also ``nki.simulate(kernel[2])``): run on neuronemu and
+    return the kernel's outputs as the caller's kind of array (numpy / ml_dtypes, torch,
+    jax). ``options``: ``target``, ``dma_queues``, ``seed``."""
     fn = _kernel_function(kernel)
+    grid = _grid_of(kernel, None)
+    base = kernel.kernel if isinstance(kernel, GridLaunch) else kernel
+    opts = dict(base.options) if isinstance(base, JitKernel) else {}
+    opts.update(options)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        return run(fn, *args, **options, **kwargs).outputs
+        done = run(fn, *args, grid=grid, **opts, **kwargs)
+        if isinstance(base, JitKernel):
+            base.last_run = done
+        return done.outputs
 
     return call

@@ -24,15 +24,17 @@ from __future__ import annotations
 import linecache
 import math
 import os
+import re
 import sys
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from neuronemu.errors import NeuronemuError
 from neuronemu.nki import _dynamic
+from neuronemu.nki._alloc import Live, Overflow, place
 from neuronemu.nki._dynamic import RegExpr
+from neuronemu.nki.versions import describe_missing
 from neuronemu.source import Location, SourceFile
 
 NKI_VERSION = "0.6.0"
@@ -47,6 +49,9 @@ MAX_TRACED = 200_000
 """Instructions one traced kernel may make: neuronemu.asm.macros.MAX_LINES, the lines an
 unrolled assembly kernel may have (about 1 GB to assemble). An endless Python loop in a kernel
 stops here with a located error instead of growing the tracer's list without end."""
+
+_TILE_REF = re.compile("\x00(\\d+)\x00")
+"""An on-chip tile's name in emitted text before placement: NUL, id(slot), NUL."""
 _ALIGN = 4
 
 
@@ -115,6 +120,8 @@ def user_site() -> Site:
         pos = positions[frame.f_lasti // 2]
         if pos[0] is not None and pos[0] == pos[1] and pos[2] is not None:
             line, column, end_column = pos[0], pos[2] + 1, pos[3] + 1
+        elif pos[0] is not None and pos[2] is not None:   # a call over several lines: its
+            line, column = pos[0], pos[2] + 1             # first line, from its own column
     except (AttributeError, IndexError, TypeError):
         pass
     if len(_SITES) > 200_000:   # many kernels traced in one process: start afresh
@@ -134,14 +141,13 @@ _dynamic.report = fail
 
 
 def unsupported_name(namespace: str, name: str):
-    """A module ``__getattr__`` result for an NKI name this subset lacks: calling it fails at
-    the kernel's line (so importing or referencing it outside a kernel does not)."""
+    """A module ``__getattr__`` result for an NKI name this front end lacks: calling it fails
+    at the kernel's line (so importing or referencing it outside a kernel does not), saying
+    whether the name is NKI 0.6's or another version's and what to write instead."""
     if name.startswith("__"):
         raise AttributeError(name)
-
     def unsupported(*args, **kwargs):
-        fail(f"nki.{namespace}.{name} is not supported by neuronemu.nki (NKI 0.6.0 subset; "
-             f"see docs/nki.md)", unsupported=True)
+        fail(describe_missing(namespace, name), unsupported=True)
 
     unsupported.__name__ = name
     return unsupported
@@ -224,6 +230,7 @@ class Slot:
     role: str = "scratch"          # HBM: input | output | scratch
     used_shape: tuple[int, ...] | None = None
     used_site: Site | None = None
+    live: object = None            # on chip: its _alloc.Live (live range, placement)
 
     @property
     def bytes_per_partition(self) -> int:
@@ -233,7 +240,7 @@ class Slot:
 
 
 class Buffer:
-    """What one ``nl.ndarray`` (or kernel argument) allocated; frees its slot when dropped."""
+    """What one ``nl.ndarray`` (or kernel argument) allocated."""
 
     def __init__(self, slot: Slot):
         self.slot = slot
@@ -241,16 +248,19 @@ class Buffer:
         # device loops open when it was allocated (a PSUM tile from outside a loop is written
         # by every iteration of it)
         self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
-        if slot.kind != "hbm":
-            weakref.finalize(self, _release, slot)
-
-
-def _release(slot: Slot) -> None:
-    slot.free = True
 
 
 # ------------------------------------------------------------------------------------------
 # tensors
+
+
+class NKIObject:
+    """NKI's base class of kernel-side objects (``nl.NKIObject``): kernels derive their
+    configuration dataclasses from it. Keyword arguments become attributes."""
+
+    def __init__(self, **kwargs) -> None:
+        for key, value in kwargs.items():
+            setattr(self, key, value)
 
 
 class DynSlice:
@@ -270,7 +280,7 @@ class DynSlice:
         return slice(self.start, self.start + self.size * self.step, self.step)
 
 
-class NkiTensor:
+class NkiTensor(NKIObject):
     """A view of a buffer: per base dim, an int (dim dropped) or (start, size, step)."""
 
     __array_priority__ = 1000   # numpy scalars on the left defer to our operators
@@ -334,12 +344,8 @@ class NkiTensor:
 
     # -- indexing
     def __getitem__(self, key) -> NkiTensor:
-        if self._ap is not None:
-            fail("indexing an .ap() view is not supported; fold the slice into the pattern",
-                 unsupported=True)
-        if self._broadcast is not None:
-            fail("indexing a broadcast view is not supported; slice before broadcast_to",
-                 unsupported=True)
+        if self._ap is not None or self._broadcast is not None:
+            return self._index_pattern(key)
         if not isinstance(key, tuple):
             key = (key,)
         view_dims = [i for i, e in enumerate(self._index) if isinstance(e, tuple)]
@@ -400,6 +406,46 @@ class NkiTensor:
                      unsupported=True)
         return NkiTensor(self._buffer, self._base_shape, index)
 
+    def _index_pattern(self, key) -> NkiTensor:
+        """Indexing a strided view: ints select (the dim goes; on chip dim 0 stays as one
+        partition), slices narrow, as numpy's indexing of an ``as_strided`` view."""
+        pairs, offset, dtype = self._pattern()
+        if not isinstance(key, tuple):
+            key = (key,)
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (len(pairs) - len(key) + 1) + key[at + 1:]
+        if len(key) > len(pairs):
+            fail(f"too many indices for a tensor of shape {list(self.shape)}: {len(key)}")
+        out = []
+        for d, (st, c) in enumerate(pairs):
+            k = key[d] if d < len(key) else slice(None)
+            if isinstance(k, DynSlice):
+                k = k.as_slice()
+            if isinstance(k, (int, np.integer)):
+                k = int(k)
+                if not -c <= k < c:
+                    fail(f"index {k} is out of bounds for dim {d} of size {c}")
+                offset += (k % c) * st
+                if d == 0 and self.kind != "hbm":
+                    out.append((st, 1))
+            elif isinstance(k, slice):
+                for v in (k.start, k.stop, k.step):
+                    if v is not None and not isinstance(v, (int, np.integer)):
+                        fail(f"slice bounds must be Python ints, not {type(v).__name__}",
+                             unsupported=True)
+                s0, s1, step = k.indices(c)
+                n = len(range(s0, s1, step))
+                if n == 0 or step <= 0:
+                    fail(f"slice {k.start}:{k.stop}:{k.step} of a dim of size {c} is empty or "
+                         f"reversed")
+                offset += s0 * st
+                out.append((st * step, n))
+            else:
+                fail(f"unsupported index {k!r} (ints, slices, nl.ds and ... are supported)",
+                     unsupported=True)
+        return self._with_pattern(out, offset, dtype)
+
     def __setitem__(self, key, value):
         if isinstance(value, NkiTensor):
             isa = HOOKS["nisa"]
@@ -417,32 +463,208 @@ class NkiTensor:
         return (self._index == tuple((0, n, 1) for n in self._base_shape)
                 and self._broadcast is None and self._ap is None)
 
-    def reshape(self, *shape) -> NkiTensor:
+    def reshape(self, *shape, **kwargs) -> NkiTensor:
+        """A view of the same elements in another shape (no copy): ``t.reshape((4, 32))``,
+        ``t.reshape(4, 32)`` or ``t.reshape(shape=(4, 32))``. On chip the partition dim stays
+        (a reshape cannot move elements between partitions); a sliced view reshapes when its
+        layout allows it without a copy, as numpy's ``reshape`` of a strided view does."""
+        if "shape" in kwargs:
+            shape = (kwargs.pop("shape"),)
+        for key in kwargs:
+            fail(f"reshape() got an unexpected keyword argument {key!r}; write "
+                 f"t.reshape(shape) or t.reshape(shape=...)")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
             shape = tuple(math.prod(self.shape) // known if s == -1 else s for s in shape)
-        if math.prod(shape) != math.prod(self.shape):
+        if math.prod(shape) != math.prod(self.shape) or any(s < 1 for s in shape):
             fail(f"cannot reshape a tensor of shape {list(self.shape)} into {list(shape)}")
         if shape == self.shape:
             return self
-        if self.kind != "hbm" or not self._is_whole():
-            fail("reshape is supported only for whole HBM tensors (an on-chip or sliced view "
-                 "needs the assembler's access-pattern operands, not landed yet)",
+        if self.kind == "hbm" and self._is_whole():
+            return NkiTensor(self._buffer, shape)
+        pairs, offset, dtype = self._pattern()
+        if self.kind != "hbm":
+            if shape[0] != self.shape[0]:
+                fail(f"an on-chip reshape keeps the partition dim: {list(self.shape)} cannot "
+                     f"become {list(shape)} (partitions {self.shape[0]} -> {shape[0]})",
+                     "reshape the free dims only, e.g. t.reshape((P, ...)), or move the data "
+                     "between partitions by DMA or nisa.nc_transpose")
+            free = _reshape_pairs(pairs[1:], shape[1:])
+            new = None if free is None else [pairs[0]] + free
+        else:
+            new = _reshape_pairs(pairs, shape)
+        if new is None:
+            fail(f"this view {list(self.shape)} cannot be reshaped into {list(shape)} without a "
+                 f"copy (its elements are not evenly strided in the dims being merged)",
+                 "copy it into a contiguous tile first (nisa.tensor_copy), then reshape",
                  unsupported=True)
-        return NkiTensor(self._buffer, shape)
+        return self._with_pattern(new, offset, dtype)
+
+    # -- the NKI 0.5 view algebra, on (step, count) pairs
+    def _pattern(self) -> tuple[list, int, str | None]:
+        """This view as an access pattern: [[step, count], ...] (partition pair first) and
+        the offset, in elements of the buffer's flat row-major array, and its dtype view."""
+        if self._ap is not None:
+            pairs, offset, dtype = self._ap
+            return [tuple(p) for p in pairs], offset, dtype
+        strides = [math.prod(self._base_shape[i + 1:]) for i in range(len(self._base_shape))]
+        pairs, offset = [], 0
+        for i, (e, stride) in enumerate(zip(self._index, strides)):
+            if isinstance(e, int):
+                offset += e * stride
+                if i == 0 and self.kind != "hbm":   # one partition stays the partition dim
+                    pairs.append((stride, 1))
+            else:
+                offset += e[0] * stride
+                pairs.append((stride * e[2], e[1]))
+        if self._broadcast is not None:
+            pairs[0] = (0, self._broadcast)
+        return pairs, offset, None
+
+    def _with_pattern(self, pairs, offset: int, dtype: str | None = None) -> NkiTensor:
+        if self.kind != "hbm" and (not pairs or len(pairs) > 5):
+            fail(f"an on-chip view has a partition dim and at most 4 free dims; this one would "
+                 f"have {len(pairs)} dims", unsupported=True)
+        view = NkiTensor(self._buffer, self._base_shape)
+        view._ap = ([tuple(int(v) for v in p) for p in pairs], int(offset), dtype)
+        return view
+
+    def _dim(self, dim: int, what: str) -> int:
+        n = len(self.shape)
+        if not isinstance(dim, (int, np.integer)) or not -n <= dim < n:
+            fail(f"{what}: dim {dim!r} is out of range for a {n}-D tensor")
+        return int(dim) % n
+
+    def _keep_partitions(self, what: str, moved: bool) -> None:
+        if moved and self.kind != "hbm":
+            fail(f"{what} would move the partition dim of an on-chip tensor; on chip dim 0 "
+                 f"is the partition dim and stays first", "move data between partitions with "
+                 "nisa.nc_transpose or a DMA", unsupported=True)
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
+        """``t.slice(d, a, b, s)``: ``t[..., a:b:s, ...]`` along dim d."""
+        d = self._dim(dim, "slice")
+        key = [slice(None)] * len(self.shape)
+        key[d] = slice(start, end, step)
+        return self[tuple(key)]
+
+    def select(self, dim: int, index) -> NkiTensor:
+        """``t.select(d, i)``: ``t[..., i, ...]`` along dim d (the dim is removed)."""
+        d = self._dim(dim, "select")
+        if not isinstance(index, (int, np.integer)):
+            fail("select() with a run-time (tensor) index is not supported; loops are "
+                 "unrolled, so use a Python int", unsupported=True)
+        key = [slice(None)] * len(self.shape)
+        key[d] = int(index)
+        return self[tuple(key)]
+
+    def permute(self, dims) -> NkiTensor:
+        """The dims in another order (``t.permute((0, 2, 1))``), no copy."""
+        dims = tuple(int(d) for d in dims)
+        if sorted(dims) != list(range(len(self.shape))):
+            fail(f"permute{dims}: not a permutation of the {len(self.shape)} dims")
+        self._keep_partitions(f"permute{dims}", dims[0] != 0)
+        pairs, offset, dtype = self._pattern()
+        return self._with_pattern([pairs[d] for d in dims], offset, dtype)
+
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
+        """A size-1 dim repeated ``size`` times (step 0), no copy."""
+        d = self._dim(dim, "broadcast")
+        if self.shape[d] != 1:
+            fail(f"broadcast: dim {d} has size {self.shape[d]}; only a size-1 dim broadcasts")
+        shape = list(self.shape)
+        shape[d] = int(size)
+        return self.broadcast_to(tuple(shape))
+
+    def expand_dim(self, dim: int) -> NkiTensor:
+        """A new size-1 dim at ``dim``."""
+        n = len(self.shape)
+        if not -n - 1 <= dim <= n:
+            fail(f"expand_dim: dim {dim} is out of range for a {n}-D tensor")
+        d = dim % (n + 1)
+        self._keep_partitions(f"expand_dim({dim})", d == 0)
+        pairs, offset, dtype = self._pattern()
+        return self._with_pattern(pairs[:d] + [(0, 1)] + pairs[d:], offset, dtype)
+
+    def squeeze_dim(self, dim: int) -> NkiTensor:
+        """The size-1 dim ``dim`` removed."""
+        d = self._dim(dim, "squeeze_dim")
+        if self.shape[d] != 1:
+            fail(f"squeeze_dim: dim {d} has size {self.shape[d]}, not 1")
+        self._keep_partitions(f"squeeze_dim({dim})", d == 0)
+        pairs, offset, dtype = self._pattern()
+        return self._with_pattern(pairs[:d] + pairs[d + 1:], offset, dtype)
+
+    def reshape_dim(self, dim: int, shape) -> NkiTensor:
+        """Dim ``dim`` split into ``shape`` (one entry may be -1)."""
+        d = self._dim(dim, "reshape_dim")
+        shape = [int(s) for s in shape]
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = [self.shape[d] // known if s == -1 else s for s in shape]
+        if math.prod(shape) != self.shape[d]:
+            fail(f"reshape_dim: {shape} does not multiply to dim {d}'s size {self.shape[d]}")
+        self._keep_partitions(f"reshape_dim({dim})", d == 0 and len(shape) > 1)
+        pairs, offset, dtype = self._pattern()
+        step = pairs[d][0]
+        split = []
+        for n in reversed(shape):
+            split.insert(0, (step, n))
+            step *= n
+        return self._with_pattern(pairs[:d] + split + pairs[d + 1:], offset, dtype)
+
+    def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
+        """Dims ``start_dim..end_dim`` (inclusive) merged into one."""
+        a, b = self._dim(start_dim, "flatten_dims"), self._dim(end_dim, "flatten_dims")
+        if a > b:
+            fail(f"flatten_dims({start_dim}, {end_dim}): start after end")
+        shape = self.shape[:a] + (math.prod(self.shape[a:b + 1]),) + self.shape[b + 1:]
+        self._keep_partitions(f"flatten_dims({start_dim}, {end_dim})", a == 0 and b > 0)
+        return self.reshape(shape)
+
+    def is_contiguous(self) -> bool:
+        pairs, _, _ = self._pattern()
+        step = 1
+        for st, c in reversed(pairs):
+            if c != 1 and st != step:
+                return False
+            step *= c
+        return True
+
+    def get_pattern(self) -> list[list[int]]:
+        return [list(p) for p in self._pattern()[0]]
+
+    def is_indirect(self) -> bool:
+        return False
 
     def broadcast_to(self, shape) -> NkiTensor:
+        """Size-1 dims repeated (``[P, 1] -> [P, N]``, ``[1, N] -> [P, N]``). A free-dim
+        broadcast is a step-0 view (any operand). A partition broadcast of an HBM row is a DMA
+        source; of an on-chip row it is copied to a new SBUF tile by a DMA partition broadcast
+        (compute engines cannot read across partitions), allocated at the calling line."""
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
         shape = tuple(int(s) for s in shape)
         if shape == self.shape:
             return self
-        if (len(shape) == len(self.shape) and self.shape[0] == 1 and shape[1:] == self.shape[1:]
-                and self._broadcast is None):
+        if len(shape) != len(self.shape) or any(
+                a != b and a != 1 for a, b in zip(self.shape, shape)):
+            fail(f"cannot broadcast a tensor of shape {list(self.shape)} to {list(shape)} (only "
+                 f"size-1 dims broadcast, and the rank stays)")
+        if (self.kind == "hbm" and self.shape[0] == 1 and shape[1:] == self.shape[1:]
+                and self._broadcast is None and self._ap is None):
             return NkiTensor(self._buffer, self._base_shape, self._index, broadcast=shape[0])
-        fail(f"broadcast_to {list(shape)} from {list(self.shape)}: only a one-partition row "
-             f"[1, ...] broadcast across partitions (by DMA) is supported", unsupported=True)
+        pairs, offset, dtype = self._pattern()
+        pairs = [(0, n) if c != n else (st, c) for (st, c), n in zip(pairs, shape)]
+        view = self._with_pattern(pairs, offset, dtype)
+        if self.kind == "hbm" or shape[0] == self.shape[0]:
+            return view
+        tile = tracer().onchip("sbuf", dtype or self._buffer.slot.dtype, shape, user_site())
+        HOOKS["nisa"].dma_copy(tile, view)
+        return tile
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim: int = 0, dtype=None, **kwargs) -> NkiTensor:
@@ -524,12 +746,41 @@ class NkiTensor:
 
     @property
     def T(self):
-        fail("t.T (a transposed view) is not supported; use nisa.nc_transpose / nl.transpose",
-             unsupported=True)
+        """The 2-D transpose as a view (HBM; on chip the partition dim cannot move: use
+        nisa.nc_transpose / nl.transpose)."""
+        if len(self.shape) != 2:
+            fail(f"t.T is defined for 2-D tensors, not {len(self.shape)}-D")
+        if self.kind != "hbm":
+            fail("t.T of an on-chip tile would move its partition dim; transpose it with "
+                 "nisa.nc_transpose or nl.transpose", unsupported=True)
+        return self.permute((1, 0))
 
-    def view(self, dtype):
-        fail("Tensor.view(dtype) (reinterpreting a buffer) is not supported yet",
-             unsupported=True)
+    def view(self, dtype) -> NkiTensor:
+        """The same bytes seen as another dtype (no conversion): the innermost dim scales by
+        the ratio of the item sizes (``[P, 64] float32 -> [P, 128] bfloat16``)."""
+        from neuronemu.isa import dtypes
+
+        new = dtype_name(dtype)
+        old = self._ap[2] if self._ap is not None and self._ap[2] else self._buffer.slot.dtype
+        if new == old:
+            return self
+        a, b = dtypes.get(old).itemsize, dtypes.get(new).itemsize
+        pairs, offset, _ = self._pattern()
+        if pairs[-1][0] != 1 and pairs[-1][1] != 1:
+            fail(f"view({new}): the innermost dim must be contiguous (step 1) to change the "
+                 f"item size", unsupported=True)
+        scaled = []
+        for st, c in pairs[:-1]:
+            if (st * a) % b:
+                fail(f"view({new}): a step of {st} {old} elements is not a whole number of "
+                     f"{new} elements")
+            scaled.append((st * a // b, c))
+        last_bytes = pairs[-1][1] * a
+        if last_bytes % b or (offset * a) % b:
+            fail(f"view({new}): the innermost dim ({pairs[-1][1]} x {old}) is not a whole "
+                 f"number of {new} elements")
+        scaled.append((1, last_bytes // b))
+        return self._with_pattern(scaled, offset * a // b, new)
 
     # -- arithmetic: the nl.* convenience layer
     def _nl(self):
@@ -578,10 +829,15 @@ class NkiTensor:
         slot = self._buffer.slot
         if self._indirect is not None:
             fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
+        if slot.live is not None:   # on chip: live up to the instruction being emitted
+            slot.live.end = len(tracer.instructions)
+        name = slot.name if slot.live is None else f"\x00{id(slot)}\x00"
         if self._ap is not None:
             pairs, offset, dtype = self._ap
+            if slot.kind == "hbm" and slot.used_shape is None:
+                slot.used_shape, slot.used_site = self._base_shape, user_site()
             text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
-            return f"ap({slot.name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+            return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
         if slot.kind == "hbm":
             if slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
@@ -591,7 +847,7 @@ class NkiTensor:
                      f"tensor can have one shape until the assembler's access-pattern syntax "
                      f"lands", unsupported=True)
         if self._index == tuple((0, n, 1) for n in self._base_shape):
-            return slot.name
+            return name
         parts = []
         for e in self._index:
             if not isinstance(e, tuple):
@@ -600,7 +856,7 @@ class NkiTensor:
                 start, size, step = e
                 stop = start + (size - 1) * step + 1
                 parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
-        return f"{slot.name}[{', '.join(parts)}]"
+        return f"{name}[{', '.join(parts)}]"
 
     def region(self) -> tuple:
         """Per base dim (start, stop) covered (steps ignored: a conservative box; an .ap()
@@ -618,8 +874,51 @@ class NkiTensor:
         return tuple(out)
 
 
+def _reshape_pairs(pairs, shape) -> list | None:
+    """The (step, count) pairs of ``shape`` over the elements ``pairs`` address in row-major
+    order, or None when that needs a copy (numpy's rule for reshaping a strided view)."""
+    old = [(st, c) for st, c in pairs if c != 1]
+    new: list = [None] * len(shape)
+    i = j = 0
+    while j < len(shape) and shape[j] == 1:
+        new[j] = (0, 1)
+        j += 1
+    while i < len(old):
+        if j >= len(shape):
+            return None
+        i0, j0 = i, j
+        have, want = old[i][1], shape[j]
+        while have != want:
+            if have < want:
+                i += 1
+                if i >= len(old):
+                    return None
+                have *= old[i][1]
+            else:
+                j += 1
+                if j >= len(shape):
+                    return None
+                want *= shape[j]
+        for k in range(i0, i):   # the old dims merged here must be evenly strided
+            if old[k][0] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        step = old[i][0]
+        for k in range(j, j0 - 1, -1):
+            new[k] = (step, shape[k])
+            step *= shape[k]
+        i += 1
+        j += 1
+        while j < len(shape) and shape[j] == 1:
+            new[j] = (0, 1)
+            j += 1
+    if j != len(shape) or any(p is None for p in new):
+        return None
+    return new
+
+
 SPACES = {"sbuf": Space("sbuf", "sbuf"), "psum": Space("psum", "psum"),
-          "hbm": Space("hbm", "hbm")}
+          "hbm": Space("hbm", "hbm"), "shared_hbm": Space("shared_hbm", "hbm"),
+          "private_hbm": Space("private_hbm", "hbm")}
 
 
 # ------------------------------------------------------------------------------------------
@@ -639,9 +938,7 @@ class Tracer:
     instructions: list[Emitted] = field(default_factory=list)
     hbm: list[Slot] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
-    rings: dict = field(default_factory=dict)
     prefixes: dict = field(default_factory=dict)
-    next_offset: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     peak: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     dma_count: int = 0
     names: set = field(default_factory=set)
@@ -656,6 +953,67 @@ class Tracer:
     # and collectives in program order: (kind, Site, device-loop depth)
     collective_world: int | None = None
     sync_points: list = field(default_factory=list)
+    grid: tuple[int, ...] = ()
+    """The SPMD launch grid (``kernel[g](...)``); () for a plain call."""
+    program: tuple[int, ...] = ()
+    """The program being traced: its index along each grid axis."""
+    shared: list = field(default_factory=list)
+    """HBM tensors program 0 allocated as ``nl.shared_hbm`` / ``nl.hbm``, in order: the other
+    programs of a grid get the same tensors back (one tensor shared by every program)."""
+    shared_next: int = 0
+    constants: dict = field(default_factory=dict)
+    """HBM inputs the kernel made itself (``nl.shared_constant``): name -> array."""
+
+    # -- SPMD
+    def program_id(self, axis: int = 0) -> int:
+        if not self.grid:
+            if axis != 0:
+                fail(f"program_id({axis}): the kernel was launched without a grid")
+            return 0
+        if not 0 <= axis < len(self.grid):
+            fail(f"program_id({axis}): the launch grid {list(self.grid)} has {len(self.grid)} "
+                 f"axes")
+        return self.program[axis]
+
+    def num_programs(self, axes=None) -> int:
+        if axes is None:
+            return math.prod(self.grid) if self.grid else 1
+        if isinstance(axes, int):
+            axes = (axes,)
+        out = 1
+        for axis in axes:
+            if not self.grid:
+                if axis != 0:
+                    fail(f"num_programs({axis}): the kernel was launched without a grid")
+                continue
+            if not 0 <= axis < len(self.grid):
+                fail(f"num_programs({axis}): the launch grid {list(self.grid)} has "
+                     f"{len(self.grid)} axes")
+            out *= self.grid[axis]
+        return out
+
+    def start_program(self, program: tuple[int, ...]) -> None:
+        self.program = program
+        self.shared_next = 0
+
+    def shared_hbm_tensor(self, name: str, dtype: str, shape, site: Site) -> NkiTensor:
+        """An ``nl.shared_hbm`` tensor: new in the first program of a grid, the same tensor
+        (allocated by the same statement) in the others."""
+        if not self.program or not any(self.program):
+            t = self.hbm_tensor(name, dtype, shape, "scratch", site)
+            self.shared.append((t, site))
+            return t
+        k = self.shared_next
+        self.shared_next += 1
+        if k >= len(self.shared):
+            fail(f"program {list(self.program)} allocates more nl.shared_hbm tensors than "
+                 f"program 0; every program of a launch grid shares the same ones")
+        t, first = self.shared[k]
+        if tuple(t.shape) != tuple(shape) or t._buffer.slot.dtype != dtype:
+            fail(f"program {list(self.program)} allocates shared_hbm {dtype}{list(shape)} where "
+                 f"program 0 allocated {t._buffer.slot.dtype}{list(t.shape)} "
+                 f"({first.short()}); every program shares the same tensors")
+        return t
 
     @property
     def target_data(self):
@@ -686,7 +1044,9 @@ class Tracer:
 
     # -- on-chip
     def onchip(self, kind: str, dtype: str, shape: tuple[int, ...], site: Site,
-               name: str = "") -> NkiTensor:
+               name: str = "", address: int | None = None) -> NkiTensor:
+        """A new on-chip tile; its bytes are chosen after the trace, by live range
+        (``neuronemu.nki._alloc``). ``address``: a byte offset given by the kernel."""
         tdata = self.target_data
         if len(shape) < 2:
             fail(f"on-chip tensors are at least 2-D [partitions, free...], got {list(shape)}")
@@ -697,65 +1057,62 @@ class Tracer:
                  f"(the first dim of an on-chip tensor is the partition dim)")
         if any(s <= 0 for s in shape):
             fail(f"tensor dims must be positive, got {list(shape)}")
-        key = (site.filename, site.line, site.column, kind, dtype, shape)
-        ring = self.rings.setdefault(key, [])
-        for slot in ring:
-            if slot.free:
-                slot.free = False
-                return NkiTensor(Buffer(slot), shape)
+        key = (site.filename, site.line, site.column, kind)
         if key not in self.prefixes:
             tag = {"sbuf": "sb", "psum": "ps"}[kind]
-            self.prefixes[key] = self.unique(f"{name or tag}_L{site.line}")
-        prefix = self.prefixes[key]
-        slot = Slot(f"{prefix}_{len(ring)}", kind, dtype, shape, site)
-        if not self._place(slot):
-            # out of room: borrow a free slot of the same type from another call site
-            for other in self.slots:
-                if (other.free and other.kind == kind and other.dtype == dtype
-                        and other.shape == shape):
-                    other.free = False
-                    return NkiTensor(Buffer(other), shape)
-            self._overflow(slot)
-        self.names.add(slot.name)
-        ring.append(slot)
+            self.prefixes[key] = [self.unique(f"{name or tag}_L{site.line}"), {}]
+        slot = Slot("", kind, dtype, tuple(shape), site)
+        capacity = (tdata.sbuf_partition_bytes if kind == "sbuf"
+                    else tdata.psum_partition_bytes)
+        if slot.bytes_per_partition > capacity:
+            fail(f"{kind.upper()} overflow on {self.target}: this {list(shape)} {dtype} tile "
+                 f"needs {slot.bytes_per_partition} bytes per partition, more than the "
+                 f"{capacity} a partition has")
+        slot.live = Live(slot, len(self.instructions), fixed=address)
         self.slots.append(slot)
         return NkiTensor(Buffer(slot), shape)
 
-    def _place(self, slot: Slot) -> bool:
+    def place_onchip(self) -> None:
+        """Choose every tile's bytes (live ranges) and its declaration name: tiles of one
+        call site that land on the same bytes with the same type share a declaration."""
         tdata = self.target_data
-        size = slot.bytes_per_partition
-        offset = -(-self.next_offset[slot.kind] // _ALIGN) * _ALIGN
-        capacity = (tdata.sbuf_partition_bytes if slot.kind == "sbuf"
-                    else tdata.psum_partition_bytes)
-        if slot.kind == "psum":
-            bank = tdata.psum_bank_bytes
-            if size > bank or offset // bank != (offset + size - 1) // bank:
-                offset = -(-offset // bank) * bank
-        if offset + size > capacity:
-            return False
-        slot.offset = offset
-        self.next_offset[slot.kind] = offset + size
-        self.peak[slot.kind] = offset + size
-        return True
+        capacity = {"sbuf": tdata.sbuf_partition_bytes, "psum": tdata.psum_partition_bytes}
+        try:
+            placement = place([s.live for s in self.slots], capacity, tdata.psum_bank_bytes)
+        except Overflow as over:
+            self._overflow(over)
+        self.peak = {k: placement.pool_bytes.get(k, 0) for k in ("sbuf", "psum")}
+        self.declared: list[Slot] = []
+        for live in placement.placed:
+            slot = live.slot
+            s = slot.site
+            prefix, names = self.prefixes[(s.filename, s.line, s.column, slot.kind)]
+            key = (live.offset, slot.dtype, slot.shape)
+            if key not in names:
+                names[key] = f"{prefix}_{len(names)}"
+                slot.name = names[key]
+                slot.offset = live.offset
+                self.declared.append(slot)
+            slot.name = names[key]
+            slot.offset = live.offset
 
-    def _overflow(self, slot: Slot):
-        tdata = self.target_data
+    def _overflow(self, over: Overflow):
+        tile, live, capacity = over.tile, over.live, over.capacity
+        slot = tile.slot
         kind = slot.kind
-        capacity = tdata.sbuf_partition_bytes if kind == "sbuf" else tdata.psum_partition_bytes
-        per_site: dict = {}
-        for s in self.slots:
-            if s.kind == kind:
-                k = s.site.short()
-                n, b = per_site.get(k, (0, 0))
-                per_site[k] = (n + 1, b + s.bytes_per_partition)
-        used = "; ".join(f"{k}: {n} slot(s), {b} B" for k, (n, b) in
-                         sorted(per_site.items(), key=lambda kv: -kv[1][1]))
-        fail(f"{kind.upper()} overflow on {self.target}: this {list(slot.shape)} {slot.dtype} "
-             f"tile needs {slot.bytes_per_partition} bytes per partition, "
-             f"{self.next_offset[kind]} of {capacity} are taken",
-             f"allocated by call site (bytes per partition): {used}",
-             "a tile stays allocated while a Python variable or list still refers to it; "
-             "smaller tiles or fewer live tiles make the kernel fit")
+        used = sum(t.size for t in live)
+        listed = "; ".join(f"{list(t.slot.shape)} {t.slot.dtype} from {t.slot.site.short()} "
+                           f"({t.size} B, last used by the instruction at "
+                           f"{self.instructions[t.end].site.short()})" for t in live[:12])
+        more = f"; and {len(live) - 12} more" if len(live) > 12 else ""
+        raise NkiError(
+            f"{kind.upper()} overflow on {self.target}: this {list(slot.shape)} {slot.dtype} "
+            f"tile needs {tile.size} bytes per partition; {len(live)} tiles live here hold "
+            f"{used} of the {capacity} bytes (a contiguous {tile.size}-byte gap is needed)",
+            slot.site.location(),
+            (f"tiles live at this line (bytes per partition): {listed}{more}",
+             ("a tile's bytes are free after the last instruction that uses it; smaller "
+              "tiles, or using tiles before allocating the next ones, make the kernel fit")))
 
     # -- instructions
     def emit(self, mnemonic: str, *operands: str, **kwargs) -> None:
@@ -809,13 +1166,25 @@ class Tracer:
             dims = ", ".join(map(str, shape))
             lines.append(f".hbm {slot.name} {slot.dtype}[{dims}] {slot.role}")
             source_map[len(lines)] = slot.site
-        for slot in self.slots:
+        self.place_onchip()
+        pools = {}
+        for kind in ("sbuf", "psum"):
+            if self.peak[kind]:
+                pools[kind] = self.unique(f"{kind}_pool")
+                size = -(-self.peak[kind] // _ALIGN) * _ALIGN
+                lines.append(f".{kind} {pools[kind]} uint8[{self.target_data.partitions}, "
+                             f"{size}] at=0    # tiles are placed in it by live range")
+        for slot in self.declared:
             dims = ", ".join(map(str, slot.shape))
-            lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}]    "
-                         f"# {slot.site.short()}")
+            lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}] "
+                         f"alias={pools[slot.kind]} at={slot.offset}    # {slot.site.short()}")
             source_map[len(lines)] = slot.site
+        names = {id(s): s.name for s in self.slots}
         for ins in self.instructions:
-            lines.append(f"    {ins.text}    # {ins.site.short()}")
+            text = ins.text
+            if "\x00" in text:   # tile names chosen after the trace
+                text = _TILE_REF.sub(lambda m: names[int(m.group(1))], text)
+            lines.append(f"    {text}    # {ins.site.short()}")
             source_map[len(lines)] = ins.site
         return "\n".join(lines) + "\n", source_map
 

@@ -20,6 +20,7 @@ from neuronemu.nki._trace import (
     HOOKS,
     SPACES,
     DynSlice,
+    NKIObject,  # noqa: F401 - nl.NKIObject, a base class of kernels
     NkiTensor,
     dtype_name,
     dtype_tables,
@@ -57,10 +58,58 @@ float8_e8m0fnu = _BY_NAME["float8_e8m0fnu"]
 sbuf = SPACES["sbuf"]
 psum = SPACES["psum"]
 hbm = SPACES["hbm"]
-shared_hbm = SPACES["hbm"]
-private_hbm = SPACES["hbm"]
+shared_hbm = SPACES["shared_hbm"]
+private_hbm = SPACES["private_hbm"]
 
 tensor = NkiTensor
+MemoryRegion = type(SPACES["sbuf"])
+
+
+def is_hbm(buffer) -> bool:
+    """Whether ``buffer`` (``nl.shared_hbm``, a tensor's ``.buffer``, ...) is HBM."""
+    return _space(buffer).kind == "hbm"
+
+
+def is_sbuf(buffer) -> bool:
+    return _space(buffer).kind == "sbuf"
+
+
+def is_psum(buffer) -> bool:
+    return _space(buffer).kind == "psum"
+
+
+def is_on_chip(buffer) -> bool:
+    return _space(buffer).kind in ("sbuf", "psum")
+
+
+class finfo:
+    """Limits of a float dtype (``nl.finfo(nl.bfloat16).max``), from numpy / ml_dtypes."""
+
+    def __init__(self, dtype) -> None:
+        import ml_dtypes
+
+        npd = numpy_dtype(dtype)
+        info = ml_dtypes.finfo(npd)
+        self.dtype = npd
+        self.bits = info.bits
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.eps = float(info.eps)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return f"finfo(dtype={self.dtype}, min={self.min}, max={self.max}, eps={self.eps})"
+
+
+class iinfo:
+    """Limits of an integer dtype."""
+
+    def __init__(self, dtype) -> None:
+        info = np.iinfo(numpy_dtype(dtype))
+        self.dtype, self.bits, self.min, self.max = info.dtype, info.bits, int(info.min), int(
+            info.max)
 
 
 class tile_size:
@@ -98,16 +147,19 @@ def ds(start, size, step: int = 1) -> DynSlice:
 
 
 def program_id(axis: int = 0) -> int:
-    """0: neuronemu.nki runs one program instance (no SPMD grid)."""
-    return 0
+    """Index of the program being traced along ``axis`` of the launch grid (``kernel[g](...)``;
+    0 without a grid)."""
+    return tracer().program_id(axis)
 
 
 def num_programs(axes=None) -> int:
-    return 1
+    """Programs along ``axes`` (an int or a tuple of axes; None: the whole grid)."""
+    return tracer().num_programs(axes)
 
 
 def program_ndim() -> int:
-    return 0
+    """Dimensions of the launch grid (0 without a grid)."""
+    return len(tracer().grid)
 
 
 # ------------------------------------------------------------------------------------------
@@ -117,9 +169,10 @@ def program_ndim() -> int:
 def _space(buffer):
     if buffer is None:
         return SPACES["sbuf"]
-    if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm",
-                                               "private_hbm"):
-        return SPACES["hbm" if buffer.endswith("hbm") else buffer]
+    if isinstance(buffer, str) and buffer in SPACES:
+        return SPACES[buffer]
+    if isinstance(buffer, NkiTensor):
+        return buffer.buffer
     if buffer in SPACES.values():
         return buffer
     fail(f"buffer={buffer!r} is not one of nl.sbuf, nl.psum, nl.shared_hbm, nl.hbm, "
@@ -127,14 +180,10 @@ def _space(buffer):
     raise AssertionError
 
 
-def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
-    """A new tensor: on chip (``nl.sbuf``, the default, or ``nl.psum``) from the call site's
-    ring of slots, or in HBM (a kernel output when the kernel returns it)."""
-    for key in kwargs:
-        if key == "address":
-            fail("ndarray(address=...) (explicit placement) is not supported yet",
-                 unsupported=True)
-        fail(f"ndarray() got an unexpected keyword argument {key!r}")
+def ndarray(shape, dtype, buffer=None, name: str = "", address=None) -> NkiTensor:
+    """A new tensor: on chip (``nl.sbuf``, the default, or ``nl.psum``; placed by live range
+    after the trace, or at ``address=(0, BYTE_OFFSET)``), or in HBM (a kernel output when the
+    kernel returns it)."""
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
@@ -142,8 +191,27 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
     tr = tracer()
     site = user_site()
     if space.kind == "hbm":
-        return tr.hbm_tensor(name or "out", dtype_name(dtype), shape, "scratch", site)
-    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name)
+        if space.name == "private_hbm":
+            return tr.hbm_tensor(name or "out", dtype_name(dtype), shape, "scratch", site)
+        return tr.shared_hbm_tensor(name or "out", dtype_name(dtype), shape, site)
+    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name, _address(address))
+
+
+def _address(address) -> int | None:
+    """``address=(partition_offset, byte_offset)`` -> the byte offset (partition 0 only)."""
+    if address is None:
+        return None
+    try:
+        p, f = (int(v) for v in address)
+    except (TypeError, ValueError):
+        fail(f"address= is (partition_offset, byte_offset), got {address!r}")
+    if p != 0:
+        fail(f"address=({p}, {f}): a tile starting at partition {p} is not supported; tiles "
+             f"start at partition 0 (slice the partitions of a larger tile instead)",
+             unsupported=True)
+    if f < 0 or f % 4:
+        fail(f"address=(0, {f}): the byte offset must be a non-negative multiple of 4")
+    return f
 
 
 def _filled(shape, dtype, buffer, value, name):
@@ -173,6 +241,52 @@ def zeros_like(a, dtype=None, buffer=None, name: str = "", **kwargs) -> NkiTenso
 
 def empty_like(a, dtype=None, buffer=None, name: str = "", **kwargs) -> NkiTensor:
     return ndarray(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+
+
+def shared_constant(constant, dtype=None, **kwargs) -> NkiTensor:
+    """An HBM tensor holding ``constant`` (a numpy array or nested list): an input of the
+    run, as NKI embeds it in the binary. ``dtype`` converts it first."""
+    for key in kwargs:
+        fail(f"shared_constant() got an unexpected keyword argument {key!r}")
+    array = np.asarray(constant)
+    if dtype is not None:
+        array = array.astype(numpy_dtype(dtype))
+    if array.ndim == 0:
+        array = array.reshape(1, 1)
+    tr = tracer()
+    t = tr.hbm_tensor("const", dtype_name(array.dtype), array.shape, "input", user_site())
+    tr.constants[t._buffer.slot.name] = np.ascontiguousarray(array)
+    return t
+
+
+def shared_identity_matrix(n: int, dtype=uint8, dst=None, **kwargs) -> NkiTensor:
+    """An n x n identity matrix in SBUF (``dst``, or a new tile allocated at the calling
+    line), loaded by DMA from a constant HBM tensor."""
+    for key in kwargs:
+        fail(f"shared_identity_matrix() got an unexpected keyword argument {key!r}")
+    n = int(n)
+    source = shared_constant(np.eye(n, dtype=numpy_dtype(dtype)))
+    out = ndarray((n, n), dtype, buffer=sbuf) if dst is None else dst
+    _isa.dma_copy(out, source)
+    return out
+
+
+def broadcast_to(x, shape, **kwargs) -> NkiTensor:
+    """``x`` with its size-1 dims repeated to ``shape`` (see ``NkiTensor.broadcast_to``): a
+    free-dim broadcast is a view any instruction reads; an on-chip partition broadcast is a
+    new SBUF tile filled by a DMA."""
+    for key in kwargs:
+        fail(f"broadcast_to() got an unexpected keyword argument {key!r}")
+    if not isinstance(x, NkiTensor):
+        fail(f"nl.broadcast_to needs a tensor, got {type(x).__name__}")
+    return x.broadcast_to(shape)
+
+
+def expand_dims(x, axis) -> NkiTensor:
+    """``x`` with a new size-1 dim at ``axis`` (a view)."""
+    if not isinstance(x, NkiTensor):
+        fail(f"nl.expand_dims needs a tensor, got {type(x).__name__}")
+    return x.expand_dim(axis)
 
 
 # ------------------------------------------------------------------------------------------
@@ -461,6 +575,7 @@ def matmul(x, y, transpose_x=False, **kwargs) -> NkiTensor:
 
 
 HOOKS["nl"] = sys.modules[__name__]
+globals()["bool"] = bool_   # ``nl.bool`` (set last: this module's code uses the builtin)
 
 
 def __getattr__(name: str):

@@ -1,0 +1,140 @@
+"""On-chip allocation by live range, as the NKI compiler allocates.
+
+Every ``nl.ndarray(buffer=nl.sbuf/psum)`` (and every tile an ``nl`` wrapper returns) is a
+tile of its own while tracing; its live range runs from the instruction count at its
+allocation to the last instruction that names it. After the trace, the tiles are placed in
+program order: a tile's bytes are free again once the instruction that last used it has been
+issued, whatever Python objects still refer to it (a list of 112 tiles whose uses are over
+costs nothing). A call site's first two tiles (of one dtype and shape) go next-fit: the search
+for room starts after the last tile placed and wraps, so a tile freed a moment ago is the last
+reused; from then on the site's tiles rotate over the byte ranges it already has, the one free
+the longest first, and take a new range only when all of them are live. Consecutive
+iterations of a loop thus land on different bytes (the double buffering the compiler gives
+``affine_range`` bodies), and the generated file declares a few tiles per call site. A tile that does not fit is an error at its
+allocating line that lists the tiles live there.
+
+Tiles are declared as aliases of one pool per memory (``.sbuf pool uint8[128, N]`` and
+``.sbuf NAME DTYPE[shape] alias=pool at=OFFSET``), so reused bytes are ordinary memory
+dependencies to neuronemu's ``.sync auto`` (a new tile's writes wait for the old tile's last
+reads). ``ndarray(address=(0, BYTES))`` places a tile by hand at that byte offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+ALIGN = 4
+
+
+@dataclass
+class Live:
+    """A tile's live range and placement."""
+
+    slot: object                  # the tile's Slot (name, kind, dtype, shape, site)
+    start: int                    # instructions issued before it was allocated
+    end: int = -1                 # index of the last instruction naming it (-1: never used)
+    fixed: int | None = None      # address=: the byte offset given by the kernel
+    offset: int | None = None
+
+    @property
+    def size(self) -> int:
+        return self.slot.bytes_per_partition
+
+
+@dataclass
+class Placement:
+    """The result of ``place``: per-memory pool sizes and every used tile's offset."""
+
+    pool_bytes: dict = field(default_factory=dict)
+    placed: list = field(default_factory=list)
+
+
+class Overflow(Exception):
+    """A tile that does not fit: the tile and the tiles live when it was allocated."""
+
+    def __init__(self, tile: Live, live: list[Live], capacity: int) -> None:
+        super().__init__(tile.slot.name)
+        self.tile, self.live, self.capacity = tile, live, capacity
+
+
+def _fits_bank(offset: int, size: int, bank: int | None) -> int:
+    """The first offset >= offset where a PSUM tile obeys the bank rule (one bank, or a bank
+    boundary for a tile larger than a bank); SBUF (bank None) needs only alignment."""
+    offset = -(-offset // ALIGN) * ALIGN
+    if bank is None:
+        return offset
+    if size > bank or offset // bank != (offset + size - 1) // bank:
+        return -(-offset // bank) * bank
+    return offset
+
+
+def place(tiles: list[Live], capacity: dict[str, int], bank: int) -> Placement:
+    """Give every used tile an offset. A call site whose tiles already have two or more homes
+    (byte ranges of the same dtype and shape) reuses the one free the longest, as a ring of
+    buffers; otherwise the tile goes next-fit over the bytes free at its allocation."""
+    out = Placement()
+    for kind in ("sbuf", "psum"):
+        mine = sorted((t for t in tiles if t.slot.kind == kind and t.end >= 0),
+                      key=lambda t: t.start)
+        cap = capacity[kind]
+        bank_size = bank if kind == "psum" else None
+        active: list[Live] = []          # placed and live, by offset
+        homes: dict[tuple, list[list[int]]] = {}   # site key -> [[offset, last end], ...]
+        cursor, peak = 0, 0
+        for tile in mine:
+            active = [t for t in active if t.end >= tile.start]
+            if tile.fixed is not None:
+                tile.offset = tile.fixed
+            else:
+                s = tile.slot
+                key = (s.site.filename, s.site.line, s.site.column, s.dtype, s.shape)
+                ring = homes.setdefault(key, [])
+                home = _free_home(ring, active, tile.size) if len(ring) >= 2 else None
+                if home is None:
+                    tile.offset = _next_fit(active, tile.size, cursor, cap, bank_size)
+                    if tile.offset is None:
+                        home = _free_home(ring, active, tile.size)
+                        if home is None:
+                            raise Overflow(tile, sorted(active, key=lambda t: t.offset), cap)
+                    else:
+                        cursor = tile.offset + tile.size
+                        home = [tile.offset, tile.end]
+                        ring.append(home)
+                tile.offset = home[0]
+                home[1] = tile.end
+            if tile.offset + tile.size > cap:
+                raise Overflow(tile, sorted(active, key=lambda t: t.offset), cap)
+            bisect.insort(active, tile, key=lambda t: t.offset)
+            peak = max(peak, tile.offset + tile.size)
+            out.placed.append(tile)
+        out.pool_bytes[kind] = peak
+    return out
+
+
+def _free_home(ring: list[list[int]], active: list[Live], size: int) -> list[int] | None:
+    """The home of ``ring`` whose bytes no live tile holds, the one free the longest."""
+    best = None
+    for home in ring:
+        lo, hi = home[0], home[0] + size
+        if any(t.offset < hi and lo < t.offset + t.size for t in active):
+            continue
+        if best is None or home[1] < best[1]:
+            best = home
+    return best
+
+
+def _next_fit(active: list[Live], size: int, cursor: int, cap: int,
+              bank: int | None) -> int | None:
+    """The first gap of ``size`` bytes at or after ``cursor``, else from 0."""
+    for begin in (cursor, 0):
+        offset = _fits_bank(begin, size, bank)
+        for t in active:
+            if t.offset + t.size <= offset:
+                continue
+            if t.offset >= offset + size:
+                break
+            offset = _fits_bank(t.offset + t.size, size, bank)
+        if offset + size <= cap:
+            return offset
+    return None
