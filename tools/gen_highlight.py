@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 from neuronemu.highlight.words import Vocabulary, vocabulary
+from tools.generated import write_generated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,21 +134,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
     args = parser.parse_args()
-    stale = []
-    for path, text in outputs().items():
-        current = path.read_text() if path.exists() else None
-        if current != text:
-            stale.append(path.relative_to(ROOT))
-            if not args.check:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-    if args.check and stale:
-        print("stale generated files: " + ", ".join(map(str, stale))
-              + "; run tools/gen_highlight.py")
-        return 1
-    for p in stale:
-        print(f"wrote {p}")
-    return 0
+    return write_generated(outputs(), args.check, "python -m tools.gen_highlight")
 
 
 if __name__ == "__main__":

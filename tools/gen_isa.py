@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from neuronemu.isa.table import TableError, argument_sets, load_isa
+from tools.generated import write_generated
 
 HEADER = "# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.\n"
 
@@ -269,20 +270,7 @@ def main() -> int:
     except TableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    stale = []
-    for path, text in files.items():
-        current = path.read_text() if path.exists() else None
-        if current != text:
-            stale.append(path.relative_to(ROOT))
-            if not args.check:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-    if args.check and stale:
-        print("stale generated files: " + ", ".join(map(str, stale)) + "; run tools/gen_isa.py")
-        return 1
-    for p in stale:
-        print(f"wrote {p}")
-    return 0
+    return write_generated(files, args.check, "python -m tools.gen_isa")
 
 
 if __name__ == "__main__":
