@@ -20,10 +20,8 @@ import inspect
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from neuronemu.isa.table import TableError, argument_sets, load_isa
-from tools.generated import write_generated
+from tools.generated import ROOT, write_generated
 
 HEADER = "# Generated from isa/*.toml by tools/gen_isa.py -- do not edit.\n"
 
