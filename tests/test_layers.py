@@ -109,8 +109,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
     "source notices",            # text, locations, user notices: import nothing
     "errors",
-    "isa kernel_text programs",  # the tables (instructions, dtypes, topologies, codes); decoding
-                                 # kernel files; the bundled kernels and the kernel lookup
+    "isa kernel_text",           # the tables (instructions, dtypes, topologies, codes); decoding
+                                 # kernel files
+    "programs",                  # the bundled kernels, the kernel lookup, a kernel's own topology
     "compiled",                  # numba tooling: jit, content-keyed cache, compile reporter
     "numerics",                  # value <-> bits
     "machine",                   # lowered-array layout, kernel ABI, tile memory, compression

@@ -112,13 +112,18 @@ def _spec(d: InstrDef) -> _Spec:
     return spec
 
 
+def _signature(name: str, sig) -> str:
+    """The note of a call whose arguments do not bind, as nki.names words it for the others."""
+    return f"NKI 0.6 signature: nisa.{name}({', '.join(n for n, _ in sig)})"
+
+
 def bind(name: str, d: InstrDef, args: tuple, kwargs: dict) -> dict[str, object]:
     """Table argument name -> the value the NKI call gave (defaults left out)."""
     spec = _spec(d)
     sig = spec.sig
     if len(args) > len(sig):
         fail(f"nisa.{name}() takes {len(sig)} positional arguments but {len(args)} were given",
-             f"arguments: {', '.join(n for n, _ in sig)}")
+             _signature(name, sig), unsupported=True)
     values: dict[str, object] = {}
     for (_, table_name), value in zip(sig, args):
         values[table_name] = value
@@ -138,8 +143,8 @@ def bind(name: str, d: InstrDef, args: tuple, kwargs: dict) -> dict[str, object]
                 fail(f"nisa.{name}(mask=...) is the NKI 0.1 dialect; in NKI 0.2+ slice the "
                      f"operands instead", unsupported=True)
             if key not in spec.table_names:
-                fail(f"nisa.{name}() got an unexpected argument {key!r}",
-                     f"arguments: {', '.join(n for n, _ in sig)}")
+                fail(f"nisa.{name}() has no argument '{key}' in NKI 0.6", _signature(name, sig),
+                     unsupported=True)
             table_name = key
         if table_name in values:
             fail(f"nisa.{name}() got multiple values for argument {key!r}")

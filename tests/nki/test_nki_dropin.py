@@ -450,11 +450,13 @@ def older_dtype_argument(x, dtype):
     return out
 
 
-def test_the_02_dtype_argument_is_accepted_when_it_repeats_dst():
-    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+def test_the_02_dtype_argument_of_tensor_copy_rounds_through_that_dtype():
+    # NKI 0.2's tensor_copy(dtype=) (the matmul tutorials' PSUM -> SBUF copies): the same
+    # dtype as dst is a plain copy; another rounds through it (RNE, as ml_dtypes casts)
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4) + 0.3
     np.testing.assert_array_equal(nki.simulate(older_dtype_argument)(x, nl.float32), x)
-    with pytest.raises(NkiUnsupported, match="since NKI 0.3 the output type is dst's"):
-        nki.simulate(older_dtype_argument)(x, nl.bfloat16)
+    np.testing.assert_array_equal(nki.simulate(older_dtype_argument)(x, nl.bfloat16),
+                                  x.astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
 def test_names_of_other_versions_say_what_to_write():
