@@ -422,11 +422,11 @@ def test_expansion_stops_before_it_outgrows_the_host_memory(monkeypatch, tmp_pat
     not fit in the available memory stops at the line that would not, with exit code 6."""
     from click.testing import CliRunner
 
-    from neuronemu import ResourceError, resources
+    from neuronemu import ResourceError, hostmem
     from neuronemu.cli import main
 
     available = macros._HEADROOM + 100 * macros.BYTES_PER_LINE
-    monkeypatch.setattr(resources, "host_memory", lambda: (1 << 34, available))
+    monkeypatch.setattr(hostmem, "host_memory", lambda: (1 << 34, available))
     with pytest.raises(ResourceError) as info:
         assemble(DECLS + ".rept 1000\n    dma.copy t, a\n.endr\n", "m.s")
     error = info.value
