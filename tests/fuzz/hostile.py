@@ -567,9 +567,11 @@ def mpi_mismatch(scratch: Path, rng: random.Random) -> Verdict:
         argv = [mpiexec, "-n", "1", *head, "--seed", "1", ":", "-n", "1", *head, "--seed", "2"]
         what = "different seeds"
     else:
+        # a missing --output-dir is made (as mkdir -p would); one under a regular file cannot be
+        (scratch / "a-file").write_text("")
         argv = [mpiexec, "-n", "1", *head, "--output-dir", str(scratch), ":", "-n", "1", *head,
-                "--output-dir", str(scratch / "missing" / "dir")]
-        what = "an output directory missing on one process"
+                "--output-dir", str(scratch / "a-file" / "dir")]
+        what = "an output directory one process cannot make"
     ran = finish(launch(argv, scratch), timeout=120)
     if ran.hung:
         return failed(f"{what}: hang")
