@@ -1,6 +1,6 @@
 """The debugger's two speed figures (issue 28), on a loop of ~10^6 instructions.
 
-Usage: PYTHONPATH=$PWD python tools/debug_speed.py [--rounds N] [--passes P]
+Usage: python -m tools.debug_speed [--rounds N] [--passes P]
 
   rate     instructions / s of the plain run's loop (neuronemu.run, Result.wall_seconds: the
            loop alone, no set-up or report), against the debugger's `continue` to a breakpoint

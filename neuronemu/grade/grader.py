@@ -299,7 +299,7 @@ def _perf(lab: Lab, variant: Variant, timing, budget: Budget, n_timed: int) -> T
     reference = budget.reference_ns.get(variant.name)
     if reference is None:
         return TestResult(name, 0.0, points, f"no recorded reference time for {variant.name} "
-                          f"(instructors: python tools/labs.py record)")
+                          f"(instructors: python -m tools.labs record)")
     ratio = timing.time_ns / reference
     fraction = tier_fraction(ratio)
     head = (f"modelled {timing.time_ns / 1000:.2f} us, reference {reference / 1000:.2f} us "

@@ -77,7 +77,7 @@ class Budget:
         doc = {"reference_ns": {k: round(v, 3) for k, v in sorted(self.reference_ns.items())},
                "tiers": [list(t) for t in TIERS],
                "note": "modelled ns of the reference solution; re-record with "
-                       "`python tools/labs.py record`"}
+                       "`python -m tools.labs record`"}
         path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
