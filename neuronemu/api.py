@@ -238,7 +238,7 @@ def run_spmd(program: Program, topology: str | None = None,
         raise error
     compiled = compiling.seconds()
     start = time.perf_counter()
-    ran = run_ranks(program, topo, ranks_per_chip, per_rank, seed, partitions, options)
+    ran = run_ranks(program, topo, ranks_per_chip, per_rank, seed, partitions, comm, options)
     if ran is None:
         return None   # a partition other than 0 of an mpiexec launch
     results, network = ran

@@ -15,10 +15,10 @@ from neuronemu.results import Result, finish
 
 
 def run_ranks(program, topo, ranks_per_chip: int, per_rank: list[dict], seed: int,
-              partitions: int | None, options: dict):
+              partitions: int | None, comm, options: dict):
     """Every rank's Result and the links' state, from partition 0 (the only one under mpiexec
-    that returns them; the others return None). ``options``: spmd.execute's run options."""
-    comm = launch_comm(partitions)
+    that returns them; the others return None). ``comm``: ``launch_comm(partitions)``, which
+    the caller has already checked the launch with; ``options``: spmd.execute's run options."""
     if comm is None and partitions is not None and partitions > 1:
         from neuronemu.exec.core import RunLimits, stop_on_sigint
         from neuronemu.multichip.comm import run_loopback

@@ -9,14 +9,10 @@ specialisation stage does. At the end the tracer writes an assembly file whose e
 instruction carries a ``# kernel.py:LINE`` comment, and keeps the map generated line -> Python
 frame that ``map_error`` uses to point assembler and run-time diagnostics at the kernel's line.
 
-On-chip allocation: each ``nl.ndarray(buffer=nl.sbuf/psum)`` call site owns a ring of
-physical slots (``.sbuf``/``.psum`` declarations). A slot is free again when the Python object
-that owned it is garbage collected (a weakref finaliser), so ``t = nl.ndarray(...)`` in a loop
-body gets two slots (the previous iteration's ``t`` is still bound while the next one is
-allocated): double buffering, as the compiler gives ``affine_range`` bodies. A list of tiles
-kept alive gets one slot per tile. Placement mirrors the assembler's bump allocator (4-byte
-alignment, PSUM tiles never straddle a 2 KiB bank), so capacity errors are reported here, at
-the allocating Python line, before anything is assembled.
+On-chip allocation is by live range, after the trace (neuronemu/nki/_alloc.py): a tile's bytes
+are free once the instruction that last names it has been issued, whatever Python objects still
+refer to it; a tile that does not fit is an error at its allocating line listing the tiles live
+there.
 """
 
 from __future__ import annotations
@@ -226,7 +222,6 @@ class Slot:
     shape: tuple[int, ...]
     site: Site
     offset: int = 0
-    free: bool = False
     role: str = "scratch"          # HBM: input | output | scratch
     used_shape: tuple[int, ...] | None = None
     used_site: Site | None = None
