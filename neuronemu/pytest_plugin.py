@@ -81,8 +81,13 @@ def _notice_past_capture(config: pytest.Config, text: str) -> None:
     if capture is None:
         print(text, file=sys.stderr, flush=True)
         return
+    redirected = sys.stdin, sys.stdout, sys.stderr
     with capture.global_and_fixture_disabled():
         print(f"\n{text}", file=sys.stderr, flush=True)
+    # resuming puts pytest's own capture streams back in sys; streams a test had put there
+    # (click's CliRunner, contextlib.redirect_stdout) must stay, or what the command prints
+    # after its first compile goes astray
+    sys.stdin, sys.stdout, sys.stderr = redirected
 
 
 @functools.cache

@@ -26,6 +26,26 @@ def test_a_notice_inside_a_passing_test_is_shown(pytester):
     assert "captured output that stays hidden" not in shown     # the capture still works
 
 
+def test_a_notice_leaves_a_tests_own_redirection_in_place(pytester):
+    """A first compile inside CliRunner.invoke: the command's --json document printed after it
+    reached pytest's capture instead of the runner's stdout (an empty result.stdout)."""
+    pytester.makepyfile(test_x="""
+        import click
+        from click.testing import CliRunner
+        from neuronemu import notices
+
+        @click.command()
+        def command():
+            notices.notify("neuronemu: compiling the code this kernel needs with numba")
+            click.echo("the document")
+
+        def test_runner_keeps_its_output():
+            assert CliRunner().invoke(command).stdout == "the document\\n"
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-q")
+    result.assert_outcomes(passed=1)
+
+
 def test_the_compile_announcement_goes_through_the_notices(monkeypatch):
     from neuronemu.compiled import cache, compiling
 
