@@ -145,6 +145,18 @@ def generate(args, sink) -> None:
             raise
 
 
+def _report_at_once(out: Path | None, tally: Tally, mode: str, case: dict,
+                    outcome: fuzzrun.Outcome) -> None:
+    """A failure is shown and kept when it happens, not only in the summary: a run of 10^6
+    cases takes hours, and one killed before its end would otherwise have lost them."""
+    with tally.lock:
+        number = sum(f.count for f in tally.failures.values())
+    print(f"  failure {number} ({mode}): {outcome.signature}", file=sys.stderr, flush=True)
+    if out is not None:
+        write_reproducer(out / "as-found" / f"{number:04d}_{_slug(outcome.signature)}",
+                         Failure(outcome.signature, outcome.kind, detail=outcome.detail), case)
+
+
 def run_all(args) -> tuple[Tally, float, dict[str, float]]:
     tally = Tally()
     jobs: queue.Queue = queue.Queue(maxsize=4 * args.jobs)
@@ -159,6 +171,8 @@ def run_all(args) -> tuple[Tally, float, dict[str, float]]:
             with tally.lock:
                 busy[mode] += time.perf_counter() - start
             tally.add(mode, case, outcome, time.perf_counter() - start)
+            if outcome.failed:
+                _report_at_once(args.out, tally, mode, case, outcome)
             if args.progress and tally.cases % args.progress == 0:
                 fails = sum(f.count for f in tally.failures.values())
                 print(f"  {tally.cases} cases, {fails} failures, "
