@@ -4,55 +4,23 @@ README: 0 ok, 1 runtime fault or limit, 2 usage, 3 assembly error, 4 bad input/o
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
-from neuronemu import files, report
-from neuronemu.errors import (
-    InputError,
-    Interrupted,
-    NeuronemuError,
-    Reported,
-)
-from neuronemu.isa.topologies import topology_named
-from neuronemu.multichip.comm import launched_by_mpiexec, partition_number
+from neuronemu import files, report, runs
+from neuronemu.cli_errors import Failure, Group, echo_warnings
+from neuronemu.errors import InputError, NeuronemuError
+from neuronemu.multichip.comm import launched_by_mpiexec
 from neuronemu.multichip.run import agreed_error, end_launch
 from neuronemu.programs import check_own_topology, resolve_kernel
 
 TARGETS = ("trn1", "trn2", "trn3")
 INT64_MAX = 2 ** 63 - 1  # seeds and limits live in int64 registers
 DEFAULT_TIMEOUT = 60.0
-
-
-class _Failure(click.ClickException):
-    """Carries a NeuronemuError out of a command with its exit code, rendered once, after the
-    kernel's assembler warnings (they may be the failure's cause: an integer division, say)."""
-
-    def __init__(self, error: Reported, as_json: bool, warnings: Iterable = ()):
-        super().__init__(error.message)
-        self.error = error
-        self.exit_code = error.exit_code
-        self.as_json = as_json
-        self.warnings = list(warnings)
-
-    def show(self, file=None) -> None:
-        if partition_number() != 0:
-            return   # every MPI partition raises the same error; partition 0 reports it
-        if self.as_json:
-            click.echo(json.dumps(report.error_document(self.error, self.warnings), indent=2))
-        _echo_warnings(self.warnings)
-        click.echo(self.error.render(), err=True)
-
-
-def _echo_warnings(warnings: Iterable) -> None:
-    for warning in warnings:
-        click.echo(warning.render(), err=True)
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -85,50 +53,7 @@ class _Seconds(click.ParamType):
         return None if number == 0 or math.isinf(number) else number
 
 
-class _JsonUsageError(click.UsageError):
-    """A usage error under --json: the error document on stdout too, as for every other error,
-    so a caller that parses stdout always gets one JSON document."""
-
-    def __init__(self, error: click.UsageError):
-        super().__init__(error.format_message(), error.ctx)
-        self.error = error
-        self.exit_code = error.exit_code
-
-    def show(self, file=None) -> None:
-        param = getattr(self.error, "param", None)
-        hint = getattr(self.error, "param_hint", None)
-        option = (param.opts[0] if param is not None and getattr(param, "opts", None) else
-                  hint.split("/")[0].strip(" '\"") if isinstance(hint, str) else None)
-        doc = report.usage_error_document(self.error.format_message(), self.exit_code, option)
-        click.echo(json.dumps(doc, indent=2))
-        self.error.show(file)
-
-
-class _Group(click.Group):
-    """Turns click's usage errors into _JsonUsageError when the command line asks for --json."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        options = args[:args.index("--")] if "--" in args else args
-        ctx.meta["neuronemu.json"] = "--json" in options
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt as e:
-            # Ctrl-C in any command: the run's own Interrupted (with where the run was), or
-            # one outside the instruction loop (assembling, compiling, grading, writing);
-            # files are written all-or-none, so nothing was
-            error = e if isinstance(e, Interrupted) else Interrupted(
-                "interrupted (Ctrl-C); nothing was written", limit="interrupt")
-            raise _Failure(error, bool(ctx.meta.get("neuronemu.json"))) from None
-        except click.UsageError as e:
-            if ctx.meta.get("neuronemu.json") and not isinstance(e, _JsonUsageError):
-                raise _JsonUsageError(e) from None
-            raise
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="neuronemu")
 def main() -> None:
     """Emulate AWS NeuronCore (Trainium) kernels written in NeuronCore assembly."""
@@ -195,8 +120,8 @@ def run(kernel, target, inputs, outputs, output_dir, seed, max_instructions, tim
     try:
         _run(kernel, target, topology, ranks_per_chip, input_files, output_files, output_dir,
              options, trace_path, plot_path, as_json)
-    except _Failure as failure:
-        raise _Failure(agreed_error(failure.error), as_json, failure.warnings) from None
+    except Failure as failure:
+        raise Failure(agreed_error(failure.error), as_json, failure.warnings) from None
     except click.ClickException:
         raise   # usage errors: every process has the same command line
     except BaseException:
@@ -214,7 +139,7 @@ def _check_plot(plot_path: Path | None, as_json: bool = False) -> None:
     except MissingMatplotlib as e:
         raise click.BadParameter(str(e), param_hint="--plot") from None
     except InputError as e:
-        raise _Failure(e, as_json) from None
+        raise Failure(e, as_json) from None
 
 
 def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bool) -> None:
@@ -225,61 +150,41 @@ def _write_plot(program, timing, plot_path: Path | None, title: str, as_json: bo
     try:
         plot_timeline(program, timing, plot_path, title=title)
     except OSError as e:
-        raise _Failure(InputError(f"--plot: cannot write {plot_path}: {e.strerror}"),
+        raise Failure(InputError(f"--plot: cannot write {plot_path}: {e.strerror}"),
                        as_json) from None
 
 
 def _run(kernel, target, topology, ranks_per_chip, input_files, output_files, output_dir,
          options, trace_path, plot_path, as_json) -> None:
-    """Assemble, check the destinations, run (on one core, or on every rank of ``topology`` or
-    of the kernel's own ``.topology``), save all-or-none, report."""
-    from neuronemu import api
-    from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
-
+    """neuronemu.runs does the run (one core, or every rank of ``topology`` or of the kernel's
+    own ``.topology``); this reports it."""
     program = None
     try:
-        if topology is not None:
-            target = target or topology_named(topology, "--topology").target
-        path = resolve_kernel(kernel)
-        program = api.assemble_file(path, target=target)
-        spmd = topology is not None or program.topology is not None
-        if spmd:
-            topology, ranks_per_chip = api.default_topology(program, topology, ranks_per_chip)
-        elif options.pop("partitions") is not None or launched_by_mpiexec():
-            raise InputError("partitions (--partitions, mpiexec -n P) split the ranks of a "
-                             "multi-rank run, but this kernel runs on one core: give "
-                             "--topology NAME or a .topology directive")
-        elif ranks_per_chip not in (None, 1):   # 1 is every single-core run's count
+        path, program = runs.assemble(kernel, target, topology)
+        if not runs.runs_on_ranks(program, topology) and ranks_per_chip not in (None, 1):
             raise click.BadParameter("needs --topology or a .topology directive in the kernel "
                                      "(ranks run on the chips of a topology)",
-                                     param_hint="--ranks-per-chip")
-        destinations = files.destinations(program, output_files, output_dir, trace_path)
-        inputs = files.load_inputs(input_files)
-        result = (api.run_spmd(program, topology, inputs, ranks_per_chip=ranks_per_chip,
-                               **options) if spmd else api.run(program, inputs, **options))
-        if result is None:
-            return   # an MPI partition other than 0: partition 0 reports the run
-        saved = files.save_outputs(destinations, result.outputs, output_dir, lambda: (
-            chrome_trace_ranks(result) if spmd else chrome_trace(program, result.timing)))
+                                     param_hint="--ranks-per-chip")   # 1: every core's count
+        done = runs.run(path, program, topology=topology, ranks_per_chip=ranks_per_chip,
+                        input_files=input_files, output_files=output_files,
+                        output_dir=output_dir, trace_path=trace_path, plot_path=plot_path,
+                        **options)
     except NeuronemuError as e:
-        raise _Failure(e, as_json, program.warnings if program is not None else ()) from None
-    common = {"kernel": str(path), "seed": options["seed"], "saved": saved,
-              "stochastic_rounding": options["stochastic_rounding"],
-              "trace": trace_path and str(trace_path), "plot": plot_path and str(plot_path)}
-    if spmd:
+        raise Failure(e, as_json, program.warnings if program is not None else ()) from None
+    if done is None:
+        return   # an MPI partition other than 0: partition 0 reports the run
+    result = done.result
+    if done.topology is not None:
         slowest = report.slowest_rank(result)
         _write_plot(program, result.ranks[slowest].timing, plot_path,
                     f"{path.name}, rank {slowest} of {result.world}", as_json)
-        _echo_warnings(w for rank in result.ranks for w in rank.warnings)
-        doc = report.spmd_document(program, result, topology=topology,
-                                   ranks_per_chip=ranks_per_chip, **common)
-        lines = report.spmd_lines(doc, program, result)
+        echo_warnings(w for rank in result.ranks for w in rank.warnings)
+        lines = report.spmd_lines(done.document, program, result)
     else:
         _write_plot(program, result.timing, plot_path, path.name, as_json)
-        _echo_warnings(result.warnings)
-        doc = report.run_document(program, result, **common)
-        lines = report.run_lines(doc, program, result)
-    click.echo(json.dumps(doc, indent=2) if as_json else "\n".join(lines))
+        echo_warnings(result.warnings)
+        lines = report.run_lines(done.document, program, result)
+    click.echo(json.dumps(done.document, indent=2) if as_json else "\n".join(lines))
 
 
 @main.command()
@@ -295,8 +200,8 @@ def check(kernel, target, as_json):
         program = api.assemble_file(path, target=target)
         check_own_topology(program, target)
     except NeuronemuError as e:
-        raise _Failure(e, as_json) from None
-    _echo_warnings(program.warnings)
+        raise Failure(e, as_json) from None
+    echo_warnings(program.warnings)
     click.echo(json.dumps(report.check_document(str(path), program), indent=2) if as_json
                else "\n".join(report.check_lines(str(path), program)))
 
@@ -335,7 +240,7 @@ def asm_command(kernel, output, target):
         dest = output or Path(path.name).with_suffix(".neo")
         files.save_all({"--output": (str(dest), lambda f: f.write(data))})
     except NeuronemuError as e:
-        raise _Failure(e, False) from None
+        raise Failure(e, False) from None
     click.echo(f"{dest}: {len(program.instructions)} instructions, {len(data)} bytes")
 
 
@@ -357,7 +262,7 @@ def disasm_command(binary, output):
             files.save_all({"--output": (str(output), lambda f: f.write(text.encode()))})
             return
     except NeuronemuError as e:
-        raise _Failure(e, False) from None
+        raise Failure(e, False) from None
     click.echo(text, nl=False)
 
 
@@ -403,7 +308,7 @@ def nki_run(script, args):
 def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, list_labs, as_json):
     """Grade KERNEL.s for LAB (a folder of programs/labs, or its number): correctness on seeded
     random inputs and unseen shapes, then modelled time against the reference's."""
-    from neuronemu.grade.labs import LABS, find_lab
+    from neuronemu.grade.labs import LABS
 
     if list_labs:
         for name, spec in LABS.items():
@@ -411,35 +316,16 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
         return
     if lab is None or kernel is None:
         raise click.UsageError("give LAB and KERNEL.s (or --list)")
-    if launched_by_mpiexec():
-        # every process would grade alone and the multi-chip labs would wait for each other:
-        # each refuses alike, process 0 says why
-        raise _Failure(InputError("neuronemu grade runs in one process: run it without "
-                                  "mpiexec (the labs' multi-chip runs are small)"), as_json)
-    _check_plot(plot_path, as_json)
-    from neuronemu.grade import gradescope
-    from neuronemu.grade.grader import grade, note
+    from neuronemu.grade.command import grade_file
 
     try:
-        spec = find_lab(lab)
-        path = Path(kernel)
-        if not path.is_file():
-            raise InputError(f"no such kernel file: {kernel}")
-        graded = grade(spec, path, seeds=seeds, seed_base=seed_base, plot=plot_path,
-                       progress=note)
-        doc = gradescope.results(graded)
-        if gradescope_path is not None:
-            files.save_all({"--gradescope": (str(gradescope_path), files.json_writer(doc))})
+        if not launched_by_mpiexec():   # (grade_file refuses that first)
+            _check_plot(plot_path, as_json)
+        graded, doc = grade_file(lab, kernel, seeds=seeds, seed_base=seed_base, plot=plot_path,
+                                 gradescope_path=gradescope_path)
     except NeuronemuError as e:
-        raise _Failure(e, as_json) from None
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
-    else:
-        click.echo(graded.text())
-        if plot_path is not None:
-            click.echo(f"plot     {plot_path}" if graded.plots else
-                       f"plot     none drawn: {graded.plot_error}" if graded.plot_error else
-                       "plot     none drawn: no timed shape produced correct outputs")
+        raise Failure(e, as_json) from None
+    click.echo(json.dumps(doc, indent=2) if as_json else graded.text(plot_path))
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
@@ -468,7 +354,7 @@ def debug(kernel, script_args, scripts, batch, target, inputs, seed, max_instruc
                              max_instructions=max_instructions, argv=list(script_args),
                              kernel_name=kernel_name)
     except NeuronemuError as e:
-        raise _Failure(e, as_json) from None
+        raise Failure(e, as_json) from None
     sys.exit(repl.main(debugger, list(scripts), batch, as_json))
 
 
@@ -496,20 +382,19 @@ def programs():
 @click.option("--json", "as_json", is_flag=True)
 def topology(name, as_json):
     """Describe a multi-chip system (isa/topologies.toml), or list them all."""
-    from neuronemu.isa.topologies import load_topologies
+    from neuronemu.isa.topologies import load_topologies, topology_named
 
-    topologies = load_topologies()
     if name is None:
+        topologies = load_topologies()
         click.echo(json.dumps({n: report.topology_document(t) for n, t in topologies.items()})
                    if as_json else "\n".join(report.topology_listing(topologies)))
         return
-    if name not in topologies:
-        close = difflib.get_close_matches(name, list(topologies), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise click.BadParameter(f"unknown topology '{name}'{hint} (topologies: "
-                                 f"{', '.join(topologies)})", param_hint="NAME")
-    click.echo(json.dumps(report.topology_document(topologies[name])) if as_json
-               else "\n".join(report.topology_lines(name, topologies[name])))
+    try:
+        found = topology_named(name, None)
+    except InputError as e:   # a name on the command line, not a file: a usage error (exit 2)
+        raise click.BadParameter(e.message, param_hint="NAME") from None
+    click.echo(json.dumps(report.topology_document(found)) if as_json
+               else "\n".join(report.topology_lines(name, found)))
 
 
 if __name__ == "__main__":  # pragma: no cover

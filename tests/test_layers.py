@@ -121,9 +121,11 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "multichip",
     "api plot files",            # files: .npy reading, all-or-none writing (sizes from hostmem)
     "report",                    # the --json documents and text lines (saved dtypes from files)
+    "runs",                      # one `neuronemu run`: assemble, run, save, document
     "neuronemu",
     "nki testing grade warm isa_reference",
     "debug highlight",           # the step debugger and DAP server; the highlighters
+    "cli_errors",                # click plumbing: errors shown once, --json usage errors
     "cli pytest_plugin",
     "__main__",
 ))

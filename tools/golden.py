@@ -89,44 +89,24 @@ def record(case: dict) -> dict:
 
 def run(case: dict, out_dir: Path, trace: Path) -> tuple[int, dict]:
     """(exit code, --json document) of ``neuronemu run`` with ``case``'s options, every output
-    saved to ``out_dir`` and the trace to ``trace``."""
-    from neuronemu import api, files, report
+    saved to ``out_dir`` and the trace to ``trace``: the CLI's own path (neuronemu.runs)."""
+    from neuronemu import api, report, runs
     from neuronemu.cli import DEFAULT_TIMEOUT
     from neuronemu.errors import NeuronemuError
-    from neuronemu.isa.topologies import load_topologies
-    from neuronemu.programs import resolve_kernel
-    from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
 
     # the options the CLI passes, defaults included (the suite's golden corpus keys runs by them)
     options = {"seed": case.get("seed", 0), "max_instructions": api.DEFAULT_MAX_INSTRUCTIONS,
                "timeout": DEFAULT_TIMEOUT,
                "stochastic_rounding": case.get("stochastic_rounding", False),
                "rounding_seed": case.get("rounding_seed")}
-    topology, target, program = case.get("topology"), case.get("target"), None
+    program = None
     try:
-        path = resolve_kernel(case["kernel"])
-        if topology is not None:
-            target = target or load_topologies()[topology].target
-        program = api.assemble_file(path, target=target)
-        spmd = topology is not None or program.topology is not None
-        destinations = files.destinations(program, {}, out_dir, trace)
-        if spmd:
-            topology, ranks_per_chip = api.default_topology(program, topology, None)
-            result = api.run_spmd(program, topology, {}, ranks_per_chip=ranks_per_chip,
-                                  **options)
-            trace_doc = lambda: chrome_trace_ranks(result)
-        else:
-            result = api.run(program, {}, **options)
-            trace_doc = lambda: chrome_trace(program, result.timing)
-        saved = files.save_outputs(destinations, result.outputs, out_dir, trace_doc)
+        path, program = runs.assemble(case["kernel"], case.get("target"), case.get("topology"))
+        done = runs.run(path, program, topology=case.get("topology"), output_dir=out_dir,
+                        trace_path=trace, **options)
     except NeuronemuError as e:
         return e.exit_code, report.error_document(e, program.warnings if program else ())
-    common = {"kernel": str(path), "seed": options["seed"], "saved": saved, "trace": str(trace),
-              "stochastic_rounding": options["stochastic_rounding"]}
-    if spmd:
-        return 0, report.spmd_document(program, result, topology=topology,
-                                       ranks_per_chip=ranks_per_chip, **common)
-    return 0, report.run_document(program, result, **common)
+    return 0, done.document
 
 
 def main() -> int:

@@ -63,7 +63,8 @@ class Report:
     def max_score(self) -> float:
         return round(sum(t.max_score for t in self.tests), 2)
 
-    def text(self) -> str:
+    def text(self, plot: Path | None = None) -> str:
+        """The report for a terminal; with ``plot``, a last line saying what was drawn."""
         lines = [f"lab {self.lab}: {self.kernel}"]
         for t in self.tests:
             mark = "PASS" if t.passed else ("PART" if t.score > 0 else "FAIL")
@@ -71,6 +72,10 @@ class Report:
             lines.extend("       " + line for line in t.output.splitlines())
         lines.append(f"score {self.score:g} / {self.max_score:g}  "
                      f"(graded in {self.wall_seconds:.1f} s)")
+        if plot is not None:
+            lines.append(f"plot     {plot}" if self.plots else
+                         f"plot     none drawn: {self.plot_error}" if self.plot_error else
+                         "plot     none drawn: no timed shape produced correct outputs")
         return "\n".join(lines)
 
 

@@ -195,8 +195,9 @@ def load_topologies() -> dict[str, Topology]:
     return {name: _build(name, data) for name, data in raw.items()}
 
 
-def topology_named(name: str, option: str = "topology"):
-    """The topology called ``name``, or an InputError listing them (with the closest name)."""
+def topology_named(name: str, option: str | None = "topology"):
+    """The topology called ``name``, or an InputError listing them (with the closest name),
+    its message led by ``option`` unless that is None."""
     import difflib
 
     from neuronemu.errors import InputError
@@ -204,7 +205,7 @@ def topology_named(name: str, option: str = "topology"):
     topologies = load_topologies()
     if name not in topologies:
         close = difflib.get_close_matches(name, topologies, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise InputError(f"{option}: unknown topology '{name}' (topologies: "
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise InputError(f"{option + ': ' if option else ''}unknown topology '{name}' (topologies: "
                          f"{', '.join(topologies)}){hint}")
     return topologies[name]
