@@ -77,6 +77,8 @@ class KernelTrace:
     """HBM input name -> the caller's array (numpy, torch, jax) it was made from."""
     unreturned: list = field(default_factory=list)
     """(name, allocating site) of the HBM tensors the kernel used but did not return."""
+    prints: list = field(default_factory=list)
+    """(prefix, output name) of each ``nl.device_print``: printed when the run ends."""
 
     def assemble(self):
         """The neuronemu ``Program`` (errors point at the kernel's Python line)."""
@@ -253,7 +255,7 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
     unreturned = [(slot.name, slot.site) for slot in tr.hbm
                   if slot.role == "scratch" and slot.used_shape is not None]
     return KernelTrace(text, asm_name, source_map, target, inputs, returned, names,
-                       dict(tr.peak), callers, unreturned)
+                       dict(tr.peak), callers, unreturned, list(tr.prints))
 
 
 TRACE_HOOKS: list[Callable[[KernelTrace], None]] = []
@@ -285,6 +287,8 @@ def run(kernel, *args, target: str | None = None, dma_queues=None, seed: int = 0
             warning.location = loc
             warning.notes = tuple(warning.notes) + (note,)
     _write_back(tr, result)
+    for prefix, name in tr.prints:
+        print(prefix, result.outputs[name])
     arrays = [_final(result, name).reshape(shape) for name, shape in tr.output_names]
     if tr.callers:   # the caller's kind of array (torch / jax), as NKI returns it
         like = next(iter(tr.callers.values()))

@@ -958,6 +958,8 @@ class Tracer:
     shared_next: int = 0
     constants: dict = field(default_factory=dict)
     """HBM inputs the kernel made itself (``nl.shared_constant``): name -> array."""
+    prints: list = field(default_factory=list)
+    """(prefix, HBM output name) of each ``nl.device_print``, in program order."""
 
     # -- SPMD
     def program_id(self, axis: int = 0) -> int:

@@ -24,6 +24,8 @@ from neuronemu.nki._operands import (
 )
 from neuronemu.nki._trace import (
     HOOKS,
+    NkiError,
+    NKIObject,
     NkiTensor,
     dtype_name,
     fail,
@@ -86,6 +88,17 @@ class nc_version:
 class dma_engine:
     dma = "dma"
     gpsimd_dma = "gpsimd_dma"
+
+
+NkiValidationError = NkiError
+"""What NKI raises when a call breaks a hardware rule: neuronemu's located error, so that an
+``except nisa.NkiValidationError`` in a kernel's harness catches it."""
+
+
+class NkiInstruction(NKIObject):
+    """The handle type NKI 0.6's ISA calls return (for annotations and isinstance). neuronemu's
+    calls return None: a scheduling edge (``depends_on``) adds nothing here, where every
+    instruction already waits for the data it reads (auto sync)."""
 
 
 def get_nc_version():

@@ -10,6 +10,7 @@ binary arithmetic, reductions, ``reciprocal`` and ``negative`` on VectorE; ``nl.
 
 from __future__ import annotations
 
+import builtins
 import sys
 
 import numpy as np
@@ -36,6 +37,7 @@ from neuronemu.nki._trace import (
 
 _BY_NAME = dtype_tables()[0]
 float32 = _BY_NAME["float32"]
+tfloat32 = "tfloat32"     # no numpy dtype: a 32-bit word with 13 low zero bits (isa/dtypes.toml)
 bfloat16 = _BY_NAME["bfloat16"]
 float16 = _BY_NAME["float16"]
 float8_e4m3 = _BY_NAME["float8_e4m3"]
@@ -351,7 +353,7 @@ def _result_dtype(*values) -> np.dtype:
 
 def _column(t: NkiTensor, other: NkiTensor) -> bool:
     """t is a [P, 1] column that broadcasts along other's free axes."""
-    return (t.shape[0] == other.shape[0] and all(s == 1 for s in t.shape[1:])
+    return (t.shape[0] == other.shape[0] and builtins.all(s == 1 for s in t.shape[1:])
             and t.shape != other.shape)
 
 
@@ -571,11 +573,291 @@ def matmul(x, y, transpose_x=False, **kwargs) -> NkiTensor:
 
 
 # ------------------------------------------------------------------------------------------
+# NKI 0.3+ convenience wrappers built from several instructions. NKI leaves their lowering to
+# its compiler; these use the instructions above, each result rounded as that instruction
+# rounds, and say how in their docstrings (docs/nki.md lists the accuracy).
+
+
+def _tile_of(value, like: NkiTensor, dtype) -> NkiTensor:
+    """``value`` as a tile shaped like ``like``: itself, or a new tile filled with a number."""
+    if isinstance(value, NkiTensor):
+        return value
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        fail(f"expected a tile or a number, got {type(value).__name__}")
+    t = ndarray(like.shape, dtype, buffer=sbuf)
+    _isa.memset(t, float(value))
+    return t
+
+
+def _over_free_axes(x: NkiTensor, axis, what: str) -> list[int]:
+    """The reduced axes of ``x`` (the last free ones, as NKI requires)."""
+    if not isinstance(x, NkiTensor):
+        fail(f"nl.{what} needs a tile, got {type(x).__name__}")
+    ndim = len(x.shape)
+    axes = sorted(a % ndim for a in ({axis} if isinstance(axis, int) else set(axis)))
+    if not axes or 0 in axes or axes != list(range(axes[0], ndim)):
+        fail(f"nl.{what}: axis={axis!r} must be the last free axes of the tile (ending at axis "
+             f"{ndim - 1}; axis 0 is the partition axis)")
+    return axes
+
+
+def _spread(column: NkiTensor, x: NkiTensor) -> NkiTensor:
+    """A keepdims reduction result read at every element of ``x`` (a free-axis broadcast
+    view; a [P, 1] column is used as it is)."""
+    return column if _column(column, x) else column.broadcast_to(x.shape)
+
+
+def _round_down(x: NkiTensor) -> NkiTensor:
+    """floor(x) in float32, exact: x rounded to the nearest integer by a float -> int32 -> float
+    copy (round to nearest even), minus 1 where that rounded up. Elements with |x| >= 2^23
+    (integers already), infinities, NaN and zeros (their sign kept) are x itself."""
+    x32 = x if numpy_dtype(x.dtype) == float32 else copy(x, float32)
+    small = _binary("less", abs(x32), float(2 ** 23), uint8)
+    nonzero = _binary("not_equal", x32, 0.0, uint8)
+    keep = _binary("logical_and", small, nonzero, uint8)
+    as_int = copy(x32, int32)
+    rounded = copy(as_int, float32)
+    up = _binary("greater", rounded, x32, float32)
+    floor_small = _binary("subtract", rounded, up, float32)
+    out = copy(x32, float32)
+    _isa.tensor_copy_predicated(dst=out, src=floor_small, predicate=keep)
+    return out
+
+
+def _cast(t: NkiTensor, dtype) -> NkiTensor:
+    return t if dtype is None or numpy_dtype(dtype) == numpy_dtype(t.dtype) else copy(t, dtype)
+
+
+def floor(x, dtype=None, **kwargs) -> NkiTensor:
+    """Largest integer <= x, elementwise (exact; see ``_round_down``)."""
+    _no_mask(kwargs)
+    return _cast(_round_down(x), dtype or x.dtype)
+
+
+def ceil(x, dtype=None, **kwargs) -> NkiTensor:
+    """Smallest integer >= x, elementwise: -floor(-x) (exact; ceil(-0.5) is -0.0)."""
+    _no_mask(kwargs)
+    return _cast(negative(_round_down(negative(x, float32))), dtype or x.dtype)
+
+
+def trunc(x, dtype=None, **kwargs) -> NkiTensor:
+    """x with its fraction dropped (toward zero), elementwise: floor(|x|) with x's sign
+    (exact; a zero keeps its sign)."""
+    _no_mask(kwargs)
+    x32 = x if numpy_dtype(x.dtype) == float32 else copy(x, float32)
+    magnitude = _round_down(abs(x32))
+    out = copy(magnitude, float32)
+    _isa.tensor_copy_predicated(dst=out, src=negative(magnitude, float32),
+                                predicate=_binary("less", x32, 0.0, uint8))
+    _isa.tensor_copy_predicated(dst=out, src=x32, predicate=_binary("equal", x32, 0.0, uint8))
+    return _cast(out, dtype or x.dtype)
+
+
+def _remainder(x, y, dtype, floor_division: bool) -> NkiTensor:
+    xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
+    if not xt and not yt:
+        fail("nl.fmod / nl.mod need at least one tile operand")
+    like = x if xt else y
+    x = _tile_of(x, like, float32)
+    y = _tile_of(y, like, float32) if yt or not xt else y
+    quotient = _binary("divide", x, y, float32)
+    whole = _round_down(quotient) if floor_division else trunc(quotient, float32)
+    return _cast(_binary("subtract", x, _binary("multiply", whole, y, float32), float32),
+                 dtype or like.dtype)
+
+
+def fmod(x, y, dtype=None, **kwargs) -> NkiTensor:
+    """x - trunc(x / y) * y, elementwise (the sign of x, as numpy.fmod), each step rounded to
+    float32: exact when x / y is an exact float32 integer and the product is exact; near a
+    multiple of y the rounded quotient can differ from numpy's exact remainder by one y."""
+    _no_mask(kwargs)
+    return _remainder(x, y, dtype, floor_division=False)
+
+
+def mod(x, y, dtype=None, **kwargs) -> NkiTensor:
+    """x - floor(x / y) * y, elementwise (the sign of y, as numpy.mod / Python's %), each step
+    rounded to float32 (the same caveat as ``fmod``)."""
+    _no_mask(kwargs)
+    return _remainder(x, y, dtype, floor_division=True)
+
+
+def logical_not(x, dtype=None, **kwargs) -> NkiTensor:
+    """1 - x for 0/1 inputs: logical_xor with 1, as NKI does (nonzero counts as true)."""
+    return _binary("logical_xor", x, 1.0, dtype, **kwargs)
+
+
+def cos(x, dtype=None, **kwargs) -> NkiTensor:
+    """cos(x) = sin(x + pi/2) on ScalarE (one activation with a bias; the argument is rounded
+    to float32 first, an error of half an ulp of x + pi/2)."""
+    _no_mask(kwargs)
+    out = ndarray(x.shape, dtype or x.dtype, buffer=sbuf)
+    _isa.activation(out, "sin", x, bias=float(np.float32(np.pi / 2)))
+    return out
+
+
+def tan(x, dtype=None, **kwargs) -> NkiTensor:
+    """sin(x) / cos(x): two ScalarE activations and a VectorE divide."""
+    _no_mask(kwargs)
+    return _cast(_binary("divide", sin(x, float32), cos(x, float32), float32), dtype or x.dtype)
+
+
+gelu_apprx_sigmoid_dx = _make_unary("gelu_apprx_sigmoid_dx")
+prelu = "prelu"           # an activation function name (nisa.activation(op=nl.prelu))
+average = "average"       # a reduction operator name (nisa.tensor_reduce(op=nl.average))
+DType = str               # NKI's annotation type for dtypes
+
+
+def var(x, axis, dtype=None, keepdims=False, **kwargs) -> NkiTensor:
+    """Population variance over the last free axes: mean((x - mean(x))^2), the shape with the
+    reduced axes kept (as NKI: ``keepdims`` is ignored)."""
+    _no_mask(kwargs)
+    _over_free_axes(x, axis, "var")
+    m = _reduce("average", x, axis, float32, keepdims=True)
+    d = _binary("subtract", x, _spread(m, x), float32)
+    return _reduce("average", _binary("multiply", d, d, float32), axis, dtype or x.dtype,
+                   keepdims=True)
+
+
+def _all(x, axis, dtype=None, **kwargs) -> NkiTensor:
+    """1 where every element along the last free axes is nonzero, else 0 (a minimum reduce of
+    x != 0)."""
+    _no_mask(kwargs)
+    _over_free_axes(x, axis, "all")
+    return _reduce("minimum", _binary("not_equal", x, 0.0, float32), axis, dtype or x.dtype)
+
+
+def softmax(x, axis=-1, dtype=None, **kwargs) -> NkiTensor:
+    """exp(x - max) / sum(exp(x - max)) over the last free axes: a max reduce, exp on ScalarE,
+    a sum reduce, a reciprocal and a multiply (float32 in between)."""
+    _no_mask(kwargs)
+    _over_free_axes(x, axis, "softmax")
+    top = _reduce("maximum", x, axis, float32, keepdims=True)
+    e = exp(_binary("subtract", x, _spread(top, x), float32), float32)
+    total = _reduce("add", e, axis, float32, keepdims=True)
+    return _binary("multiply", e, _spread(reciprocal(total, float32), e), dtype or x.dtype)
+
+
+def rms_norm(x, w, axis, n, epsilon=1e-6, dtype=None, compute_dtype=None, **kwargs):
+    """x / sqrt(sum(x^2) / n + epsilon) * w over the last free axes (float32 in between;
+    ``compute_dtype`` other than float32 is not modelled)."""
+    _no_mask(kwargs)
+    _over_free_axes(x, axis, "rms_norm")
+    total = _reduce("add", _binary("multiply", x, x, float32), axis, float32, keepdims=True)
+    mean_square = _binary("add", _binary("multiply", total, 1.0 / float(n), float32),
+                          float(epsilon), float32)
+    scaled = _binary("multiply", x, _spread(rsqrt(mean_square, float32), x), float32)
+    return _binary("multiply", scaled, w, dtype or x.dtype)
+
+
+def where(condition, x, y, dtype=None, **kwargs) -> NkiTensor:
+    """x where condition is nonzero, else y (x, y tiles or numbers): y's values, then a
+    predicated copy of x's (``vector.tensor_copy_predicated``; bits copied, NaN kept)."""
+    _no_mask(kwargs)
+    if not isinstance(condition, NkiTensor):
+        fail(f"nl.where needs a condition tile, got {type(condition).__name__}")
+    out_dtype = dtype or next((v.dtype for v in (x, y) if isinstance(v, NkiTensor)),
+                              condition.dtype)
+    predicate = _binary("not_equal", condition, 0.0, uint8)
+    out = ndarray(condition.shape, out_dtype, buffer=sbuf)
+    if isinstance(y, NkiTensor):
+        _isa.tensor_copy(out, y)
+    else:
+        _isa.memset(out, float(y))
+    chosen = _tile_of(x, condition, out_dtype)
+    _isa.tensor_copy_predicated(dst=out, src=_cast(chosen, out_dtype), predicate=predicate)
+    return out
+
+
+def dropout(x, rate, dtype=None, **kwargs) -> NkiTensor:
+    """Each element zeroed with probability ``rate`` (a number or a [P, 1] column), no
+    rescaling: ``nisa.dropout``, drawing from the run's seeded random stream."""
+    _no_mask(kwargs)
+    out = ndarray(x.shape, x.dtype, buffer=sbuf)
+    _isa.dropout(dst=out, data=x, prob=rate)
+    return _cast(out, dtype)
+
+
+def random_seed(seed) -> None:
+    """Restart the random stream of ``rand``/``dropout`` from a [1, 1] int32/uint32 tile."""
+    _isa.set_rng_seed(seed)
+
+
+def rand(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
+    """Uniform values on the 2^24 equally spaced points of [0, 1): 32 random bits per element
+    (``vector.rng``), the top 24 kept, times 2^-24 (exact in float32)."""
+    for key in kwargs:
+        fail(f"rand() got an unexpected keyword argument {key!r}")
+    bits = ndarray(shape, uint32, buffer=sbuf)
+    _isa.rng(dst=bits)
+    top = _binary("right_shift", bits, 8, uint32)
+    out = ndarray(shape, dtype, buffer=buffer, name=name)
+    _isa.tensor_copy(out, _binary("multiply", copy(top, float32), 2.0 ** -24, float32))
+    return out
+
+
+class no_reorder:
+    """``with nl.no_reorder():`` keeps the block in program order; neuronemu never reorders
+    a kernel's instructions (each engine runs its stream in program order), so it changes
+    nothing here."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def load_transpose2d(src, dtype=None, **kwargs) -> NkiTensor:
+    """A new SBUF tile holding the 2-D HBM tensor ``src`` transposed: one DMA transpose for
+    2-byte dtypes (the DMA engines transpose those only), else a load and a TensorE transpose
+    through PSUM (bits unchanged)."""
+    _no_mask(kwargs)
+    if not isinstance(src, NkiTensor) or len(src.shape) != 2:
+        fail("nl.load_transpose2d takes a 2-D HBM tensor")
+    out = ndarray((src.shape[1], src.shape[0]), src.dtype, buffer=sbuf)
+    if numpy_dtype(src.dtype).itemsize == 2:
+        _isa.dma_transpose(out, src)
+    else:
+        _isa.tensor_copy(out, transpose(load(src)))
+    return _cast(out, dtype)
+
+
+def gather_flattened(data, indices, axis=0, dtype=None, **kwargs) -> NkiTensor:
+    """out[p, j] = data[p, indices[p, j]] over each partition's flattened free elements
+    (``gpsimd.n_gather``; an index out of range stops the run with a located error)."""
+    _no_mask(kwargs)
+    if axis not in (0, None):
+        fail(f"nl.gather_flattened: axis={axis!r}; the gather runs along each partition's "
+             f"flattened free elements (axis=0)", unsupported=True)
+    out = ndarray(indices.shape, data.dtype, buffer=sbuf)
+    _isa.nc_n_gather(dst=out, data=data, indices=indices)
+    return _cast(out, dtype)
+
+
+def device_print(print_prefix, tensor) -> None:
+    """Print ``print_prefix`` and the tensor's values as they are at this point of the
+    kernel: copied here (one DMA) into an HBM tensor of the run, printed to stdout when the
+    run ends (in a device loop: the last iteration's values)."""
+    if not isinstance(tensor, NkiTensor):
+        fail(f"nl.device_print needs a tensor, got {type(tensor).__name__}")
+    tr = tracer()
+    kept = tr.hbm_tensor("printed", dtype_name(tensor.dtype), tensor.shape, "output",
+                         user_site())
+    if tensor.kind == "psum":
+        tensor = copy(tensor)
+    _isa.dma_copy(kept, tensor)
+    tr.prints.append((str(print_prefix), kept._buffer.slot.name))
+
+
+# ------------------------------------------------------------------------------------------
 # everything else
 
 
 HOOKS["nl"] = sys.modules[__name__]
-globals()["bool"] = bool_   # ``nl.bool`` (set last: this module's code uses the builtin)
+# ``nl.bool`` and ``nl.all`` (code in this module says builtins.all)
+globals()["bool"] = bool_
+_all.__name__ = _all.__qualname__ = "all"
+globals()["all"] = _all
 
 
 def __getattr__(name: str):
