@@ -322,3 +322,24 @@ def test_explicit_mode_races_exactly_on_shared_bytes(kernel) -> None:
     space, row = (2, 0) if where == "HBM" else (0, int(where.split()[-1]))
     shared = _conflicts(program, buffers, instrs[pair[0]][2], instrs[pair[1]][2])
     assert {(space, row, c) for c in range(int(lo), int(hi) + 1)} <= shared, text
+
+
+def test_blocked_windows_give_the_blocks_of_each_window_listed_once():
+    """The 64-byte blocks of register-offset operands too dense to list place by place: merged
+    windows give exactly the points each window gives alone (a brute-force union), so a kernel
+    with several such operands over one large tensor sorts its blocks once."""
+    from neuronemu.timing.regions import FALLBACK_BYTES, _block_points, _sorted_unique
+
+    rng = np.random.default_rng(14)
+    for _ in range(500):
+        windows = []
+        for _ in range(int(rng.integers(1, 6))):
+            lo = int(rng.integers(0, 5000))
+            windows.append((lo, lo + int(rng.integers(0, 3000))))
+        union = set()
+        for lo, hi in windows:
+            union |= {lo, hi}
+            union |= set(range(lo - lo % FALLBACK_BYTES, hi + FALLBACK_BYTES, FALLBACK_BYTES))
+        got = _sorted_unique(np.concatenate(_block_points(windows)))
+        assert got.tolist() == sorted(union)
+
