@@ -620,6 +620,70 @@ class NkiTensor(NKIObject):
         self._keep_partitions(f"flatten_dims({start_dim}, {end_dim})", a == 0 and b > 0)
         return self.reshape(shape)
 
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None) -> NkiTensor:
+        """einops-style view: ``src_pattern`` names each dim (a tuple of names splits it,
+        sizes from ``fixed_sizes``, one per group inferred), ``dst_pattern`` orders the names
+        (a tuple merges them). Made of ``reshape_dim``, ``permute`` and ``flatten_dims``, so
+        the same rules hold (on chip the partition dim stays first)."""
+        def groups(pattern, which):
+            if not isinstance(pattern, (tuple, list)):
+                fail(f"rearrange: {which} pattern must be a tuple of names, got {pattern!r}")
+            out = [tuple(p) if isinstance(p, (tuple, list)) else (p,) for p in pattern]
+            if any(not g or not all(isinstance(n, str) for n in g) for g in out):
+                fail(f"rearrange: {which} pattern {pattern!r} holds something that is not a "
+                     f"name or a non-empty tuple of names")
+            return out
+
+        src, dst = groups(src_pattern, "source"), groups(dst_pattern, "destination")
+        fixed = {str(k): int(v) for k, v in dict(fixed_sizes or {}).items()}
+        if len(src) != len(self.shape):
+            fail(f"rearrange: the source pattern {src_pattern!r} has {len(src)} dims, the "
+                 f"tensor {len(self.shape)} ({list(self.shape)})")
+        names = [n for g in src for n in g]
+        if len(set(names)) != len(names) or sorted(names) != sorted(n for g in dst for n in g):
+            fail(f"rearrange: {dst_pattern!r} must use each name of {src_pattern!r} once")
+        sizes = {}
+        for group, size in zip(src, self.shape):
+            unknown = [n for n in group if n not in fixed]
+            known = math.prod(fixed[n] for n in group if n in fixed)
+            if len(unknown) > 1:
+                fail(f"rearrange: give fixed_sizes for all but one of {group!r}")
+            if (size % known if unknown else known != size):
+                fail(f"rearrange: {group!r} cannot split a dim of size {size} "
+                     f"(fixed sizes {[fixed[n] for n in group if n in fixed]})")
+            sizes.update({n: fixed.get(n, size // known) for n in group})
+        view = self
+        for i in reversed(range(len(src))):
+            if len(src[i]) > 1:
+                view = view.reshape_dim(i, [sizes[n] for n in src[i]])
+        order = [names.index(n) for g in dst for n in g]
+        if order != sorted(order):
+            view = view.permute(order)
+        ends, at = [], 0
+        for g in dst:
+            ends.append((at, at + len(g) - 1))
+            at += len(g)
+        for a, b in reversed(ends):
+            if b > a:
+                view = view.flatten_dims(a, b)
+        return view
+
+    def vector_select(self, dim: int, vector_offset) -> NkiTensor:
+        """Partition p reads (or writes) row ``vector_offset[p]`` of a 2-D HBM tensor: the
+        row-gather view ``.ap(vector_offset=)`` makes, for ``nisa.dma_copy``."""
+        if int(dim) != 0:
+            fail(f"vector_select(dim={dim}): the dim must be 0 (as in NKI)")
+        if not isinstance(vector_offset, NkiTensor) or len(vector_offset.shape) != 2 or (
+                vector_offset.shape[1] != 1):
+            fail("vector_select: vector_offset must be a [P, 1] integer tile")
+        if self.kind != "hbm" or len(self.shape) != 2:
+            fail(f"vector_select is supported on 2-D HBM tensors (this one is "
+                 f"{self.kind} {list(self.shape)}): flatten the trailing dims first, "
+                 f"t.reshape((rows, row_size))", unsupported=self.kind == "hbm")
+        row = self.shape[1]
+        return self.ap([[row, vector_offset.shape[0]], [1, row]], vector_offset=vector_offset,
+                       indirect_dim=0)
+
     def is_contiguous(self) -> bool:
         pairs, _, _ = self._pattern()
         step = 1

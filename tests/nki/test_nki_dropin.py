@@ -483,3 +483,52 @@ def test_the_target_comes_from_neurons_environment(monkeypatch):
     monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE")
     monkeypatch.setenv("NEURON_CC_FLAGS", " --target trn3 --pipeline compile")
     assert nki.trace(lambda x: None, np.zeros((128, 4), np.float32)).target == "trn3"
+
+
+def rearranged(x):
+    """Split the free dim into (h, w), swap them (an SBUF view read by a copy), and an HBM
+    view that merges two dims back."""
+    t = nl.load(x)                                                      # [128, 24]
+    v = t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": 4})       # [128, 6, 4]
+    u = nl.ndarray(v.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=v)
+    out = nl.ndarray((128, 6, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, u)
+    flat = nl.ndarray((128, 24), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=flat, src=x.rearrange((("p", "q"), "f"), (("p", "q"), "f"),
+                                            {"q": 2}))
+    return out, flat
+
+
+def test_rearrange_splits_permutes_and_merges():
+    x = np.arange(128 * 24, dtype=np.float32).reshape(128, 24)
+    out, flat = nki.simulate(rearranged)(x)
+    np.testing.assert_array_equal(out, x.reshape(128, 4, 6).transpose(0, 2, 1))
+    np.testing.assert_array_equal(flat, x)
+
+
+def test_rearrange_names_must_match():
+    def bad(x):
+        t = nl.load(x)
+        return t.rearrange(("b", "f"), ("b", "g"))
+
+    with pytest.raises(NkiError, match="must use each name"):
+        nki.trace(bad, np.zeros((128, 8), np.float32))
+
+
+def rows_by_vector_select(table, idx):
+    ids = nl.ndarray((idx.shape[0], 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=idx)
+    rows = nl.ndarray((idx.shape[0], table.shape[1]), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=table.vector_select(0, ids))
+    out = nl.ndarray(rows.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    nl.store(out, rows)
+    return out
+
+
+def test_vector_select_gathers_one_row_per_partition():
+    rng = np.random.default_rng(8)
+    table = rng.standard_normal((200, 16)).astype(np.float32)
+    idx = rng.integers(0, 200, (128, 1)).astype(np.int32)
+    np.testing.assert_array_equal(nki.simulate(rows_by_vector_select)(table, idx),
+                                  table[idx[:, 0]])
