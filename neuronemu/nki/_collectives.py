@@ -52,8 +52,22 @@ def _world(replica_group) -> int:
 
 
 def record_sync(kind: str) -> None:
-    """Note a point every core must reach (barrier, collective) for the LNC check."""
+    """Note a point every core must reach (barrier, collective) for the LNC check. In an SPMD
+    launch of several programs (``kernel[2](...)``) it is refused: the programs are traced
+    one after another into one core's stream, so program 0 would run past the barrier before
+    program 1 reached it and read what program 1 had not yet written (a wrong value, never a
+    deadlock to warn of)."""
     tr = tracer()
+    programs = 1
+    for size in tr.grid:
+        programs *= size
+    if programs > 1:
+        fail(f"{kind} in a launch of {programs} programs (kernel{list(tr.grid)}): the programs "
+             f"of a launch grid run one after another on one core here, so they cannot wait "
+             f"for or exchange data with each other; LNC2 synchronisation is not modelled",
+             "trace the kernel once and run it on the ranks of a topology "
+             "(neuronemu.api.run_spmd), synchronising with nki.collectives / cc.barrier",
+             unsupported=True)
     tr.sync_points.append((kind, user_site(), len(tr.loops)))
 
 

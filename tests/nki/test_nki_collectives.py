@@ -133,3 +133,27 @@ def test_cores_reaching_different_barriers_at_run_time_are_reported():
     with pytest.raises(NeuronemuError) as e:
         run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": np.zeros((4, 4), np.float32)})
     assert "barrier" in str(e.value)
+
+
+def lnc2_exchange(x):
+    """Each program of kernel[2] publishes its half, waits at the barrier, reads the other's."""
+    out = nl.ndarray((2, 128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((2, 128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[pid])
+    nisa.dma_copy(dst=scratch[pid], src=t)
+    nisa.core_barrier(data=scratch, cores=(0, 1))
+    u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=scratch[1 - pid])
+    nisa.dma_copy(dst=out[pid], src=u)
+    return out
+
+
+def test_a_barrier_between_the_programs_of_a_launch_grid_is_refused_not_wrong():
+    """Traced one after another on one core, program 0 would read program 1's half before it
+    was written (NaN): refused at the barrier's line instead."""
+    x = np.zeros((2, 128, 4), np.float32)
+    with pytest.raises(NkiUnsupported, match="launch of 2 programs") as e:
+        nki.trace(lnc2_exchange, x, grid=(2,))
+    assert e.value.location.line == lnc2_exchange.__code__.co_firstlineno + 8
