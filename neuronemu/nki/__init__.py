@@ -29,6 +29,7 @@ import numpy as np
 
 from neuronemu.errors import REPORTED, Diagnostic, NeuronemuError
 from neuronemu.nki import frameworks, isa, isa_constants, language, names, typing
+from neuronemu.nki._lockstep import Lockstep, NeedsLockstep
 from neuronemu.nki._trace import (
     _CURRENT,
     NKI_VERSION,
@@ -195,7 +196,15 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
     arrays become HBM inputs) into neuronemu assembly. ``dma_queues``: the queues DMAs are
     spread over, round-robin in program order (default 0..15). ``grid``: an SPMD launch grid
     (as ``kernel[grid](...)``): the programs are traced one after another, each with its
-    ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors."""
+    ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors; programs that meet at
+    ``nisa.core_barrier`` are traced in lockstep between barriers (neuronemu/nki/_lockstep.py)."""
+    try:
+        return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=False)
+    except NeedsLockstep:
+        return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=True)
+
+
+def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) -> KernelTrace:
     grid = _normal_grid(_grid_of(kernel, grid))
     target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
     fn = _kernel_function(kernel)
@@ -222,13 +231,22 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
         bound.arguments[pname] = t
     programs = list(np.ndindex(*grid)) if grid else [()]
     returned = None
+
+    def run_program(program):
+        tr.start_program(program)
+        return fn(*bound.args, **bound.kwargs)
+
     _CURRENT.append(tr)
     try:
-        for program in programs:
-            tr.start_program(program)
-            value = fn(*bound.args, **bound.kwargs)
-            if program == programs[0]:
-                returned = value
+        if lockstep:
+            together = Lockstep(tr, programs, run_program)
+            returned = together.run()[0]
+            _check_same_barriers(together, grid)
+        else:
+            for program in programs:
+                value = run_program(program)
+                if program == programs[0]:
+                    returned = value
     finally:
         _CURRENT.pop()
     items = returned if isinstance(returned, (tuple, list)) else (
@@ -256,6 +274,21 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
                   if slot.role == "scratch" and slot.used_shape is not None]
     return KernelTrace(text, asm_name, source_map, target, inputs, returned, names,
                        dict(tr.peak), callers, unreturned, list(tr.prints))
+
+
+def _check_same_barriers(together: Lockstep, grid) -> None:
+    """LNC2's identical control flow: every program reached the same core_barriers."""
+    parted = together.diverging()
+    if parted is None:
+        return
+    k, reached, site, missed = parted
+    programs = together.programs
+    raise NkiError(f"the programs of kernel{list(grid)} part at core_barrier #{k}: program "
+                   f"{list(programs[reached])} reaches it, program {list(programs[missed])} "
+                   f"ends without reaching it", site.location(),
+                   (("LNC2 programs must keep identical control flow: every program reaches "
+                     "every core_barrier, in the same order (move the call out of the branch "
+                     "on nl.program_id)"),))
 
 
 TRACE_HOOKS: list[Callable[[KernelTrace], None]] = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from neuronemu.isa.table import load_isa
 from neuronemu.nki import _emit
 from neuronemu.nki._dynamic import RegExpr, VirtualRegister
+from neuronemu.nki._lockstep import NeedsLockstep
 from neuronemu.nki._operands import alu_name, onchip
 from neuronemu.nki._trace import NkiError, NkiTensor, fail, tracer, user_site
 
@@ -51,22 +52,27 @@ def _world(replica_group) -> int:
     return n
 
 
-def record_sync(kind: str) -> None:
-    """Note a point every core must reach (barrier, collective) for the LNC check. In an SPMD
-    launch of several programs (``kernel[2](...)``) it is refused: the programs are traced
-    one after another into one core's stream, so program 0 would run past the barrier before
-    program 1 reached it and read what program 1 had not yet written (a wrong value, never a
-    deadlock to warn of)."""
-    tr = tracer()
+def _grid_programs(tr) -> int:
     programs = 1
     for size in tr.grid:
         programs *= size
+    return programs
+
+
+def record_sync(kind: str) -> None:
+    """Note a point every core must reach (barrier, collective) for the LNC check. Between the
+    programs of a launch grid (``kernel[2](...)``), traced into one core's stream, a data
+    exchange is refused: program 0 would read what program 1 has not yet sent (a wrong value);
+    ``core_barrier`` there is handled by tracing in lockstep (_lockstep.py)."""
+    tr = tracer()
+    programs = _grid_programs(tr)
     if programs > 1:
-        fail(f"{kind} in a launch of {programs} programs (kernel{list(tr.grid)}): the programs "
-             f"of a launch grid run one after another on one core here, so they cannot wait "
-             f"for or exchange data with each other; LNC2 synchronisation is not modelled",
+        fail(f"{kind} between the programs of a launch of {programs} (kernel{list(tr.grid)}): "
+             f"the programs of a launch grid are traced into one core's stream here; they can "
+             f"meet at nisa.core_barrier, but exchanging data by sendrecv or collectives "
+             f"between them is not modelled",
              "trace the kernel once and run it on the ranks of a topology "
-             "(neuronemu.api.run_spmd), synchronising with nki.collectives / cc.barrier",
+             "(neuronemu.api.run_spmd), exchanging data with nki.collectives",
              unsupported=True)
     tr.sync_points.append((kind, user_site(), len(tr.loops)))
 
@@ -293,5 +299,17 @@ def core_barrier(data, cores, engine=None, name=None) -> None:
     if tr.target == "trn1":
         fail("core_barrier needs NeuronCore-v3 or newer (trn2, trn3); this kernel is traced "
              "for trn1")
+    if _grid_programs(tr) > 1:
+        # the programs of one launch, traced into one stream: the barrier is their order
+        if tr.lockstep is None:
+            raise NeedsLockstep
+        if tr.loops:
+            fail("core_barrier inside a device loop (nl.fori_loop, nl.while_loop, "
+                 "dynamic_range) of a launch grid: the programs are interleaved at their "
+                 "barriers while being traced, which a loop run on the device cannot be",
+                 "use nl.affine_range / static_range for that loop (it is unrolled)",
+                 unsupported=True)
+        tr.lockstep.barrier(user_site())
+        return
     record_sync("core_barrier")
     _cc("barrier")

@@ -1012,6 +1012,8 @@ class Tracer:
     # and collectives in program order: (kind, Site, device-loop depth)
     collective_world: int | None = None
     sync_points: list = field(default_factory=list)
+    lockstep: object = None
+    """While the programs of a grid are traced in lockstep: the ``_lockstep.Lockstep``."""
     grid: tuple[int, ...] = ()
     """The SPMD launch grid (``kernel[g](...)``); () for a plain call."""
     program: tuple[int, ...] = ()
@@ -1068,7 +1070,11 @@ class Tracer:
         self.shared_next += 1
         if k >= len(self.shared):
             fail(f"program {list(self.program)} allocates more nl.shared_hbm tensors than "
-                 f"program 0; every program of a launch grid shares the same ones")
+                 f"program 0; every program of a launch grid shares the same ones",
+                 *((("the programs are traced in lockstep between their core_barriers: one "
+                     "that allocates here before a barrier the other allocates after parts "
+                     "from it (LNC2 programs keep identical control flow)"),)
+                   if self.lockstep is not None else ()))
         t, first = self.shared[k]
         if tuple(t.shape) != tuple(shape) or t._buffer.slot.dtype != dtype:
             fail(f"program {list(self.program)} allocates shared_hbm {dtype}{list(shape)} where "

@@ -17,6 +17,20 @@ from neuronemu import nki
 P = 128
 
 
+def sbuf_copy(x):
+    """A new SBUF tile holding the HBM tensor ``x`` (one DMA): the tests' way in."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return t
+
+
+def hbm_copy(t):
+    """A new shared HBM tensor holding the tile ``t`` (one DMA): the tests' way out."""
+    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
 @nki.jit
 def tensor_add(a, b):
     """c = a + b, 128 rows per tile."""

@@ -150,10 +150,45 @@ def lnc2_exchange(x):
     return out
 
 
-def test_a_barrier_between_the_programs_of_a_launch_grid_is_refused_not_wrong():
-    """Traced one after another on one core, program 0 would read program 1's half before it
-    was written (NaN): refused at the barrier's line instead."""
+def test_programs_of_a_grid_meet_at_their_barriers():
+    """Traced one after another, program 0 read program 1's half before it was written (NaN);
+    traced in lockstep, each program reads what the other wrote before the barrier."""
+    x = np.stack([np.full((128, 4), 1.0, np.float32), np.full((128, 4), 2.0, np.float32)])
+    with pytest.warns(nki.NkiWarning, match="does not return it"):   # the scratch tensor
+        got = nki.run(lnc2_exchange, x, grid=(2,)).outputs
+    np.testing.assert_array_equal(got, x[::-1])
+    asm = nki.trace(lnc2_exchange, x, grid=(2,)).asm
+    assert "cc." not in asm     # one core's stream: the barrier is the order of the phases
+
+
+def lnc2_parting(x):
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    if pid == 0:
+        nisa.core_barrier(data=x, cores=(0, 1))
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_programs_that_part_at_a_barrier_are_a_located_error():
     x = np.zeros((2, 128, 4), np.float32)
-    with pytest.raises(NkiUnsupported, match="launch of 2 programs") as e:
-        nki.trace(lnc2_exchange, x, grid=(2,))
-    assert e.value.location.line == lnc2_exchange.__code__.co_firstlineno + 8
+    with pytest.raises(NkiError, match="part at core_barrier #1") as e:
+        nki.trace(lnc2_parting, x, grid=(2,))
+    assert e.value.location.line == lnc2_parting.__code__.co_firstlineno + 4
+
+
+def lnc2_sendrecv(x):
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(src=t, dst=u, send_to_rank=1 - nl.program_id(0),
+                  recv_from_rank=1 - nl.program_id(0), pipe_id=0)
+    return x
+
+
+def test_a_data_exchange_between_the_programs_of_a_grid_is_refused_not_wrong():
+    with pytest.raises(NkiUnsupported, match="between the programs of a launch of 2") as e:
+        nki.trace(lnc2_sendrecv, np.zeros((128, 4), np.float32), grid=(2,))
+    assert e.value.location.line == lnc2_sendrecv.__code__.co_firstlineno + 4

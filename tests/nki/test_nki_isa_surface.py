@@ -14,6 +14,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from nki_kernels import hbm_copy, sbuf_copy
 
 import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
@@ -62,16 +63,7 @@ def _sb(shape, dtype=nl.float32):
     return nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf)
 
 
-def _load(x):
-    t = _sb(x.shape, x.dtype)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
+_load, _out = sbuf_copy, hbm_copy
 
 
 def _f32(shape, low=-1.0, high=1.0):

@@ -13,6 +13,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from nki_kernels import hbm_copy, sbuf_copy
 
 import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
@@ -67,16 +68,7 @@ def test_tfloat32_tiles_round_to_10_mantissa_bits():
     np.testing.assert_array_equal(nki.simulate(k)(x)[0], np.float32([1.0, 3.140625]))
 
 
-def _load(x):
-    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
+_load, _out = sbuf_copy, hbm_copy
 
 
 def _unary(fn, x, **kwargs):
