@@ -191,10 +191,15 @@ def test_ctrl_c_in_the_api_is_a_keyboard_interrupt_not_an_exception() -> None:
     program = neuronemu.assemble(SPIN, "spin.s")
     with pytest.raises(LimitReached):   # the loop compiled / loaded: Ctrl-C then stops a chunk
         neuronemu.run(program, max_instructions=10)
+    # Python's own handler, as an interactive session has it: a test process started as a
+    # shell's background job begins with SIGINT ignored, and then Ctrl-C is ignored here too
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = _ctrl_c_after(1.0)
     try:
         try:
-            neuronemu.run(program, max_instructions=2 ** 62)
+            neuronemu.run(program, max_instructions=2 ** 62, timeout=120)
+        except LimitReached as error:
+            pytest.fail(f"Ctrl-C was lost: the run went on to its limit ({error.limit})")
         except Exception as error:  # noqa: BLE001 - what a user's code would write
             pytest.fail(f"Ctrl-C was caught as an ordinary exception: {error!r}")
     except KeyboardInterrupt as interrupt:
@@ -206,6 +211,7 @@ def test_ctrl_c_in_the_api_is_a_keyboard_interrupt_not_an_exception() -> None:
         pytest.fail("the run did not stop")
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sigint_handler_is_restored_after_a_run() -> None:

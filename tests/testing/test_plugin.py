@@ -119,8 +119,10 @@ def test_ctrl_c_in_a_test_stops_the_whole_session(pytester):
             program = neuronemu.assemble(SPIN, "spin.s")
             with pytest.raises(neuronemu.LimitReached):   # the loop is loaded
                 neuronemu.run(program, max_instructions=10)
+            # Python's own handler (a shell's background job starts with SIGINT ignored)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-            neuronemu.run(program, max_instructions=2 ** 62)
+            neuronemu.run(program, max_instructions=2 ** 62, timeout=120)
 
         def test_after():
             pass
