@@ -48,13 +48,20 @@ def bool_text(v: bool) -> str:
     return "true" if v else "false"
 
 
-def alu_name(op, what: str = "op") -> str:
-    """neuronemu's alu_op name for an NKI operator (nl.add, np.add, 'add', ...)."""
-    name = getattr(op, "_nki_alu", None)
+def _operator(op, attribute: str, numpy_names: dict) -> str | None:
+    """An NKI operator's neuronemu name: the ``nl`` function's tag, a name given as a string,
+    or the numpy function's name looked up in ``numpy_names`` (None: none of these)."""
+    name = getattr(op, attribute, None)
     if name is None and isinstance(op, str):
         name = op
     if name is None:
-        name = _NUMPY_ALU.get(getattr(op, "__name__", None))
+        name = numpy_names.get(getattr(op, "__name__", None))
+    return name
+
+
+def alu_name(op, what: str = "op") -> str:
+    """neuronemu's alu_op name for an NKI operator (nl.add, np.add, 'add', ...)."""
+    name = _operator(op, "_nki_alu", _NUMPY_ALU)
     if name is None:
         fail(f"{what}={getattr(op, '__name__', op)!r} is not an ALU operator neuronemu has",
              "ALU operators: nl.add, subtract, multiply, divide, maximum, minimum, power, "
@@ -80,11 +87,7 @@ def reduce_name(op, what: str = "op") -> str:
 
 
 def act_name(op) -> str:
-    name = getattr(op, "_nki_act", None)
-    if name is None and isinstance(op, str):
-        name = op
-    if name is None:
-        name = _NUMPY_ACT.get(getattr(op, "__name__", None))
+    name = _operator(op, "_nki_act", _NUMPY_ACT)
     if name is None:
         fail(f"op={getattr(op, '__name__', op)!r} is not an activation function neuronemu has",
              "activation functions: nl.copy, exp, log, tanh, sigmoid, relu, gelu, silu, sqrt, "
