@@ -219,7 +219,7 @@ def run_spmd(program: Program, topology: str | None = None,
     error, plan = None, None
     try:
         _check_run_options(seed, rounding_seed, max_instructions, timeout, max_trace_events)
-        topo, ranks_per_chip = _spmd_topology(program, topology, ranks_per_chip)
+        topo, ranks_per_chip = spmd_topology(program, topology, ranks_per_chip)
         topology = topo.name
         world = topo.chips * ranks_per_chip
         per_rank = _checked_inputs(program, inputs, world, spmd=True)
@@ -247,7 +247,7 @@ def run_spmd(program: Program, topology: str | None = None,
                       time.perf_counter() - start - spent, spent)
 
 
-def _spmd_topology(program: Program, topology: str | None, ranks_per_chip: int | None):
+def spmd_topology(program: Program, topology: str | None, ranks_per_chip: int | None):
     """(the Topology, ranks per chip) of a run_spmd call, checked against the kernel."""
     from neuronemu.isa.topologies import load_topologies
 

@@ -340,9 +340,14 @@ def grade_command(lab, kernel, gradescope_path, seeds, seed_base, plot_path, lis
 @click.option("--max-instructions", type=click.IntRange(1, INT64_MAX), default=50_000_000)
 @click.option("--kernel", "kernel_name", metavar="NAME",
               help="For a .py script: debug the NKI kernel of this name (default: the first run).")
+@click.option("--topology", metavar="NAME",
+              help="Debug every rank of this topology, as `run --topology` runs them (default: "
+                   "the kernel's .topology directive, if any).")
+@click.option("--ranks-per-chip", type=click.IntRange(1, INT64_MAX), default=None,
+              help="With a topology: cores of each chip that run the kernel.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document per command.")
 def debug(kernel, script_args, scripts, batch, target, inputs, seed, max_instructions,
-          kernel_name, as_json):
+          kernel_name, topology, ranks_per_chip, as_json):
     """Debug KERNEL (.s, or a .py script that runs an NKI kernel; arguments after it go to the
     script): breakpoints, watches, steps forward and back, tiles, who wrote an element.
     docs/debugging.md."""
@@ -352,7 +357,8 @@ def debug(kernel, script_args, scripts, batch, target, inputs, seed, max_instruc
         debugger = repl.load(resolve_kernel(kernel), target=target,
                              inputs=files.load_inputs(_pairs(inputs, "--input")), seed=seed,
                              max_instructions=max_instructions, argv=list(script_args),
-                             kernel_name=kernel_name)
+                             kernel_name=kernel_name, topology=topology,
+                             ranks_per_chip=ranks_per_chip)
     except NeuronemuError as e:
         raise Failure(e, as_json) from None
     sys.exit(repl.main(debugger, list(scripts), batch, as_json))

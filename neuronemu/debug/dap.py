@@ -5,7 +5,10 @@ an NKI script: breakpoints (with conditions) on its lines, steps forward and bac
 ``reverseContinue``), the stack (the kernel's line; for NKI the Python line, then the generated
 assembly line), variables (tiles as arrays, registers, semaphores, DMA queues) and evaluate.
 
-The run has one thread, "core 0". Requests are answered in order; a request that runs the
+A run on one core has one thread, "core 0"; a multi-rank run (``topology`` in the launch, or
+the kernel's ``.topology``) has a thread per rank, "rank N" (id N + 1): a request naming a
+thread looks at (and steps) that rank, and a stop names the rank it happened on, every rank
+stopped with it. Requests are answered in order; a request that runs the
 kernel answers at once and sends ``stopped`` when the run stops. A finished kernel stays
 stopped at its end (reason ``step``, "the kernel has finished"), so that the user can still
 step back; ``disconnect`` ends the session. docs/debugging.md shows a VS Code launch.json."""
@@ -124,7 +127,9 @@ class Server:
             self.debugger = repl.load(Path(program), target=args.get("target"),
                                       inputs=inputs, seed=int(args.get("seed", 0)),
                                       argv=[str(a) for a in args.get("args", [])],
-                                      kernel_name=args.get("kernel"))
+                                      kernel_name=args.get("kernel"),
+                                      topology=args.get("topology"),
+                                      ranks_per_chip=args.get("ranksPerChip"))
         if self.debugger.places.source_map is not None:
             self.asm_text = self.debugger.program.source.text
         self.stop_on_entry = bool(args.get("stopOnEntry", True))
@@ -163,10 +168,15 @@ class Server:
             self._run(self._debugger().cont)
 
     def on_threads(self, request, args) -> None:
-        self.respond(request, {"threads": [{"id": THREAD, "name": "core 0"}]})
+        d = self._debugger()
+        if not d.ranks:
+            self.respond(request, {"threads": [{"id": THREAD, "name": "core 0"}]})
+            return
+        self.respond(request, {"threads": [{"id": THREAD + r, "name": f"rank {r}"}
+                                           for r in range(d.machine.world)]})
 
     def on_stackTrace(self, request, args) -> None:
-        d = self._debugger()
+        d = self._debugger(args)
         pc = min(d.pc, len(d.program.instrs) - 1)
         frames = []
         for k, frame in enumerate(d.places.frames(pc)):
@@ -207,8 +217,10 @@ class Server:
         elif what == ("scope", "Registers"):
             for name, value in d.info_registers().doc["registers"].items():
                 out.append({"name": name, "value": str(value), "variablesReference": 0})
-            for name, value in (("$pc", d.pc), ("$step", d.steps),
-                                ("$time", f"{d.time_ns():.1f} ns")):
+            position = [("$pc", d.pc), ("$step", d.steps), ("$time", f"{d.time_ns():.1f} ns")]
+            if d.ranks:
+                position.append(("$rank", d.machine.focus))
+            for name, value in position:
                 out.append({"name": name, "value": str(value), "variablesReference": 0})
         elif what == ("scope", "Semaphores"):
             for name, value in d.info_semaphores().doc["semaphores"].items():
@@ -244,29 +256,29 @@ class Server:
 
     def on_continue(self, request, args) -> None:
         self.respond(request, {"allThreadsContinued": True})
-        self._run(self._debugger().cont)
+        self._run(self._debugger(args).cont)
 
     def on_next(self, request, args) -> None:
         self.respond(request)
-        self._run(self._debugger().next)
+        self._run(self._debugger(args).next)
 
     def on_stepIn(self, request, args) -> None:
         self.respond(request)
-        self._run(self._debugger().step)
+        self._run(self._debugger(args).step)
 
     def on_stepOut(self, request, args) -> None:
         self.respond(request)
-        d = self._debugger()
+        d = self._debugger(args)
         in_loop = not d.machine.finished and d.places.loop_of(d.pc) is not None
         self._run(d.finish if in_loop else d.cont)
 
     def on_stepBack(self, request, args) -> None:
         self.respond(request)
-        self._run(self._debugger().reverse_next)
+        self._run(self._debugger(args).reverse_next)
 
     def on_reverseContinue(self, request, args) -> None:
         self.respond(request)
-        self._run(self._debugger().reverse_cont)
+        self._run(self._debugger(args).reverse_cont)
 
     def on_pause(self, request, args) -> None:
         self.respond(request)   # runs are synchronous: the kernel is already stopped
@@ -284,10 +296,20 @@ class Server:
 
     # --- helpers ----------------------------------------------------------------------------
 
-    def _debugger(self):
+    def _debugger(self, args: dict | None = None):
+        """The session; with a request's ``threadId`` of a multi-rank run, its rank in
+        focus."""
         if self.debugger is None:
             raise ValueError("launch first")
-        return self.debugger
+        d = self.debugger
+        thread = (args or {}).get("threadId")
+        if thread is not None and d.ranks:
+            rank = int(thread) - THREAD
+            if not 0 <= rank < d.machine.world:
+                raise ValueError(f"no thread {thread}: threads 1..{d.machine.world}")
+            if rank != d.machine.focus:
+                d.rank(rank)
+        return d
 
     def _ref(self, what: tuple) -> int:
         ref = len(self.refs) + 1000
@@ -315,8 +337,8 @@ class Server:
                       reply.doc.get("breakpoints"))
 
     def _stopped(self, reason: str, description: str, hits: list | None = None) -> None:
-        body = {"reason": reason, "description": description, "threadId": THREAD,
-                "allThreadsStopped": True}
+        body = {"reason": reason, "description": description,
+                "threadId": THREAD + self._debugger().machine.focus, "allThreadsStopped": True}
         if hits:
             body["hitBreakpointIds"] = hits
         self.event("stopped", body)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu.errors import InputError
+from neuronemu.errors import NeuronemuError
 from neuronemu.machine import layout as L
 from neuronemu.program import Program
 
@@ -50,6 +50,10 @@ class Stop:
 class Machine:
     """A single-core run of ``program`` that can be stopped, moved forward and moved back."""
 
+    world = 1       # (world.WorldMachine runs several ranks, one of them in focus)
+    focus = 0
+    error = None
+
     CHUNK_SECONDS = 0.05          # loop time per call, so Ctrl-C is seen (as Core.run)
     MAX_CHUNK = 1 << 26
 
@@ -63,11 +67,8 @@ class Machine:
         from neuronemu.hostmem import check_host_memory
 
         if uses_cc(program):   # exec/session.py's test: such kernels need the multichip driver
-            ins = next(i for i in program.instructions if i.definition.engine == "cc")
-            raise InputError(f"the debugger runs one core, and this kernel has a "
-                             f"{ins.definition.name} instruction (line {ins.location.line}); "
-                             f"debug its single-rank parts, or run it with neuronemu run",
-                             ins.location)
+            raise ValueError("a kernel with cc.* instructions is debugged on a "
+                             "debug.world.WorldMachine")
         self.program = program
         self.seed = seed
         self.inputs = _checked_inputs(program, inputs, 1)[0]
@@ -102,33 +103,22 @@ class Machine:
     def finished(self) -> bool:
         return self.core.pc >= len(self.program.instrs)
 
-    def _arrays(self) -> dict[str, np.ndarray]:
-        """Every array of the core's state that the loop updates (events aside)."""
-        core = self.core
-        arrays = {"sbuf": core.mems[0], "psum": core.mems[1], "hbm": core.mems[2],
-                  "regs": core.regs, "counts": core.counts, "track_free": core.track_free,
-                  "busy": core.busy, "engine_free": core.engine_free,
-                  "engine_busy": core.engine_busy, "dma_stats": core.dma_stats}
-        for k in range(3):
-            arrays[f"write_end{k}"] = core.write_end[k]
-            arrays[f"read_end{k}"] = core.read_end[k]
-        return arrays
+    @property
+    def done(self) -> bool:
+        return self.finished
+
+    def fault(self) -> NeuronemuError | None:
+        """The fault of the instruction at pc, when the run stopped on one."""
+        return core_fault(self.program, self.core, self.max_instructions)
 
     def _snapshot(self) -> dict:
-        state = {name: a.copy() for name, a in self._arrays().items()}
-        state["pc"], state["steps"], state["status"] = self.core.pc, self.core.steps, 0
-        return state
+        return snapshot(self.core)
 
     def _restore(self, state: dict) -> None:
-        # in place: the core's timing tuple and the loop's arguments are these very arrays
-        for name, a in self._arrays().items():
-            np.copyto(a, state[name])
-        self.core.pc, self.core.steps = state["pc"], state["steps"]
-        self.core.status = L.STATUS_OK
+        restore(self.core, state)
 
     def checkpoint_nbytes(self) -> int:
-        return sum(a.nbytes for _, s in self.checkpoints for a in s.values()
-                   if isinstance(a, np.ndarray))
+        return sum(state_nbytes(s) for _, s in self.checkpoints)
 
     def _maybe_checkpoint(self) -> None:
         if self._since_checkpoint < self.checkpoint_seconds:
@@ -153,31 +143,10 @@ class Machine:
     # --- running ------------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        """Compile (or load) the loop with a zero-step call, as Core.run does."""
-        from neuronemu.compiled import compiling
-        from neuronemu.exec import core as C
-        from neuronemu.exec.interpreter import run_loop
-
-        if not C._loop_ready:
-            if not compiling.is_cached(run_loop):
-                compiling.announce("the interpreter loop")
-            self._call(self.core.steps, self.real)
-            C._loop_ready = True
+        prepare_loop(self)
 
     def _call(self, budget: int, table: np.ndarray) -> tuple[int, int, int]:
-        from neuronemu.exec.interpreter import run_loop
-        from neuronemu.isa import dtypes
-        from neuronemu.machine import abi
-
-        core, program = self.core, self.program
-        fmt, table_bits = dtypes.format_table(), dtypes.decode_table()
-        dims = abi.dims_of(program.ops, program.imms, core.mems, core.regs, fmt, table_bits)
-        status, pc, steps = run_loop(program.instrs, program.ops, program.imms, core.mems,
-                                     core.regs, fmt, table_bits, np.int64(budget), core.counts,
-                                     core.timing_state, core.events, core.event_times,
-                                     np.int64(core.pc), np.int64(core.steps), table, dims)
-        core.pc, core.steps = int(pc), int(steps)
-        return int(status), int(pc), int(steps)
+        return call_loop(self.core, budget, table)
 
     def run(self, to_step: int | None = None, flagged: bool = True,
             skip_current: bool = True) -> Stop:
@@ -255,3 +224,79 @@ class Machine:
     def checkpoint_before(self, step: int) -> int:
         """The step of the last checkpoint strictly before ``step`` (0 if none)."""
         return max((c[0] for c in self.checkpoints if c[0] < step), default=0)
+
+
+def prepare_loop(machine) -> None:
+    """Compile (or load) the loop with a zero-step call, as Core.run does."""
+    from neuronemu.compiled import compiling
+    from neuronemu.exec import core as C
+    from neuronemu.exec.interpreter import run_loop
+
+    if not C._loop_ready:
+        if not compiling.is_cached(run_loop):
+            compiling.announce("the interpreter loop")
+        call_loop(machine.core, machine.core.steps, machine.real)
+        C._loop_ready = True
+
+
+def core_fault(program: Program, core, max_instructions: int,
+               prefix: str = "") -> NeuronemuError | None:
+    """The located fault of ``core``'s instruction at pc, when its status holds one."""
+    if core.status == L.STATUS_OK:
+        return None
+    from neuronemu.exec.core import RunLimits
+    from neuronemu.exec.faults import fault
+
+    error = fault(program, core.status, core.pc, core.regs, RunLimits(max_instructions),
+                  core.steps)
+    error.message = prefix + error.message
+    return error
+
+
+def call_loop(core, budget: int, table: np.ndarray) -> tuple[int, int, int]:
+    """One call of the interpreter loop on ``core`` up to step ``budget`` with the kernel table
+    ``table``: (status, pc, steps), pc and steps also left on the core."""
+    from neuronemu.exec.interpreter import run_loop
+    from neuronemu.isa import dtypes
+    from neuronemu.machine import abi
+
+    program = core.program
+    fmt, table_bits = dtypes.format_table(), dtypes.decode_table()
+    dims = abi.dims_of(program.ops, program.imms, core.mems, core.regs, fmt, table_bits)
+    status, pc, steps = run_loop(program.instrs, program.ops, program.imms, core.mems,
+                                 core.regs, fmt, table_bits, np.int64(budget), core.counts,
+                                 core.timing_state, core.events, core.event_times,
+                                 np.int64(core.pc), np.int64(core.steps), table, dims)
+    core.pc, core.steps = int(pc), int(steps)
+    return int(status), int(pc), int(steps)
+
+
+def _core_arrays(core) -> dict[str, np.ndarray]:
+    """Every array of a core's state that the loop updates (events aside)."""
+    arrays = {"sbuf": core.mems[0], "psum": core.mems[1], "hbm": core.mems[2],
+              "regs": core.regs, "counts": core.counts, "track_free": core.track_free,
+              "busy": core.busy, "engine_free": core.engine_free,
+              "engine_busy": core.engine_busy, "dma_stats": core.dma_stats}
+    for k in range(3):
+        arrays[f"write_end{k}"] = core.write_end[k]
+        arrays[f"read_end{k}"] = core.read_end[k]
+    return arrays
+
+
+def snapshot(core) -> dict:
+    """A copy of a core's state: what ``restore`` puts back."""
+    state = {name: a.copy() for name, a in _core_arrays(core).items()}
+    state["pc"], state["steps"], state["status"] = core.pc, core.steps, 0
+    return state
+
+
+def restore(core, state: dict) -> None:
+    # in place: the core's timing tuple and the loop's arguments are these very arrays
+    for name, a in _core_arrays(core).items():
+        np.copyto(a, state[name])
+    core.pc, core.steps = state["pc"], state["steps"]
+    core.status = L.STATUS_OK
+
+
+def state_nbytes(state: dict) -> int:
+    return sum(a.nbytes for a in state.values() if isinstance(a, np.ndarray))

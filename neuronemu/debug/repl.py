@@ -20,8 +20,10 @@ from neuronemu.errors import NeuronemuError
 PROMPT = "(nemu) "
 
 HELP = """\
-break LOCATION [if COND]  stop before LOCATION: LINE, FILE:LINE (NKI: the kernel's .py), label, *PC
-watch NAME[i, j]          stop after an instruction writes that element (old and new value)
+break LOCATION [rank N] [if COND]
+                          stop before LOCATION: LINE, FILE:LINE (NKI: the kernel's .py), label,
+                          *PC; with rank N only on that rank of a multi-rank run
+watch NAME[i, j] [rank N] stop after an instruction writes that element (old and new value)
 delete [N ...]            delete breakpoints / watchpoints (all without N)
 continue | c              run to the next breakpoint or watchpoint that triggers, or the end
 step | s | stepi [N]      run N instructions (default 1)
@@ -33,9 +35,10 @@ reverse-continue | rc     go back to the last breakpoint or watchpoint that trig
 goto STEP                 go to the run's state after STEP instructions (forward or back)
 restart                   go back to step 0
 print[/x] EXPR            a tile, slice, tensor, register (r3), semaphore (sem0), DMA queue (q2),
-                          $pc / $step / $time, or arithmetic of them; /x: the storage bits
+                          $pc / $step / $time / $rank, or arithmetic of them; /x: the storage bits
 who-wrote NAME[i, j]      the last instruction that wrote the element, back through copies
-info engines|registers|breakpoints|semaphores|queues|tiles
+rank [N]                  a multi-rank run: look at rank N (steps, prints and goto are its own)
+info engines|registers|breakpoints|semaphores|queues|tiles|ranks
 where | bt                the line, pc, step, modelled time and loop
 list [LINE]               source lines around the current (or given) line
 quit | q                  leave"""
@@ -43,10 +46,13 @@ quit | q                  leave"""
 
 def load(kernel: Path, *, target: str | None = None, inputs: dict | None = None, seed: int = 0,
          max_instructions: int = 50_000_000, argv: list[str] | None = None,
-         kernel_name: str | None = None) -> Debugger:
+         kernel_name: str | None = None, topology: str | None = None,
+         ranks_per_chip: int | None = None) -> Debugger:
     """A Debugger on a ``.s`` / ``.neo`` kernel, or on the first NKI kernel a ``.py`` script
-    runs (its inputs are the script's arrays unless ``inputs`` overrides them)."""
-    from neuronemu import api
+    runs (its inputs are the script's arrays unless ``inputs`` overrides them). ``topology``
+    (default: the kernel's ``.topology``) debugs every rank of it, as ``neuronemu run``
+    runs them."""
+    from neuronemu import runs
 
     if kernel.suffix == ".py":
         from neuronemu.debug.nkiscript import trace_script
@@ -56,9 +62,11 @@ def load(kernel: Path, *, target: str | None = None, inputs: dict | None = None,
         given = dict(trace.inputs)
         given.update(inputs or {})
         return Debugger(program, given, seed, source_map=trace.source_map,
-                        main_file=str(kernel), max_instructions=max_instructions)
-    program = api.assemble_file(kernel, target=target)
-    return Debugger(program, inputs, seed, max_instructions=max_instructions)
+                        main_file=str(kernel), max_instructions=max_instructions,
+                        topology=topology, ranks_per_chip=ranks_per_chip)
+    _, program = runs.assemble(str(kernel), target, topology)
+    return Debugger(program, inputs, seed, max_instructions=max_instructions,
+                    topology=topology, ranks_per_chip=ranks_per_chip)
 
 
 class Prompt:
@@ -181,6 +189,10 @@ class Prompt:
             if arg and not arg.isdigit():
                 raise rest.error("list takes a line number")
             return d.list_source(int(arg) if arg else None)
+        if command == "rank":
+            if arg and not arg.isdigit():
+                raise rest.error("rank takes a rank number (info ranks lists them)")
+            return d.rank(int(arg) if arg else None)
         if command == "goto":
             if not arg.isdigit():
                 raise rest.error("goto takes a step number (where shows the current one)")

@@ -35,10 +35,11 @@ class Breakpoint:
     tree: ast.AST | None = None
     text: Text | None = None
     hits: int = 0
+    rank: int | None = None     # of a multi-rank run; None: every rank
 
     def doc(self) -> dict:
         return {"id": self.id, "kind": "breakpoint", "where": self.where, "pcs": self.pcs,
-                "condition": self.condition, "hits": self.hits}
+                "condition": self.condition, "hits": self.hits, "rank": self.rank}
 
 
 @dataclass
@@ -49,13 +50,16 @@ class Watch:
     place: Place
     pcs: np.ndarray
     hits: int = 0
+    rank: int | None = None     # the rank whose element it is (None: a run of one core)
 
     @property
     def what(self) -> str:
-        return f"{self.name}[{', '.join(str(i) for i in self.index)}]"
+        element = f"{self.name}[{', '.join(str(i) for i in self.index)}]"
+        return element if self.rank is None else f"{element} of rank {self.rank}"
 
     def doc(self) -> dict:
-        return {"id": self.id, "kind": "watch", "element": self.what, "hits": self.hits}
+        return {"id": self.id, "kind": "watch", "element": self.what, "hits": self.hits,
+                "rank": self.rank}
 
 
 class Debugger:
@@ -63,12 +67,24 @@ class Debugger:
 
     def __init__(self, program: Program, inputs: dict | None = None, seed: int = 0, *,
                  source_map: dict | None = None, main_file: str | None = None,
-                 max_instructions: int = 50_000_000, checkpoint_seconds: float = 0.1):
+                 max_instructions: int = 50_000_000, checkpoint_seconds: float = 0.1,
+                 topology: str | None = None, ranks_per_chip: int | None = None):
+        from neuronemu.exec.session import uses_cc
+
         self.program = program
-        self.machine = M.Machine(program, inputs, seed, max_instructions=max_instructions,
-                                 checkpoint_seconds=checkpoint_seconds)
+        if uses_cc(program) or topology is not None or program.topology is not None:
+            from neuronemu.debug.world import WorldMachine
+
+            # the ranks of a topology (the kernel's own .topology by default), or one core
+            # whose cc.* instructions the multi-chip driver carries out
+            self.machine: M.Machine | WorldMachine = WorldMachine(
+                program, inputs, seed, topology=topology, ranks_per_chip=ranks_per_chip,
+                max_instructions=max_instructions, checkpoint_seconds=checkpoint_seconds)
+        else:
+            self.machine = M.Machine(program, inputs, seed, max_instructions=max_instructions,
+                                     checkpoint_seconds=checkpoint_seconds)
         self.places = Places(program, source_map, main_file)
-        self.memory = Memory(program, self.machine.core)
+        self._memory = Memory(program, self.machine.core)
         self.aliases = _python_names(program, source_map) if source_map else {}
         self._symbol_pcs: dict[str, np.ndarray] = {}
         self.breakpoints: dict[int, Breakpoint | Watch] = {}
@@ -79,6 +95,20 @@ class Debugger:
         self.track_names = track_names()
 
     # --- positions ----------------------------------------------------------------------------
+
+    @property
+    def memory(self) -> Memory:
+        """The memories of the rank in focus."""
+        self._memory.core = self.machine.core
+        return self._memory
+
+    @property
+    def ranks(self) -> bool:
+        """Whether the run has several ranks (one of them in focus)."""
+        return self.machine.world > 1
+
+    def _failed(self) -> bool:
+        return self.machine.error is not None or self.machine.core.status != L.STATUS_OK
 
     @property
     def pc(self) -> int:
@@ -102,6 +132,8 @@ class Debugger:
         m = self.machine
         doc = {"pc": m.pc, "step": m.steps, "time_ns": self.time_ns(),
                "finished": m.finished}
+        if self.ranks:
+            doc.update(rank=m.focus, world=m.world, all_finished=m.done)
         if not m.finished:
             ins = self.program.instructions[m.pc]
             doc["instruction"] = ins.text.strip()
@@ -119,18 +151,13 @@ class Debugger:
                 doc["loop"] = {"label": self.places.label_at(head),
                                "lines": [self.places.asm[head].line, self.places.asm[tail].line],
                                "registers": regs}
-        if m.core.status != L.STATUS_OK:
+        if self._failed():
             doc["fault"] = self._fault_text()
         return doc
 
     def _fault_text(self) -> str:
-        from neuronemu.exec.core import RunLimits
-        from neuronemu.exec.faults import fault
-
-        m = self.machine
-        error = fault(self.program, m.core.status, m.pc, m.core.regs,
-                      RunLimits(m.max_instructions), m.steps)
-        return error.message
+        error = self.machine.fault()
+        return "\n".join([error.message, *(f"  {note}" for note in error.notes)])
 
     def _line_text(self, pc: int) -> str:
         """The stop line: the user's line (and, for NKI, the generated instruction)."""
@@ -144,19 +171,24 @@ class Debugger:
 
     def _where_line(self) -> str:
         m = self.machine
+        rank = f"rank {m.focus}, " if self.ranks else ""
         if m.finished:
-            return (f"the kernel has finished: {m.steps} instructions, modelled time "
-                    f"{_us(self.time_ns())}")
+            if self.ranks and not m.done:
+                return (f"rank {m.focus} has finished: {m.steps} instructions, modelled time "
+                        f"{_us(self.time_ns())}; other ranks have not (info ranks)")
+            every = f" on every rank ({m.world})" if self.ranks else ""
+            return (f"the kernel has finished{every}: {rank}{m.steps} instructions, modelled "
+                    f"time {_us(self.time_ns())}")
         top = self.places.frame(m.pc)
         function = f" ({top.function})" if top.function else ""
-        return f"{top.short}{function}, pc {m.pc}, step {m.steps}"
+        return f"{rank}{top.short}{function}, pc {m.pc}, step {m.steps}"
 
     def stopped(self, headline: str, doc: dict | None = None) -> Reply:
         """A reply for a stop: the headline, the line, and the position document."""
         text = f"{headline}, {self._where_line()}" if headline else self._where_line()
         if not self.machine.finished:
             text += "\n" + self._line_text(self.pc)
-        if self.machine.core.status != L.STATUS_OK:
+        if self._failed():
             text += f"\nfault: {self._fault_text()}"
         full = {"position": self.position()}
         full.update(doc or {})
@@ -169,15 +201,16 @@ class Debugger:
         return self._ids
 
     def break_at(self, spec: Text) -> Reply:
-        """``LOCATION [if CONDITION]``."""
+        """``LOCATION [rank N] [if CONDITION]``."""
         text, condition = spec, None
         at = _find_keyword(spec.text, "if")
         if at is not None:
             text, condition = spec.sub(0, at), spec.sub(at + 2)
+        text, rank = self._rank_suffix(text)
         if not text.text:
             raise spec.error("break needs a location: LINE, FILE:LINE, a label or *PC")
         pcs, where = self.places.resolve(text)
-        bp = Breakpoint(self._new_id(), pcs, where)
+        bp = Breakpoint(self._new_id(), pcs, where, rank=rank)
         if condition is not None:
             bp.tree, bp.text, bp.condition = parse(condition), condition, condition.text
             self._check_names(bp.tree, condition)
@@ -186,10 +219,26 @@ class Debugger:
         first = self.program.instructions[pcs[0]]
         more = f" (+{len(pcs) - 1} more instructions)" if len(pcs) > 1 else ""
         cond = f" if {bp.condition}" if bp.condition else ""
-        return Reply(f"Breakpoint {bp.id} at {where}{cond}: pc {pcs[0]}{more}: "
+        on = f" on rank {rank}" if rank is not None else ""
+        return Reply(f"Breakpoint {bp.id} at {where}{on}{cond}: pc {pcs[0]}{more}: "
                      f"{first.text.strip()}", {"breakpoint": bp.doc()})
 
+    def _rank_suffix(self, text: Text) -> tuple[Text, int | None]:
+        """``... rank N`` at the end of a location or element: (the rest, N), else None."""
+        at = _find_keyword(text.text, "rank")
+        if at is None:
+            return text, None
+        value = text.sub(at + 4)
+        if not value.text.isdigit() or not int(value.text) < self.machine.world:
+            raise value.error(f"rank takes a rank number, 0..{self.machine.world - 1}"
+                              + ("" if self.ranks else " (this run has one core)"))
+        return text.sub(0, at), int(value.text)
+
     def watch(self, spec: Text) -> Reply:
+        """``ELEMENT [rank N]`` (a multi-rank run: the rank in focus by default)."""
+        spec, rank = self._rank_suffix(spec)
+        if rank is None and self.ranks:
+            rank = self.machine.focus
         name, index = element(spec, self.shapes())
         name = self.symbol(name)
         place = self.memory.place(name, index)
@@ -197,7 +246,7 @@ class Debugger:
             raise spec.error(f"'{name}' is a compressed tensor: its elements have no fixed "
                              f"bytes to watch; watch the tile it is loaded into")
         pcs = writes_possible(self.program, place)
-        w = Watch(self._new_id(), name, index, place, pcs)
+        w = Watch(self._new_id(), name, index, place, pcs, rank=rank)
         self.breakpoints[w.id] = w
         self._update_flags()
         count = int(pcs.sum())
@@ -216,15 +265,19 @@ class Debugger:
         return Reply("", {"deleted": ids if ids is not None else "all"})
 
     def _update_flags(self, extra: np.ndarray | None = None) -> None:
-        flags = np.zeros(len(self.program.instrs), dtype=bool)
+        """Flag the pcs to stop at, per rank: breakpoints on their rank (or all), watches on
+        theirs, ``extra`` on the rank in focus."""
+        m = self.machine
+        flags = np.zeros((m.world, len(self.program.instrs)), dtype=bool)
         for bp in self.breakpoints.values():
+            ranks = slice(None) if bp.rank is None else bp.rank
             if isinstance(bp, Watch):
-                flags |= bp.pcs
+                flags[ranks] |= bp.pcs
             else:
-                flags[bp.pcs] = True
+                flags[ranks, bp.pcs] = True
         if extra is not None:
-            flags |= extra
-        self.machine.set_flags(flags)
+            flags[m.focus] |= extra
+        m.set_flags(flags if m.world > 1 else flags[0])
 
     def _check_names(self, tree: ast.AST, text: Text) -> None:
         for node in ast.walk(tree):
@@ -236,6 +289,8 @@ class Debugger:
         pc, regs = self.pc, self.machine.core.regs
         out = []
         for bp in self.breakpoints.values():
+            if bp.rank is not None and bp.rank != self.machine.focus:
+                continue
             if isinstance(bp, Watch):
                 if bp.pcs[pc] and writes(self.program, pc, regs, bp.place):
                     out.append(bp)
@@ -311,10 +366,17 @@ class Debugger:
         return self.stopped("", {"reason": "step"})
 
     def _refuse_after_end(self) -> None:
-        if self.machine.finished:
+        m = self.machine
+        if m.finished and self.ranks and not m.done:
+            raise CommandError(f"rank {m.focus} has finished; continue runs the other ranks, "
+                               f"rank N looks at another (info ranks), reverse-step goes back")
+        if m.finished:
             raise CommandError("the kernel has finished; reverse-step, reverse-continue or "
                                "goto STEP go back")
-        if self.machine.core.status != L.STATUS_OK:
+        if m.error is not None:
+            raise CommandError("the ranks cannot go on (the fault above); reverse-step, "
+                               "reverse-continue or goto STEP go back")
+        if m.core.status != L.STATUS_OK:
             raise CommandError("the next instruction faults; reverse-step, reverse-continue "
                                "or goto STEP go back")
 
@@ -435,6 +497,20 @@ class Debugger:
             return self._report(stop)
         return self._report(M.Stop(M.LIMIT, self.pc, self.steps))
 
+    def rank(self, rank: int | None = None) -> Reply:
+        """Look at rank ``rank`` of a multi-rank run (None: say which is in focus)."""
+        m = self.machine
+        if rank is None:
+            return self.stopped(f"{m.world} ranks", {"reason": "rank"})
+        if not 0 <= rank < m.world:
+            raise CommandError(f"no rank {rank}: " + (f"ranks 0..{m.world - 1} (info ranks)"
+                                                      if self.ranks else
+                                                      "this run has one core, rank 0"))
+        m.set_focus(rank)
+        # a rank that has started stands where a stop left it: continuing runs on from there
+        self._checked_step = -1 if m.rank_state(rank) == "ready" else self.steps
+        return self.stopped("", {"reason": "rank"})
+
     def restart(self) -> Reply:
         self.machine.go_to(0, fresh=True)
         self._checked_step = -1
@@ -492,8 +568,9 @@ class Debugger:
         symbol = self.symbol(name)
         if symbol is not None:
             return self.memory.value(symbol)
-        if name in ("_pc", "_step", "_time"):
-            return {"_pc": self.pc, "_step": self.steps, "_time": self.time_ns()}[name]
+        if name in ("_pc", "_step", "_time", "_rank"):
+            return {"_pc": self.pc, "_step": self.steps, "_time": self.time_ns(),
+                    "_rank": self.machine.focus}[name]
         if name.startswith("r") and name[1:].isdigit():
             r = int(name[1:])
             if r < L.NUM_REGS:
@@ -504,7 +581,7 @@ class Debugger:
         width = getattr(node, "end_col_offset", column + len(name)) - column
         names = sorted(self.shapes())
         raise text.error(f"'{name}' is not a tile, tensor, register (r0..r{L.NUM_REGS - 1}), "
-                         f"semaphore (sem0..sem31) or $pc / $step / $time", column, width,
+                         f"semaphore (sem0..sem31) or $pc / $step / $time / $rank", column, width,
                          notes=(f"tiles and tensors: {', '.join(names)}",))
 
     def evaluate(self, text: Text):
@@ -570,11 +647,32 @@ class Debugger:
         table = {"engines": self.info_engines, "registers": self.info_registers,
                  "breakpoints": self.info_breakpoints, "watchpoints": self.info_breakpoints,
                  "semaphores": self.info_semaphores, "queues": self.info_queues,
-                 "tiles": self.info_tiles}
+                 "tiles": self.info_tiles, "ranks": self.info_ranks}
         matches = [k for k in table if k.startswith(what)] if what else []
         if len(matches) != 1:
             raise CommandError(f"info what? one of: {', '.join(table)}")
         return table[matches[0]]()
+
+    def info_ranks(self) -> Reply:
+        """Every rank: what it is doing, where, its step and its modelled time."""
+        m = self.machine
+        if not self.ranks:
+            return Reply("one core: rank 0 (a multi-rank run comes from --topology or the "
+                         "kernel's .topology)", {"ranks": [self.position()]})
+        rows = [f"  {'rank':<5} {'state':<28} {'where':<24} {'step':>8} {'modelled':>12}"]
+        docs = []
+        for r in range(m.world):
+            core = m.cores[r]
+            state = m.rank_state(r)
+            where = ("-" if state == "finished"
+                     else f"{self.places.frame(core.pc).short} (pc {core.pc})")
+            mark = "*" if r == m.focus else " "
+            time_ns = float(core.track_free.max())
+            rows.append(f"{mark} {r:<5} {state:<28} {where:<24} {core.steps:>8} "
+                        f"{_us(time_ns):>12}")
+            docs.append({"rank": r, "state": state, "pc": core.pc, "step": core.steps,
+                         "time_ns": time_ns, "focus": r == m.focus})
+        return Reply("\n".join(rows), {"ranks": docs})
 
     def info_registers(self) -> Reply:
         regs = self.machine.core.regs
@@ -705,7 +803,8 @@ class Debugger:
             if frame.file == self.places.asm_file:
                 code = _code(code)
             lines.append(f"#{depth}  {frame.short}{fn}: {code}")
-        extra = f"pc {m.pc}, step {m.steps}, modelled time {_us(self.time_ns())}"
+        rank = f"rank {m.focus}, " if self.ranks else ""
+        extra = f"{rank}pc {m.pc}, step {m.steps}, modelled time {_us(self.time_ns())}"
         runs = doc["line_runs"]
         extra += f", this line has run {runs} time{'s' if runs != 1 else ''} before"
         loop = doc.get("loop")

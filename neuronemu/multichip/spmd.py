@@ -79,7 +79,7 @@ class _Collective:
         self.barrier, self.local, self.nbytes = barrier, local, nbytes
 
     def times(self, ready: list[float], network: Network) -> list[float]:
-        """When each rank finishes, if rank r arrives at ready[r] (as _Driver._collective)."""
+        """When each rank finishes, if rank r arrives at ready[r] (as Driver._collective)."""
         if self.barrier:
             return C.time_steps(self.steps, lambda k: 0, [max(ready)] * len(ready), network)
         if self.local:
@@ -127,7 +127,7 @@ def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: in
     own_limits = limits is None
     limits = limits if limits is not None else RunLimits(max_instructions, timeout)
     with stop_on_sigint(limits) if own_limits else contextlib.nullcontext():
-        driver = _Driver(program, topology, ranks_per_chip, cores, network, limits, comm,
+        driver = Driver(program, topology, ranks_per_chip, cores, network, limits, comm,
                          partitioning.owner)
         driver.run()
     if program.sync_mode == "explicit":
@@ -175,7 +175,11 @@ def _window(topology, ranks_per_chip: int, network: Network) -> float:
     return max(min(spans), 1.0)
 
 
-class _Driver:
+class Driver:
+    """Carries out the cc.* instructions of every rank: mailboxes, collectives, their timing on
+    the links, deadlock reports (``run``; the debugger drives it rank by rank instead, through
+    ``stopped``, ``update_stops`` and ``coordinate``)."""
+
     def __init__(self, program, topology, ranks_per_chip, cores: dict[int, Core],
                  network: Network, limits: RunLimits, comm: Comm, owner: list[int]):
         self.program = program
@@ -221,22 +225,31 @@ class _Driver:
         send, in order of (ready, rank), booked on the links; then every recv whose message
         has been sent, in rank order. When nothing can act, every rank at one collective runs
         it, else the run is deadlocked."""
-        dirty = list(range(self.world))
+        dirty: list[int] | None = list(range(self.world))
+        while dirty is not None:
+            self.update_stops([(r, self._stop(r)) for r in dirty if self.owner[r] == self.me])
+            dirty = self.coordinate()
+
+    def coordinate(self) -> list[int] | None:
+        """With every rank stopped (at a cc.* instruction, or finished): carry out rounds
+        until some ranks have completed their cc.* instruction, and return them (in rank
+        order: they run next, to their next stop); None when every rank has finished. The
+        debugger (neuronemu/debug/world.py) calls it between the ranks it runs itself."""
         while True:
-            self._update([(r, self._stop(r)) for r in dirty if self.owner[r] == self.me])
             if all(self.finished):
-                break
+                self._check_mail()
+                return None
             dirty, booked = self._round()
-            if dirty or booked:   # a cc.sendrecv's send half alone is progress too
+            if dirty:
+                return dirty
+            if booked:   # a cc.sendrecv's send half alone is progress too
                 continue
             if not any(self.finished) and all(s.name in collectives() for s in self.stops):
                 self._collective()
-                dirty = list(range(self.world))
-                continue
+                return list(range(self.world))
             raise self._deadlock([r for r in range(self.world) if not self.finished[r]])
-        self._check_mail()
 
-    def _update(self, mine: list[tuple[int, _Stop]]) -> None:
+    def update_stops(self, mine: list[tuple[int, _Stop]]) -> None:
         """Learn where every rank that ran stopped; raise the lowest such rank's error."""
         updates = mine
         if self.split:
@@ -251,8 +264,13 @@ class _Driver:
 
     def _stop(self, r: int) -> _Stop:
         """Run rank r (owned here) to its next cc.* instruction, or its end."""
+        return self.stopped(r, self.cores[r].run(self.limits) == FINISHED)
+
+    def stopped(self, r: int, finished: bool) -> _Stop:
+        """Where rank r (owned here) stands after its run: at the cc.* instruction at its pc,
+        or ``finished`` (with the fault its status holds, if any)."""
         core = self.cores[r]
-        if core.run(self.limits) == FINISHED:
+        if finished:
             stop = _Stop()
             stop.finished = True
             if core.status != L.STATUS_OK:

@@ -23,9 +23,10 @@ def sessions() -> list[str]:
     return [b for b in blocks if b.startswith("$ neuronemu debug ")]
 
 
-def test_the_page_has_both_sessions():
+def test_the_page_has_its_three_sessions():
     kernels = [s.splitlines()[0].split()[3] for s in sessions()]
-    assert kernels == ["programs/labs/02-matmul/starter.s", "programs/nki/residual_relu.py"]
+    assert kernels == ["programs/labs/02-matmul/starter.s", "programs/nki/residual_relu.py",
+                       "programs/labs/07-ring-allreduce/starter.s"]
 
 
 @pytest.mark.parametrize("block", sessions(), ids=lambda b: b.splitlines()[0].split()[3])
