@@ -606,10 +606,27 @@ def activate2_ops(ctx, op0, op1, reduce_op):
 
 
 def _mx_scale_rows_ok(data: Tile, scale: Tile) -> bool:
-    # scales of partitions p sit at row 32 (p // 32) + (p % 32) // 8: a [P, .] tile, or [P/8, .]
-    # when the data fits in one quadrant
-    return scale.partitions == data.partitions or (data.partitions <= 32
-                                                   and scale.partitions == data.partitions // 8)
+    # scales of partitions p sit at row 32 (p // 32) + (p % 32) // 8 of the scale tile: a [P, .]
+    # tile, [P/8, .] when the data fits in one quadrant, or a tile starting 0, 4, 8 or 12
+    # partitions into a quadrant that reaches the last of those rows (quantize_mx and
+    # matmul_mx read and write scales at those offsets, so that one tile packs up to four
+    # tensors' scales: the Trainium3 architecture guide's MX scale packing)
+    if scale.partitions == data.partitions or (data.partitions <= 32
+                                               and scale.partitions == data.partitions // 8):
+        return True
+    return (scale.partitions > _mx_last_scale_row(data)
+            and scale.partition_start % 32 in (0, 4, 8, 12))
+
+
+def _mx_last_scale_row(data: Tile) -> int:
+    last = data.partitions - 1
+    return 32 * (last // 32) + (last % 32) // 8
+
+
+def _mx_scale_shapes(data: Tile, columns: int) -> str:
+    rows = f"{data.partitions}" + (f" or {data.partitions // 8}" if data.partitions <= 32 else "")
+    return (f"[{rows}, {columns}], or [at least {_mx_last_scale_row(data) + 1}, {columns}] "
+            f"starting 0, 4, 8 or 12 partitions into a quadrant")
 
 
 @rule
@@ -629,9 +646,9 @@ def mx_layout(ctx, src, dst, scale):
         _fail(d, f"{dst} must be [{s.partitions}, {s.free_size // 4}] (four values per x4 "
                  f"element), not {_shape(d)}")
     if sc.free_size != s.free_size // 4 or not _mx_scale_rows_ok(s, sc):
-        rows = f"{s.partitions}" + (f" or {s.partitions // 8}" if s.partitions <= 32 else "")
-        _fail(sc, f"{scale} must be [{rows}, {s.free_size // 4}] (one scale per 8 partitions x "
-                  f"4 values, at row 32q + g), not {_shape(sc)}")
+        _fail(sc, f"{scale} must be {_mx_scale_shapes(s, s.free_size // 4)} (one scale per 8 "
+                  f"partitions x 4 values, at row 32q + g), not {_shape(sc)} at partition "
+                  f"{sc.partition_start}")
 
 
 @rule
@@ -645,9 +662,8 @@ def mx_scales(ctx, data, scale):
     if d.partitions % 32:
         _fail(d, f"{data} must span a multiple of 32 partitions, not {d.partitions}")
     if sc.free_size != d.free_size or not _mx_scale_rows_ok(d, sc):
-        rows = f"{d.partitions}" + (f" or {d.partitions // 8}" if d.partitions <= 32 else "")
-        _fail(sc, f"{scale} must be [{rows}, {d.free_size}] (one scale per 8 partitions of "
-                  f"{data}), not {_shape(sc)}")
+        _fail(sc, f"{scale} must be {_mx_scale_shapes(d, d.free_size)} (one scale per 8 "
+                  f"partitions of {data}), not {_shape(sc)} at partition {sc.partition_start}")
 
 
 @rule

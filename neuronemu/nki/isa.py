@@ -7,6 +7,8 @@ implement raise ``NkiUnsupported`` at the calling line (see ``__getattr__``)."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 
 from neuronemu.nki import _emit
@@ -325,52 +327,83 @@ def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, revers
     mark_written(dst)
 
 
-def _affine_step(pattern, dst) -> int:
-    """The flattened-index step of an NKI ``pattern`` [[step, num], ...] that neuronemu's
-    iota / affine_select can express (value = offset + p * cm + i * step)."""
+_MAX_AFFINE_RUNS = 256   # instructions one iota / affine_select may unroll into
+
+
+def _affine_runs(pattern, dst) -> list[tuple[int, int, int, int]]:
+    """An NKI ``pattern`` [[step, num], ...] (free dims, outermost first; value = offset +
+    p * channel_multiplier + sum of index * step) as runs that neuronemu's iota /
+    affine_select express, one step each: (first flat free element, count, value added to
+    the offset, step). The innermost dims whose steps nest (a step equal to the inner step
+    times the inner count) make one run; each index of the dims outside them is a run of its
+    own, so ``[[0, 4], [128, 32]]`` is 4 runs of 32 values 0, 128, ..., 3968."""
     dims = [(int(s), int(n)) for s, n in pattern]
-    total = 1
-    for _, n in dims:
-        total *= n
-    free = 1
-    for s in dst.shape[1:]:
-        free *= s
+    if any(n < 1 for _, n in dims):
+        fail(f"pattern {pattern!r}: every count must be at least 1")
+    total = math.prod(n for _, n in dims)
+    free = math.prod(dst.shape[1:])
     if total != free:
         fail(f"pattern covers {total} elements per partition, dst has {free}")
-    step = None
-    inner = 1
-    for s, n in reversed(dims):
-        if n == 1:
-            continue
-        if step is None:
-            step = s
-        elif s != step * inner:
-            fail(f"pattern {pattern!r} is not affine in the flattened free index; neuronemu's "
-                 f"iota/affine_select take one step", unsupported=True)
+    dims = [(s, n) for s, n in dims if n > 1]
+    step, inner = 0, 1
+    while dims:
+        s, n = dims[-1]
+        if inner > 1 and s != step * inner:
+            break
+        step = s if inner == 1 else step
         inner *= n
-    return step if step is not None else 0
+        dims.pop()
+    outer = math.prod(n for _, n in dims)
+    if outer > _MAX_AFFINE_RUNS:
+        fail(f"pattern {pattern!r} makes {outer} runs of {inner} values, each a separate "
+             f"instruction here (at most {_MAX_AFFINE_RUNS}); neuronemu's iota / affine_select "
+             f"take one step", unsupported=True)
+    runs = []
+    for k, index in enumerate(itertools.product(*(range(n) for _, n in dims))):
+        added = sum(i * s for i, (s, _) in zip(index, dims, strict=True))
+        runs.append((k * inner, inner, added, step))
+    return runs
+
+
+def _run_views(t, runs, what: str) -> list:
+    """``t`` as one view per run (all of it for a single run): the flat free elements
+    [first, first + count) of each partition."""
+    if len(runs) == 1:
+        return [t]
+    flat = t.reshape((t.shape[0], math.prod(t.shape[1:]))) if t.ndim != 2 else t
+    if not isinstance(flat, NkiTensor):
+        fail(f"{what}: a pattern of several runs needs a tile view", unsupported=True)
+    return [flat[:, first: first + count] for first, count, _, _ in runs]
 
 
 def iota(dst, pattern, offset=0, channel_multiplier=0, name=None):
-    """dst[p, i] = offset + p * channel_multiplier + pattern(i) (``gpsimd.iota``)."""
+    """dst[p, i] = offset + p * channel_multiplier + pattern(i) (``gpsimd.iota``; a pattern
+    whose steps do not nest is one instruction per run of ``_affine_runs``)."""
     tr = tracer()
     d = tile_arg(dst, "dst")
-    step = _affine_step(pattern, d)
-    tr.emit("gpsimd.iota", onchip(dst, "dst"), base=int(offset),
-            channel_multiplier=int(channel_multiplier), step=step)
+    runs = _affine_runs(pattern, d)
+    for (_, _, added, step), view in zip(runs, _run_views(d, runs, "iota dst"), strict=True):
+        tr.emit("gpsimd.iota", onchip(view, "dst"), base=int(offset) + added,
+                channel_multiplier=int(channel_multiplier), step=step)
 
 
 def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=None,
                   offset=0, name=None):
     """dst = on_true_tile where cmp_op(offset + p * cm + pattern(i), 0) else on_false_value
-    (``gpsimd.affine_select``; cmp_op defaults to nl.equal as in NKI)."""
+    (``gpsimd.affine_select``; cmp_op defaults to nl.equal as in NKI; a pattern whose steps do
+    not nest is one instruction per run of ``_affine_runs``)."""
     tr = tracer()
     d = tile_arg(dst, "dst")
-    step = _affine_step(pattern, d)
+    runs = _affine_runs(pattern, d)
     cmp = alu_name(cmp_op, "cmp_op") if cmp_op is not None else "equal"
-    tr.emit("gpsimd.affine_select", onchip(dst, "dst"), onchip(on_true_tile, "on_true_tile"),
-            cmp_op=cmp, on_false_value=number(on_false_value, "on_false_value"),
-            offset=int(offset), channel_multiplier=int(channel_multiplier), step=step)
+    views = _run_views(d, runs, "affine_select dst")
+    sources = _run_views(tile_arg(on_true_tile, "on_true_tile"), runs,
+                         "affine_select on_true_tile")
+    for (_, _, added, step), view, source in zip(runs, views, sources, strict=True):
+        tr.emit("gpsimd.affine_select", onchip(view, "dst"), onchip(source, "on_true_tile"),
+                cmp_op=cmp, on_false_value=number(on_false_value, "on_false_value"),
+                offset=int(offset) + added, channel_multiplier=int(channel_multiplier),
+                step=step)
 
 
 # ------------------------------------------------------------------------------------------

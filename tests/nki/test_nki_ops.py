@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -106,13 +109,48 @@ def test_iota_affine_select_memset_and_engine_choices():
     assert run.result.instructions["gpsimd"] == 3 and run.result.instructions["scalar"] == 1
 
 
-def test_iota_patterns_that_are_not_affine_in_the_flat_index_are_refused():
-    def kernel(x):
-        idx = nl.ndarray((128, 4, 16), nl.float32, buffer=nl.sbuf)
-        nisa.iota(dst=idx, pattern=[[1, 4], [4, 16]], offset=0)
+def _pattern_values(pattern, partitions, offset, channel_multiplier):
+    """NKI's iota pseudo code: nested loops over the pattern's dims, outermost first."""
+    values = np.zeros((partitions, math.prod(n for _, n in pattern)), np.int64)
+    for p in range(partitions):
+        for k, index in enumerate(itertools.product(*(range(n) for _, n in pattern))):
+            values[p, k] = offset + p * channel_multiplier + sum(
+                i * s for i, (s, _) in zip(index, pattern))
+    return values
 
-    with pytest.raises(nki.NkiUnsupported, match="not affine in the flattened free index"):
-        nki.trace(kernel, A)
+
+@pytest.mark.parametrize("pattern", [[[0, 1], [0, 4], [128, 32]], [[1, 4], [4, 16]],
+                                     [[3, 2], [0, 4], [1, 8]], [[-2, 8], [1, 8]]])
+def test_iota_and_affine_select_with_steps_that_do_not_nest(pattern):
+    shape = (128, math.prod(n for _, n in pattern))
+
+    def kernel(x):
+        idx = nl.ndarray((128, 4, shape[1] // 4), nl.int32, buffer=nl.sbuf)
+        nisa.iota(dst=idx, pattern=pattern, offset=5, channel_multiplier=3)
+        data = nl.ndarray(shape, nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=data, value=2.0)
+        sel = nl.ndarray(shape, nl.float32, buffer=nl.sbuf)
+        nisa.affine_select(dst=sel, pattern=pattern, offset=-40, channel_multiplier=1,
+                           on_true_tile=data, on_false_value=-1.0, cmp_op=nl.greater_equal)
+        o1 = nl.ndarray((128, shape[1]), nl.int32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(shape, nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, idx.reshape((128, shape[1])))
+        nl.store(o2, sel)
+        return o1, o2
+
+    o1, o2 = nki.run(kernel, A).outputs
+    np.testing.assert_array_equal(o1, _pattern_values(pattern, 128, 5, 3))
+    np.testing.assert_array_equal(
+        o2, np.where(_pattern_values(pattern, 128, -40, 1) >= 0, 2.0, -1.0))
+
+
+def test_iota_patterns_of_too_many_runs_are_refused():
+    def too_many(x):
+        idx = nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf)
+        nisa.iota(dst=idx, pattern=[[1, 512], [0, 2]], offset=0)
+
+    with pytest.raises(nki.NkiUnsupported, match="makes 512 runs of 2 values"):
+        nki.trace(too_many, A)
 
 
 def test_dma_transpose_and_accumulate_on_trn3():

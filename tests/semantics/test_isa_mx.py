@@ -129,12 +129,55 @@ tensor.matmul_mx acc, w, x, stationary_scale=ws, moving_scale=xs
     assert result.timing.tensor_flops == 2 * 512 * 64 * 96
 
 
+def test_two_tensors_scales_packed_in_one_tile_at_quadrant_offsets_0_and_4() -> None:
+    """The Trainium3 guide's scale packing: stationary's scales at rows 32q + g, moving's at
+    4 + 32q + g of one tile (a slice starting at partition 4); each quantize_mx writes only
+    its rows, and matmul_mx reads each from its slice."""
+    rng = np.random.default_rng(2)
+    wf = rng.normal(size=(128, 64 * 4)).astype(ml_dtypes.bfloat16)
+    xf = (rng.normal(size=(128, 64 * 4)) * 10).astype(ml_dtypes.bfloat16)
+    src = """.target trn3
+.hbm wf bfloat16[128, 256] input
+.hbm xf bfloat16[128, 256] input
+.sbuf a bfloat16[128, 256]
+.sbuf b bfloat16[128, 256]
+.sbuf w float8_e4m3fn_x4[128, 64]
+.sbuf x float8_e4m3fn_x4[128, 64]
+.sbuf packed uint8[128, 64]
+.psum acc float32[64, 64]
+dma.copy a, wf
+dma.copy b, xf
+vector.memset packed, value=9
+vector.quantize_mx w, a, dst_scale=packed
+vector.quantize_mx x, b, dst_scale=packed[4:, :]
+tensor.matmul_mx acc, w, x, stationary_scale=packed, moving_scale=packed[4:, :]
+"""
+    result = neuronemu.run(neuronemu.assemble(src, "k.s"), inputs={"wf": wf, "xf": xf})
+    packed = result.tiles["packed"]
+    rows = scale_rows(128)
+    _, w_codes = quantize_reference(wf.astype(np.float32), "float8_e4m3fn")
+    _, x_codes = quantize_reference(xf.astype(np.float32), "float8_e4m3fn")
+    np.testing.assert_array_equal(packed[rows], w_codes)
+    np.testing.assert_array_equal(packed[rows + 4], x_codes)
+    untouched = np.setdiff1d(np.arange(128), np.concatenate([rows, rows + 4]))
+    assert np.all(packed[untouched] == 9)
+    a = dequantize(result.tiles["w"].view(np.uint32), packed, "float8_e4m3fn")
+    b = dequantize(result.tiles["x"].view(np.uint32), packed[4:], "float8_e4m3fn")
+    exact = a.T @ b
+    bound = 512 * 2.0**-24 * (np.abs(a).T @ np.abs(b)) * 1.01  # 512-term fp32 sum
+    assert np.all(np.abs(result.tiles["acc"] - exact) <= bound)
+
+
 @pytest.mark.parametrize("body, message", [
     ("vector.tensor_copy f, q", "cannot use 'q' (float8_e4m3fn_x4"),
     ("vector.quantize_mx q, h[0:32, 0:16], dst_scale=s[0:32, :]", "dst must be [32, 4]"),
     ("vector.quantize_mx q[0:16, :], h[0:16, :], dst_scale=s[0:16, :]",
      "must span a multiple of 32 partitions"),
     ("vector.quantize_mx q, h, dst_scale=s[0:8, :]", "dst_scale must be [64, 8]"),
+    ("vector.quantize_mx q, h, dst_scale=s[2:, :]", ("starting 0, 4, 8 or 12 partitions into a "
+     "quadrant (one scale per 8 partitions x 4 values, at row 32q + g), not [62, 8] at "
+     "partition 2")),
+    ("vector.quantize_mx q, h, dst_scale=s[32:, :]", "or [at least 36, 8]"),
 ])
 def test_mx_errors(body: str, message: str) -> None:
     src = (".target trn3\n.sbuf h bfloat16[64, 32]\n.sbuf q float8_e4m3fn_x4[64, 8]\n"
