@@ -52,7 +52,7 @@ def _world(replica_group) -> int:
     return n
 
 
-def _grid_programs(tr) -> int:
+def grid_programs(tr) -> int:
     programs = 1
     for size in tr.grid:
         programs *= size
@@ -65,7 +65,7 @@ def record_sync(kind: str) -> None:
     exchange is refused: program 0 would read what program 1 has not yet sent (a wrong value);
     ``core_barrier`` there is handled by tracing in lockstep (_lockstep.py)."""
     tr = tracer()
-    programs = _grid_programs(tr)
+    programs = grid_programs(tr)
     if programs > 1:
         fail(f"{kind} between the programs of a launch of {programs} (kernel{list(tr.grid)}): "
              f"the programs of a launch grid are traced into one core's stream here; they can "
@@ -75,6 +75,74 @@ def record_sync(kind: str) -> None:
              "(neuronemu.api.run_spmd), exchanging data with nki.collectives",
              unsupported=True)
     tr.sync_points.append((kind, user_site(), len(tr.loops)))
+
+
+@dataclass
+class _Send:
+    """What one program of a launch grid leaves at a sendrecv."""
+
+    src: NkiTensor
+    dst: NkiTensor
+    send_to: int
+    recv_from: int
+    site: object
+
+
+def grid_sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=None, dma_engine=None,
+                  name=None) -> None:
+    """``nisa.sendrecv`` between the programs of a launch grid (the cores of an LNC2 kernel,
+    ``kernel[2]``), traced into one core's stream: the programs meet there in lockstep
+    (_lockstep.py), and once every program has arrived each one's ``src`` is copied by DMA
+    into its peer's ``dst``."""
+    tr = tracer()
+    for what, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, NkiTensor):
+            fail(f"sendrecv {what} must be a tensor, got {type(t).__name__}")
+        if t.kind == "psum":
+            fail(f"sendrecv {what} is in PSUM; DMA moves SBUF or HBM tensors")
+    if tr.lockstep is None:
+        raise NeedsLockstep
+    if tr.loops:
+        fail("sendrecv inside a device loop (nl.fori_loop, nl.while_loop, dynamic_range) "
+             "between the programs of a launch grid: the programs are interleaved at their "
+             "exchanges while being traced, which a loop run on the device cannot be",
+             "use nl.affine_range / static_range for that loop (it is unrolled)",
+             unsupported=True)
+    send = _Send(src, dst, _rank_value(send_to_rank, "send_to_rank"),
+                 _rank_value(recv_from_rank, "recv_from_rank"), user_site())
+    tr.lockstep.meet(send.site, send, _deliver)
+
+
+def _rank_value(value, what: str) -> int:
+    if isinstance(value, (RegExpr, VirtualRegister)):
+        fail(f"sendrecv {what} between the programs of a launch grid must be a Python int "
+             f"(e.g. 1 - nl.program_id(0)), not a register", unsupported=True)
+    return int(value)
+
+
+def _deliver(sends: dict[int, _Send]) -> None:
+    """Every program's send of one exchange, as DMA copies (emitted by the last to arrive)."""
+    tr = tracer()
+    programs = grid_programs(tr)
+    for i, send in sorted(sends.items()):
+        if not 0 <= send.send_to < programs or not 0 <= send.recv_from < programs:
+            raise NkiError(f"program {i} sends to program {send.send_to} and receives from "
+                           f"program {send.recv_from}; the launch has programs 0.."
+                           f"{programs - 1}", send.site.location())
+        peer = sends.get(send.send_to)
+        if peer is None or peer.recv_from != i:
+            got = ("does not reach this exchange" if peer is None else
+                   f"receives from program {peer.recv_from}")
+            raise NkiError(f"program {i} sends to program {send.send_to}, which {got} (the "
+                           f"{programs} programs' sendrecv calls must pair up)",
+                           send.site.location())
+        if tuple(send.src.shape) != tuple(peer.dst.shape) or send.src.dtype != peer.dst.dtype:
+            raise NkiError(f"program {i} sends {send.src.dtype}{list(send.src.shape)} but "
+                           f"program {send.send_to} receives into "
+                           f"{peer.dst.dtype}{list(peer.dst.shape)}", send.site.location())
+    for _, send in sorted(sends.items()):
+        tr.emit("dma.copy", sends[send.send_to].dst.operand(tr), send.src.operand(tr),
+                queue=tr.next_queue())
 
 
 def check_identical_control_flow(traces) -> None:
@@ -299,7 +367,7 @@ def core_barrier(data, cores, engine=None, name=None) -> None:
     if tr.target == "trn1":
         fail("core_barrier needs NeuronCore-v3 or newer (trn2, trn3); this kernel is traced "
              "for trn1")
-    if _grid_programs(tr) > 1:
+    if grid_programs(tr) > 1:
         # the programs of one launch, traced into one stream: the barrier is their order
         if tr.lockstep is None:
             raise NeedsLockstep

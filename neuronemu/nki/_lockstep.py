@@ -13,6 +13,12 @@ any trace, so a tile one program keeps across the barrier is still live while th
 
 The programs must reach the same barriers in the same order (LNC2's identical control flow):
 a difference is a located error at the first barrier where they part.
+
+``nisa.sendrecv`` between the programs is such a meeting point that also moves data: each
+program leaves what it sends (``meet(site, payload, complete)``), and the last program to
+arrive, before any program goes on, hands every program's payload to ``complete``, which emits
+the copies (neuronemu/nki/_collectives.py). So each copy comes after every program's code
+before the exchange (the data is written) and before any program's code after it (it is read).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class Lockstep:
         self.turn = 0
         self.done = [False] * len(programs)
         self.barriers: list[list] = [[] for _ in programs]   # sites reached, per program
+        self.payloads: dict[int, dict[int, object]] = {}   # meeting number -> program -> payload
         self.shared_next = [0] * len(programs)
         self.results: list = [None] * len(programs)
         self.error: BaseException | None = None
@@ -65,8 +72,20 @@ class Lockstep:
 
     def barrier(self, site) -> None:
         """The calling program reached a core_barrier at ``site``: the next program runs."""
+        self.meet(site)
+
+    def meet(self, site, payload=None,
+             complete: Callable[[dict[int, object]], None] | None = None) -> None:
+        """The calling program reached a meeting point at ``site`` (with ``payload``, for
+        ``complete``): the next program runs. The program completing the meeting (every
+        program has reached it) first calls ``complete`` with every program's payload."""
         i = self.local.index
         self.barriers[i].append(site)
+        k = len(self.barriers[i]) - 1
+        if complete is not None:
+            self.payloads.setdefault(k, {})[i] = payload
+        if all(len(reached) > k for reached in self.barriers) and k in self.payloads:
+            complete(self.payloads.pop(k))
         self._pass(i)
         self._wait(i)
 

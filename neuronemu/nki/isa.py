@@ -506,7 +506,12 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
 # control flow, registers, multi-core (their own modules), and every call the tables define
 
 
-from neuronemu.nki._collectives import core_barrier, record_sync  # noqa: F401
+from neuronemu.nki._collectives import (  # noqa: F401
+    core_barrier,
+    grid_programs,
+    grid_sendrecv,
+    record_sync,
+)
 from neuronemu.nki._control import (  # noqa: F401
     VirtualRegister,
     register_alloc,
@@ -518,7 +523,12 @@ from neuronemu.nki._control import (  # noqa: F401
 
 def sendrecv(*args, **kwargs) -> None:
     """Send src to rank send_to_rank while receiving dst from recv_from_rank
-    (``cc.sendrecv``; ``pipe_id`` and ``dma_engine`` change nothing modelled)."""
+    (``cc.sendrecv``; ``pipe_id`` and ``dma_engine`` change nothing modelled). Between the
+    programs of a launch grid (an LNC2 ``kernel[2]``) it is a DMA copy each way once both
+    programs have reached it (``_collectives.grid_sendrecv``)."""
+    if grid_programs(tracer()) > 1:
+        grid_sendrecv(*args, **kwargs)
+        return
     record_sync("sendrecv")
     _emit.call("sendrecv", args, kwargs)
 

@@ -180,15 +180,41 @@ def test_programs_that_part_at_a_barrier_are_a_located_error():
 
 
 def lnc2_sendrecv(x):
+    """Each program of kernel[2] loads its half, swaps it with the other's by sendrecv, and
+    writes max(own, other) + its program id into its half of the output."""
+    out = nl.ndarray((2, 128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[pid])
+    u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(src=t, dst=u, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    m = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=m, data1=t, data2=u, op=nl.maximum)
+    r = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=r, data=m, op0=nl.add, operand0=float(pid))
+    nisa.dma_copy(dst=out[pid], src=r)
+    return out
+
+
+def test_sendrecv_between_the_programs_of_a_grid_swaps_their_tiles():
+    x = np.random.default_rng(3).standard_normal((2, 128, 4)).astype(np.float32)
+    got = nki.run(lnc2_sendrecv, x, grid=(2,)).outputs
+    both = np.maximum(x[0], x[1])
+    np.testing.assert_array_equal(got, np.stack([both, both + 1]))
+    asm = nki.trace(lnc2_sendrecv, x, grid=(2,)).asm
+    assert "cc." not in asm and asm.count("dma.copy") == 2 + 2 + 2   # loads, the swap, stores
+
+
+def lnc2_unpaired(x):
     t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.sendrecv(src=t, dst=u, send_to_rank=1 - nl.program_id(0),
-                  recv_from_rank=1 - nl.program_id(0), pipe_id=0)
+    nisa.sendrecv(src=t, dst=u, send_to_rank=1, recv_from_rank=1, pipe_id=0)
     return x
 
 
-def test_a_data_exchange_between_the_programs_of_a_grid_is_refused_not_wrong():
-    with pytest.raises(NkiUnsupported, match="between the programs of a launch of 2") as e:
-        nki.trace(lnc2_sendrecv, np.zeros((128, 4), np.float32), grid=(2,))
-    assert e.value.location.line == lnc2_sendrecv.__code__.co_firstlineno + 4
+def test_sendrecv_calls_of_a_grid_that_do_not_pair_up_are_a_located_error():
+    with pytest.raises(NkiError, match="program 0 sends to program 1, which receives from "
+                                       "program 1") as e:
+        nki.trace(lnc2_unpaired, np.zeros((128, 4), np.float32), grid=(2,))
+    assert e.value.location.line == lnc2_unpaired.__code__.co_firstlineno + 4
