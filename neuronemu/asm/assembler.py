@@ -1140,6 +1140,8 @@ def lower(program: Program, same_as: list[int] | None = None,
             row[L.I_TRACK] = L.DMA_TRACK0 + (int(queue) if queue is not None else 0)
             if ins.args.get("dge") == isa.enums["dge"].values["hw"]:
                 row[L.I_FLAGS] |= L.DMA_HWDGE
+            if ins.args.get("oob") == isa.enums["oob_mode"].values["skip"]:
+                row[L.I_FLAGS] |= L.DMA_OOB_SKIP
         if d.engine == "tensor":
             row[L.I_FLAGS] |= _tensor_flags(ins.args, program.target, isa)
             # NeuronCore-v2 transposes through a plain matmul with an identity (nc_transpose)

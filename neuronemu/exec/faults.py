@@ -37,9 +37,14 @@ def fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> R
         tile = ins.args[arg.name]
         if isinstance(tile, Tile):
             values = ", ".join(f"r{r} = {int(regs[r])}" for r, _ in tile.regs)
+            notes = ()
+            if program.instrs[pc, L.I_FLAGS] & L.DMA_OOB_SKIP:
+                partly = ("oob=skip skips a transfer whose tile lies wholly outside its tensor; "
+                          "this one is partly inside")
+                notes = (partly,)
             return RuntimeFault(f"{ins.definition.name} argument '{arg.name}' leaves "
                                 f"'{tile.symbol}' at run time ({values}); the instruction was not "
-                                f"executed", tile.location)
+                                f"executed", tile.location, notes=notes)
     if status == L.STATUS_BAD_INDEX and ins is not None and "indices" in ins.args:
         p, value, limit, j = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 4])
         index, data = ins.args["indices"], ins.args["data"]

@@ -30,6 +30,7 @@ MATMUL_DOUBLE_ROW = 2   # fp8 double-row performance mode (2x TensorE throughput
 MATMUL_TRANSPOSE = 4    # v3+ transpose mode: bits move through the one-hot moving tile
 MATMUL_FP32_HALF = 8    # fp32 matmul at half its cost (a 0/1 operand hint, or transpose mode)
 PE_TRANSPOSE_MATMUL = 16  # v2 tensor.transpose: an fp32 matmul with an identity (NaN/Inf smear)
+DMA_OOB_SKIP = 32       # dma.copy oob=skip: a register-offset tile wholly outside is not moved
 PE_BLOCKS_SHIFT = 16    # bits 16..31: the 32 x 32 PE blocks a Tensor instruction occupies
                         # (bit r * 4 + c); 0 = the whole array
 

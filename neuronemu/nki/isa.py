@@ -145,12 +145,15 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
              "nisa.tensor_copy first")
     if src._broadcast is not None and src._broadcast != d.shape[0]:
         fail(f"src is broadcast to {src._broadcast} partitions but dst has {d.shape[0]}")
-    if oob_mode not in ("error", None) and src._indirect is None and d._indirect is None:
-        fail(f"oob_mode={oob_mode!r} applies to indirect (vector_offset) copies only")
+    if oob_mode not in ("error", "skip", None):
+        fail(f"oob_mode={oob_mode!r}: nisa.oob_mode.error or nisa.oob_mode.skip")
     dge = {"unknown": None, "none": None, "swdge": None, "hwdge": "hw"}.get(dge_mode)
     kw = {"queue": tr.next_queue()}
     if dge:
         kw["dge"] = dge
+    if oob_mode == "skip" and src._indirect is None and d._indirect is None:
+        # a scalar_offset view wholly outside its tensor is not moved (dma.copy oob=skip)
+        kw["oob"] = "skip"
     if src._indirect is not None or d._indirect is not None:
         _indirect_copy(tr, d, src, oob_mode, kw)
         return

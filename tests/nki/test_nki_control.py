@@ -136,6 +136,32 @@ def test_ap_scalar_offset_from_a_tile_and_a_register():
     np.testing.assert_array_equal(b, x[:, 21:37])
 
 
+def block_store(x, block):
+    """out (64 rows, zero) with x's 32 rows stored at row block ``block`` (read at run time)
+    by .ap(scalar_offset=); a block outside out is skipped (oob_mode.skip)."""
+    b_sb = _sb((1, 1), nl.int32)
+    nisa.dma_copy(dst=b_sb, src=block)
+    t = _sb(x.shape)
+    nisa.dma_copy(dst=t, src=x)
+    out = nl.ndarray((64, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    _zero_fill(out)
+    f = x.shape[1]
+    nisa.dma_copy(dst=out.ap([[f, 32], [1, f]], scalar_offset=b_sb, indirect_dim=0),
+                  src=t, oob_mode=nisa.oob_mode.skip)
+    return out
+
+
+@pytest.mark.parametrize("block, rows", [(32, slice(32, 64)), (0, slice(0, 32)),
+                                         (64, None), (-40, None)])
+def test_a_scalar_offset_copy_wholly_outside_is_skipped(block, rows):
+    x = RNG.standard_normal((32, 8)).astype(np.float32)
+    expected = np.zeros((64, 8), np.float32)
+    if rows is not None:
+        expected[rows] = x
+    got = nki.simulate(block_store)(x, np.array([[block]], np.int32))
+    np.testing.assert_array_equal(got, expected)
+
+
 def gather_then_scatter(table, idx, dest):
     p, f = idx.shape[0], table.shape[1]
     ids = _sb((p, 1), nl.int32)

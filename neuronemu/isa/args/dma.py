@@ -32,6 +32,7 @@ COPY_DST = 0
 COPY_SRC = 1
 COPY_QUEUE = 2
 COPY_DGE = 3
+COPY_OOB = 4
 
 # dma.decompress: isa/dma.toml: [decompress]
 DECOMPRESS_DST = 0
