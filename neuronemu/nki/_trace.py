@@ -393,8 +393,8 @@ class NkiTensor(NKIObject):
                          f"{view_dims.index(dim)} of size {size}")
                 s0, s1, st = k.indices(size)
                 n = len(range(s0, s1, st))
-                if n == 0:
-                    fail(f"slice {k.start}:{k.stop} of a dim of size {size} is empty")
+                # an empty view is legal (a core with no rows of a sharded tensor takes
+                # t[nl.ds(k, 0)]); it only cannot be an instruction's operand (operand())
                 index[dim] = (start + s0 * step, n, step * st)
             else:
                 fail(f"unsupported index {k!r} (ints, slices, nl.ds and ... are supported)",
@@ -886,6 +886,9 @@ class NkiTensor(NKIObject):
     # -- operand text
     def operand(self, tracer: Tracer) -> str:
         slot = self._buffer.slot
+        if 0 in self.shape:
+            fail(f"an empty view (shape {list(self.shape)}) cannot be an instruction's operand",
+                 "skip the instruction when the slice is empty (e.g. `if n > 0:`)")
         if self._indirect is not None:
             fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
         if slot.live is not None:   # on chip: live up to the instruction being emitted

@@ -198,3 +198,35 @@ def test_tensor_scalar_reduce_and_partition_reduce():
     np.testing.assert_array_equal(o1, A * 3)
     np.testing.assert_array_equal(o2[:, 0], (A * 3).max(axis=1))
     np.testing.assert_array_equal(o3[0], A.sum(axis=0))   # small integers: exact
+
+
+def sharded_rows(x):
+    """Each of the grid's programs adds 1 to its share of x's rows; with more programs than
+    rows, a program's share is empty (nl.ds(k, 0)) and it issues nothing for it."""
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    n, programs, pid = x.shape[0], nl.num_programs(0), nl.program_id(0)
+    per = n // programs
+    rows = n - per * pid if pid == programs - 1 else per
+    mine = x[nl.ds(per * pid, rows)]
+    assert mine.shape == (rows, x.shape[1])
+    if rows > 0:
+        t = nl.ndarray(mine.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=mine)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=out[nl.ds(per * pid, rows)], src=t)
+    return out
+
+
+def test_an_empty_view_is_legal_until_an_instruction_uses_it():
+    x = A[0:1]
+    got = nki.run(sharded_rows, x, grid=(2,)).outputs
+    np.testing.assert_array_equal(got, x + 1)
+
+    def uses_it(x):
+        t = nl.ndarray((1, 64), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[0:0], src=x[0:0])
+
+    with pytest.raises(nki.NkiError, match=r"an empty view \(shape \[0, 64\]\) cannot be an "
+                                           "instruction's operand") as e:
+        nki.trace(uses_it, x)
+    assert e.value.location.line == uses_it.__code__.co_firstlineno + 2
