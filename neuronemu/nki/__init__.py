@@ -271,7 +271,8 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
     asm_name = f"{fn.__name__}.nki.s"
     text, source_map = tr.assembly(asm_name, kernel_site)
     unreturned = [(slot.name, slot.site) for slot in tr.hbm
-                  if slot.role == "scratch" and slot.used_shape is not None]
+                  if slot.role == "scratch" and slot.used_shape is not None
+                  and not slot.private]
     return KernelTrace(text, asm_name, source_map, target, inputs, returned, names,
                        dict(tr.peak), callers, unreturned, list(tr.prints))
 

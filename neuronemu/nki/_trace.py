@@ -223,6 +223,7 @@ class Slot:
     site: Site
     offset: int = 0
     role: str = "scratch"          # HBM: input | output | scratch
+    private: bool = False          # HBM: nl.private_hbm (a core's own scratch, never returned)
     used_shape: tuple[int, ...] | None = None
     used_site: Site | None = None
     live: object = None            # on chip: its _alloc.Live (live range, placement)
@@ -904,10 +905,19 @@ class NkiTensor(NKIObject):
             if slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
             elif slot.used_shape != self._base_shape:
-                fail(f"HBM tensor '{slot.name}' is used with shape {list(self._base_shape)} here "
-                     f"and with shape {list(slot.used_shape)} at {slot.used_site.short()}; one HBM "
-                     f"tensor can have one shape until the assembler's access-pattern syntax "
-                     f"lands", unsupported=True)
+                # the same bytes in another shape (t.reshape(...) of an HBM tensor): the view
+                # as an access pattern over the tensor's flat row-major elements
+                if any(isinstance(e, RegExpr) or isinstance(e, tuple)
+                       and isinstance(e[0], RegExpr) for e in self._index):
+                    fail(f"HBM tensor '{slot.name}' is used with shape "
+                         f"{list(self._base_shape)} here and with shape "
+                         f"{list(slot.used_shape)} at {slot.used_site.short()}; a reshaped "
+                         f"view with a run-time index is not supported",
+                         "index the tensor in the shape it was first used in",
+                         unsupported=True)
+                pairs, offset, dtype = self._pattern()
+                text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
+                return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
         if self._index == tuple((0, n, 1) for n in self._base_shape):
             return name
         parts = []

@@ -11,6 +11,7 @@ binary arithmetic, reductions, ``reciprocal`` and ``negative`` on VectorE; ``nl.
 from __future__ import annotations
 
 import builtins
+import os
 import sys
 
 import numpy as np
@@ -194,7 +195,9 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None) -> NkiTenso
     site = user_site()
     if space.kind == "hbm":
         if space.name == "private_hbm":
-            return tr.hbm_tensor(name or "out", dtype_name(dtype), shape, "scratch", site)
+            t = tr.hbm_tensor(name or "scratch", dtype_name(dtype), shape, "scratch", site)
+            t._buffer.slot.private = True
+            return t
         return tr.shared_hbm_tensor(name or "out", dtype_name(dtype), shape, site)
     return tr.onchip(space.kind, dtype_name(dtype), shape, site, name, _address(address))
 
@@ -246,11 +249,17 @@ def empty_like(a, dtype=None, buffer=None, name: str = "", **kwargs) -> NkiTenso
 
 
 def shared_constant(constant, dtype=None, **kwargs) -> NkiTensor:
-    """An HBM tensor holding ``constant`` (a numpy array or nested list): an input of the
-    run, as NKI embeds it in the binary. ``dtype`` converts it first."""
+    """An HBM tensor holding ``constant`` (a numpy array, a nested list, or the path of a
+    ``.npy`` file, as NKI 0.6 takes): an input of the run, as NKI embeds it in the binary.
+    ``dtype`` converts it first."""
     for key in kwargs:
         fail(f"shared_constant() got an unexpected keyword argument {key!r}")
+    if isinstance(constant, (str, os.PathLike)):
+        constant = _load_npy(constant)
     array = np.asarray(constant)
+    if array.dtype.kind in "USO":
+        fail(f"shared_constant() takes a numeric array or the path of a .npy file, not an "
+             f"array of {array.dtype}")
     if dtype is not None:
         array = array.astype(numpy_dtype(dtype))
     if array.ndim == 0:
@@ -259,6 +268,16 @@ def shared_constant(constant, dtype=None, **kwargs) -> NkiTensor:
     t = tr.hbm_tensor("const", dtype_name(array.dtype), array.shape, "input", user_site())
     tr.constants[t._buffer.slot.name] = np.ascontiguousarray(array)
     return t
+
+
+def _load_npy(path) -> np.ndarray:
+    """The array of a ``.npy`` file given to shared_constant (no pickled objects)."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        fail(f"shared_constant(): no file {os.fspath(path)!r}")
+    except (OSError, ValueError) as error:
+        fail(f"shared_constant(): {os.fspath(path)!r} is not a .npy array file ({error})")
 
 
 def shared_identity_matrix(n: int, dtype=uint8, dst=None, **kwargs) -> NkiTensor:

@@ -230,3 +230,45 @@ def test_an_empty_view_is_legal_until_an_instruction_uses_it():
                                            "instruction's operand") as e:
         nki.trace(uses_it, x)
     assert e.value.location.line == uses_it.__code__.co_firstlineno + 2
+
+
+def fold_through_hbm(x):
+    """[8, 16] -> [4, 32] by writing to a scratch HBM tensor and reading it back reshaped
+    (the tensor is then used in two shapes)."""
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    scratch = nl.ndarray(x.shape, x.dtype, buffer=nl.private_hbm)
+    nisa.dma_copy(dst=scratch, src=t)
+    folded = scratch.reshape((x.shape[0] // 2, x.shape[1] * 2))
+    u = nl.ndarray((folded.shape[0], 16), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=folded[:, 8:24])
+    out = nl.ndarray(u.shape, x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+def test_an_hbm_tensor_used_in_two_shapes():
+    x = A[0:8, 0:16]
+    got = nki.simulate(fold_through_hbm)(x)
+    np.testing.assert_array_equal(got, x.reshape(4, 32)[:, 8:24])
+
+
+def test_shared_constant_from_a_npy_file(tmp_path):
+    table = np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5
+    np.save(tmp_path / "table.npy", table)
+
+    def kernel(x):
+        c = nl.shared_constant(str(tmp_path / "table.npy"))
+        t = nl.ndarray(c.shape, c.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=c)
+        out = nl.ndarray(c.shape, c.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    np.testing.assert_array_equal(nki.simulate(kernel)(A), table)
+
+    def missing(x):
+        nl.shared_constant(str(tmp_path / "nothing.npy"))
+
+    with pytest.raises(nki.NkiError, match="shared_constant\\(\\): no file"):
+        nki.trace(missing, A)
