@@ -16,7 +16,10 @@ from neuronemu.errors import AsmError, EncodingError
 from neuronemu.program import Immediate, Program, Tile
 
 MAGIC = b"NEO\x00"
-VERSION = 1
+VERSION = 2
+# Arguments added to an instruction's table entry since a version: a file of an older version
+# has no field for them, and they take their defaults (so older binaries keep loading).
+_ADDED_IN = {2: {"dma.copy": ("oob",)}}
 
 # argument field tags
 _ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE, _INT_LIST = range(8)
@@ -260,15 +263,20 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
         raise r.fail("not a neuronemu binary (no NEO magic)")
     r.offset = 4
     version, flags = r.unpack("HH", "the version")
-    if version != VERSION:
-        raise r.fail(f"encoding version {version}; this neuronemu reads {VERSION}", 4)
+    if not 1 <= version <= VERSION:
+        raise r.fail(f"encoding version {version}; this neuronemu reads 1 to {VERSION}", 4)
+    absent: dict[str, set[str]] = {}
+    for since, entries in _ADDED_IN.items():
+        if version < since:
+            for mnemonic, added in entries.items():
+                absent.setdefault(mnemonic, set()).update(added)
     if flags & ~_FLAGS:
         raise r.fail(f"unknown header flags {flags & ~_FLAGS:#x}", 6)
     at = r.offset
     target = r.text("the target name")
     if target not in isa.targets:
         raise r.fail(f"unknown target {_short(target)}", at)
-    lines = [f"# disassembled by neuronemu (encoding v{VERSION})", f".target {target}"]
+    lines = [f"# disassembled by neuronemu (encoding v{version})", f".target {target}"]
     if flags & _TOPOLOGY:
         from neuronemu.isa.topologies import load_topologies
 
@@ -292,7 +300,10 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
     for _ in range(count):
         d = r.code("H", "opcode", lambda op: by_opcode[op], lambda op: f"{op:#06x}")
         positional, keywords = [], []
+        missing = absent.get(d.name, ())
         for arg in d.args:
+            if arg.name in missing:
+                continue
             text = _decode_arg(r, arg, names, isa, targets)
             if text is None:
                 continue

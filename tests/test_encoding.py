@@ -137,3 +137,36 @@ def test_sync_mode_round_trips() -> None:
     auto = neuronemu.assemble(source.replace(".sync explicit\n", ""), "k.s")
     assert ".sync" not in disassemble(encode(auto))
     assert neuronemu.assemble(disassemble(encode(explicit))).sync_mode == "explicit"
+
+
+def test_version_1_files_still_load(monkeypatch):
+    """A .neo written before dma.copy had its oob argument (version 1: no field for it) loads
+    with oob's default and runs as the program it was written from."""
+    src = """\
+.target trn2
+.hbm x float32[8, 16] input
+.hbm y float32[8, 16] output
+.sbuf t float32[8, 16]
+    dma.copy t, x, queue=3
+    vector.tensor_scalar t, t, op0=multiply, operand0=2.0
+    dma.copy y, t, queue=1, dge=hw
+"""
+    program = neuronemu.assemble(src, "v1.s")
+    write_field = encoding._encode_arg
+
+    def version_1_field(w, arg, value, symbols, isa):
+        if arg.name != "oob":          # version 1 had no field for it
+            write_field(w, arg, value, symbols, isa)
+
+    monkeypatch.setattr(encoding, "_encode_arg", version_1_field)
+    monkeypatch.setattr(encoding, "VERSION", 1)
+    old = encoding.encode(program)
+    monkeypatch.undo()
+    assert struct.unpack_from("<H", old, 4) == (1,)
+    assert len(old) < len(encoding.encode(program))
+    text = encoding.disassemble(old, "v1.neo")
+    assert "encoding v1" in text and "oob" not in text
+    again = neuronemu.assemble(text, "v1.neo (disassembled)")
+    assert encoding.encode(again) == encoding.encode(program)
+    x = np.arange(128, dtype=np.float32).reshape(8, 16)
+    np.testing.assert_array_equal(neuronemu.run(again, inputs={"x": x}).outputs["y"], 2 * x)

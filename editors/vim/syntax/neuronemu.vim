@@ -29,13 +29,13 @@ syn keyword nemuMnemonic vector.tensor_scalar vector.tensor_scalar_cumulative ve
 syn keyword nemuMnemonic vector.tensor_tensor vector.tensor_tensor_scan vector.transpose
 syn keyword nemuDirective .const .endm .endr .hbm .macro .psum .rept .sbuf .sync .target .topology
 syn keyword nemuEnum abs abs_max abs_min add arctan auto average bitwise_and bitwise_or bitwise_xor bypass
-syn keyword nemuEnum copy divide double_row equal erf erf_dx exp gelu gelu_apprx_sigmoid
+syn keyword nemuEnum copy divide double_row equal erf erf_dx error exp gelu gelu_apprx_sigmoid
 syn keyword nemuEnum gelu_apprx_sigmoid_dx gelu_apprx_tanh gelu_dx gpsimd greater greater_equal hw idle
 syn keyword nemuEnum invert left_shift less less_equal load_reduce log logical_and logical_or logical_xor
 syn keyword nemuEnum maximum mesh minimum mish multiply none not_equal power prelu q0 q1 q10 q11 q12 q13 q14
 syn keyword nemuEnum q15 q2 q3 q4 q5 q6 q7 q8 q9 rdh reciprocal reduce relu reset reset_reduce right_shift
-syn keyword nemuEnum ring rsqrt scalar sigmoid sign silu silu_dx sin softplus sqrt square static subtract
-syn keyword nemuEnum tanh tensor vector
+syn keyword nemuEnum ring rsqrt scalar sigmoid sign silu silu_dx sin skip softplus sqrt square static
+syn keyword nemuEnum subtract tanh tensor vector
 syn keyword nemuType bfloat16 bool_ float16 float32 float4_e2m1fn_x4 float8_e3m4 float8_e4m3 float8_e4m3fn
 syn keyword nemuType float8_e4m3fn_x4 float8_e5m2 float8_e5m2_x4 float8_e8m0fnu int16 int32 int8 tfloat32
 syn keyword nemuType uint16 uint32 uint8
@@ -43,7 +43,7 @@ syn keyword nemuTarget trn1 trn2 trn3
 syn keyword nemuDeclaration arange full identity input nan normal ones output relu_normal scratch uniform zeros
 syn keyword nemuBoolean false true
 
-syn match nemuArgument "\<\(a\|accumulate\|algorithm\|alpha\|b\|base\|bias\|bound0\|bound1\|channel_multiplier\|cmp_op\|comp_op0\|comp_op1\|data\|data0\|data1\|data2\|dge\|dim\|dst\|dst_idx\|dst_scale\|func\|idx_dst\|imm\|imm0\|imm1\|index\|index_offset\|indices\|initial\|is_moving_onezero\|is_stationary_onezero\|is_transpose\|mask\|max\|max_value\|min\|moving\|moving_scale\|n\|negate\|num_elem_per_idx\|num_valid_indices\|offset\|on_false\|on_false_value\|on_true\|op\|op0\|op1\|operand0\|operand1\|padding_val\|peer\|perf_mode\|predicate\|prob\|queue\|ra\|range_start\|rd\|recv_from\|reduce_cmd\|reduce_init\|reduce_op\|reduce_res\|relu_param\|reverse0\|reverse1\|reverse_pred\|scale\|seed\|segment_ids\|sem\|send_to\|shift\|src\|src0\|src1\|src2\|src3\|src4\|src5\|src6\|src7\|stationary\|stationary_scale\|step\|table\|target\|tile_position\|tile_size\|track\|val_dst\|vals\|value\)\ze\s*="
+syn match nemuArgument "\<\(a\|accumulate\|algorithm\|alpha\|b\|base\|bias\|bound0\|bound1\|channel_multiplier\|cmp_op\|comp_op0\|comp_op1\|data\|data0\|data1\|data2\|dge\|dim\|dst\|dst_idx\|dst_scale\|func\|idx_dst\|imm\|imm0\|imm1\|index\|index_offset\|indices\|initial\|is_moving_onezero\|is_stationary_onezero\|is_transpose\|mask\|max\|max_value\|min\|moving\|moving_scale\|n\|negate\|num_elem_per_idx\|num_valid_indices\|offset\|on_false\|on_false_value\|on_true\|oob\|op\|op0\|op1\|operand0\|operand1\|padding_val\|peer\|perf_mode\|predicate\|prob\|queue\|ra\|range_start\|rd\|recv_from\|reduce_cmd\|reduce_init\|reduce_op\|reduce_res\|relu_param\|reverse0\|reverse1\|reverse_pred\|scale\|seed\|segment_ids\|sem\|send_to\|shift\|src\|src0\|src1\|src2\|src3\|src4\|src5\|src6\|src7\|stationary\|stationary_scale\|step\|table\|target\|tile_position\|tile_size\|track\|val_dst\|vals\|value\)\ze\s*="
 syn match nemuRegister "\<r\d\+\>"
 syn match nemuLabel "^\s*\h\w*\ze\s*:"
 syn match nemuMacroParameter "\\\(\h\w*\|@\|()\)"
