@@ -157,7 +157,19 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     if src._indirect is not None or d._indirect is not None:
         _indirect_copy(tr, d, src, oob_mode, kw)
         return
+    d, src = _as_row(d, src), _as_row(src, d)
     tr.emit("dma.copy", d.operand(tr), src.operand(tr), **kw)
+
+
+def _as_row(t: NkiTensor, other: NkiTensor) -> NkiTensor:
+    """``tile[0, :]`` and ``hbm[0, :]`` both have shape [N], but on chip the indexed partition
+    stays the one partition of the operand while in HBM the next dim becomes the partitions:
+    copied into or out of such a tile, an HBM view of the same shape is one row, [1, N]."""
+    if (t.kind == "hbm" and t._ap is None and t._broadcast is None and other.kind != "hbm"
+            and other._ap is None and isinstance(other._index[0], int)
+            and tuple(t.shape) == tuple(other.shape)):
+        return t.reshape((1,) + tuple(t.shape))
+    return t
 
 
 def _indirect_copy(tr, dst: NkiTensor, src: NkiTensor, oob, kw: dict) -> None:

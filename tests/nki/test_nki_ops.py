@@ -272,3 +272,19 @@ def test_shared_constant_from_a_npy_file(tmp_path):
 
     with pytest.raises(nki.NkiError, match="shared_constant\\(\\): no file"):
         nki.trace(missing, A)
+
+
+def row_round_trip(x):
+    """x [1, N] into partition 0 of a tile and back out of it, both sides indexed [0, :]."""
+    n = x.shape[1]
+    t = nl.ndarray((128, n), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(src=x[0, :], dst=t[0, :])
+    nisa.tensor_scalar(dst=t[0:1, :], data=t[0:1, :], op0=nl.multiply, operand0=3.0)
+    out = nl.ndarray((1, n), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(src=t[0, :], dst=out[0, :])
+    return out
+
+
+def test_a_tile_row_and_an_hbm_row_indexed_alike_copy_as_one_row():
+    x = A[0:1]
+    np.testing.assert_array_equal(nki.simulate(row_round_trip)(x), 3 * x)
