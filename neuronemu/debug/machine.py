@@ -256,6 +256,7 @@ def core_fault(program: Program, core, max_instructions: int,
 def call_loop(core, budget: int, table: np.ndarray) -> tuple[int, int, int]:
     """One call of the interpreter loop on ``core`` up to step ``budget`` with the kernel table
     ``table``: (status, pc, steps), pc and steps also left on the core."""
+    from neuronemu.exec import oob
     from neuronemu.exec.interpreter import run_loop
     from neuronemu.isa import dtypes
     from neuronemu.machine import abi
@@ -263,12 +264,19 @@ def call_loop(core, budget: int, table: np.ndarray) -> tuple[int, int, int]:
     program = core.program
     fmt, table_bits = dtypes.format_table(), dtypes.decode_table()
     dims = abi.dims_of(program.ops, program.imms, core.mems, core.regs, fmt, table_bits)
-    status, pc, steps = run_loop(program.instrs, program.ops, program.imms, core.mems,
-                                 core.regs, fmt, table_bits, np.int64(budget), core.counts,
-                                 core.timing_state, core.events, core.event_times,
-                                 np.int64(core.pc), np.int64(core.steps), table, dims)
-    core.pc, core.steps = int(pc), int(steps)
-    return int(status), int(pc), int(steps)
+    while True:
+        status, pc, steps = run_loop(program.instrs, program.ops, program.imms, core.mems,
+                                     core.regs, fmt, table_bits, np.int64(budget), core.counts,
+                                     core.timing_state, core.events, core.event_times,
+                                     np.int64(core.pc), np.int64(core.steps), table, dims)
+        core.pc, core.steps = int(pc), int(steps)
+        if status != L.STATUS_OUT_OF_BOUNDS or not oob.skippable(program, core):
+            return int(status), int(pc), int(steps)
+        if table[core.pc] == 0:   # a break flag on the skipped copy: stop before it, as ever
+            return L.STATUS_BAD_OPCODE, core.pc, core.steps
+        oob.skip(core)            # dma.copy oob=skip with a tile wholly outside (exec/oob.py)
+        if core.steps >= budget:
+            return L.STATUS_LIMIT, core.pc, core.steps
 
 
 def _core_arrays(core) -> dict[str, np.ndarray]:

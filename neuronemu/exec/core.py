@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from neuronemu.exec import oob
 from neuronemu.hostmem import on_chip_widths
 from neuronemu.machine import layout as L
 from neuronemu.program import HbmTensor, Program
@@ -414,6 +415,11 @@ class Core:
                 continue
             if status == L.STATUS_YIELD:
                 return STOPPED
+            if status == L.STATUS_OUT_OF_BOUNDS and oob.skippable(program, self):
+                oob.skip(self)   # dma.copy oob=skip with a tile wholly outside (exec/oob.py)
+                if self.steps < limits.max_instructions:
+                    continue
+                status = L.STATUS_LIMIT
             self.status = int(status)
             return FINISHED
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from neuronemu.compiled.jit import jit
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import DIMS_WIDTH, borrowed, call_kernel
-from neuronemu.machine.memory import in_bounds, wholly_outside
+from neuronemu.machine.memory import in_bounds
 from neuronemu.timing.costs import C_FORMULA, F_FREE, F_NETWORK
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
 from neuronemu.timing.events import record_event
@@ -68,22 +68,11 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         if steps >= max_steps:
             return L.STATUS_LIMIT, pc, steps
         ins = instrs[pc]
-        skipped = False
         for k in range(ins[L.I_NARGS]):
             if (ins[L.I_ARGS + 2 * k] == L.TAG_OPERAND
                     and not in_bounds(ops[ins[L.I_ARGS + 2 * k + 1]], regs, mems)):
-                if (ins[L.I_FLAGS] & L.DMA_OOB_SKIP) and wholly_outside(
-                        ops[ins[L.I_ARGS + 2 * k + 1]], regs):
-                    skipped = True
-                    continue
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
-        if skipped:
-            # dma.copy oob=skip with a tile wholly outside its tensor: no transfer, no time
-            counts[pc] += 1
-            steps += 1
-            pc += 1
-            continue
         formula = costs[ins[L.I_COST], C_FORMULA]
         if formula == F_NETWORK:
             return L.STATUS_YIELD, pc, steps

@@ -70,25 +70,6 @@ def in_bounds(op, regs, mems):
             and last_row < mem.shape[0] and last_row_start + op[L.OP_EXTENT] <= mem.shape[1])
 
 
-@jit
-def wholly_outside(op, regs):
-    """A register-offset tile that lies entirely outside its symbol's bytes (every row before
-    the window or after it): what ``dma.copy oob=skip`` does not move."""
-    if op[L.OP_SPACE] == L.SPACE_IMM or op[L.OP_NREG] == 0:
-        return False
-    start = op[L.OP_BASE]
-    for k in range(op[L.OP_NREG]):
-        coef = op[L.OP_COEF + 2 * k]
-        value = regs[op[L.OP_REG + 2 * k]]
-        bound = _TERM_LIMIT // max(abs(coef), 1)
-        if value > bound or value < -bound:
-            return True   # an offset this large is outside any tensor
-        start += coef * value
-    # rows run upward from start (the partition pitch is 0 on chip, the row pitch in HBM)
-    end = start + (op[L.OP_PCOUNT] - 1) * op[L.OP_PCOLSTEP] + op[L.OP_EXTENT]
-    return start >= op[L.OP_HI] or end <= op[L.OP_LO]
-
-
 @jit(inline="always")
 def _read_bits(mem, r, c, itemsize):
     r = _U(r)

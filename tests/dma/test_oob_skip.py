@@ -77,3 +77,18 @@ def test_oob_skip_on_chip_and_in_the_binary():
     assert text.count("oob=skip") == 2
     again = neuronemu.assemble(text, "again.s")
     np.testing.assert_array_equal(neuronemu.run(again).outputs["out"], expected)
+
+
+def test_under_the_debugger_a_skipped_copy_stops_at_its_breakpoint_and_is_skipped():
+    from neuronemu.debug.expr import Text
+    from neuronemu.debug.session import Debugger
+
+    program = neuronemu.assemble(KERNEL.format(first=1, second=2, step=32, oob=", oob=skip"),
+                                 "oob.s")
+    d = Debugger(program)
+    d.break_at(Text("11"))                   # the second copy: wholly outside, skipped
+    assert d.cont().doc["reason"] == "breakpoint" and d.pc == 6
+    assert d.cont().doc["reason"] == "finished" and d.steps == 7
+    expected = np.zeros((64, 8), np.float32)
+    expected[32:64] = 5.0
+    np.testing.assert_array_equal(d.evaluate(Text("out")), expected)
