@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.exec import oob
 from neuronemu.hostmem import on_chip_widths
 from neuronemu.machine import layout as L
 from neuronemu.program import HbmTensor, Program
@@ -43,6 +42,17 @@ _loop_ready = False  # the jitted loop has been called once in this process (com
 def notice(message: str) -> None:
     """A line on stderr (never stdout, which ``--json`` owns)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def _oob_skip(program: Program, core) -> bool:
+    """Skip the instruction at pc when it is a dma.copy oob=skip whose tiles are each in bounds
+    or wholly outside (exec/oob.py; imported here, not at the top: it imports numba)."""
+    from neuronemu.exec import oob
+
+    if not oob.skippable(program, core):
+        return False
+    oob.skip(core)
+    return True
 
 
 @dataclass
@@ -415,8 +425,8 @@ class Core:
                 continue
             if status == L.STATUS_YIELD:
                 return STOPPED
-            if status == L.STATUS_OUT_OF_BOUNDS and oob.skippable(program, self):
-                oob.skip(self)   # dma.copy oob=skip with a tile wholly outside (exec/oob.py)
+            if status == L.STATUS_OUT_OF_BOUNDS and _oob_skip(program, self):
+                # dma.copy oob=skip with a tile wholly outside (exec/oob.py): counted as run
                 if self.steps < limits.max_instructions:
                     continue
                 status = L.STATUS_LIMIT
