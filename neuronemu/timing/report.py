@@ -145,26 +145,56 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
                 None if is_dma else float(clocks[t]))
     engine_clocks = dict(program.target.clock_ghz)
     cycles = {name: round(time_ns * ghz) for name, ghz in engine_clocks.items()}
-    flops = 0
-    for pc, ins in enumerate(program.instructions):
-        if counts[pc] and ins.definition.cost_class == "tensor_matmul":
-            if ins.args.get("is_transpose"):
-                continue  # data movement, as the profiler counts a transpose
-            stationary = ins.args["stationary"]
-            moving = ins.args["moving"]
-            m_size, n_size = stationary.free_size, moving.free_size
-            # an x4 (MX) operand packs 4 contraction indices per partition; double_row 2 per
-            # [K, 2, F] operand row
-            depth = stationary.partitions * (4 if ins.definition.name == "tensor.matmul_mx" else 1)
-            if ins.args.get("perf_mode") == 1:
-                depth, m_size, n_size = 2 * depth, m_size // 2, n_size // 2
-            flops += int(counts[pc]) * 2 * depth * m_size * n_size
+    flops = tensor_flops(program, counts)
     peak = 2 * 128 * 128 * engine_clocks["tensor"]
     dma = (dma_stats(dma_counts, busy, engine_busy, time_ns)
            if dma_counts is not None and dma_counts[:, 0].any() else None)
     return Timing(time_ns, tracks, cycles, flops, peak,
                   critical_path(events, event_times, names), recorded, int(n_events),
                   events, event_times, dma)
+
+
+def tensor_flops(program, counts) -> int:
+    """2 K M N summed over the matmuls run (a transpose moves data: not counted, as the
+    profiler counts it). Read from the lowered rows (operand partitions and free sizes, the
+    integer arguments), so the Instruction objects a large traced kernel leaves unbuilt
+    (Program.instructions) are not made for it: that cost ~37 us per instruction."""
+    from neuronemu.isa.table import load_isa
+
+    isa = load_isa()
+    matmul = isa.costs["tensor_matmul"].code
+    instrs, ops = program.instrs, program.ops
+    ran = np.nonzero((np.asarray(counts) > 0) & (instrs[:, L.I_COST] == matmul))[0]
+    by_opcode = _definitions_by_opcode()
+    flops = 0
+    for pc in ran:
+        row = instrs[pc]
+        d = by_opcode[int(row[L.I_OPCODE])]
+        slots = {a.name: (int(row[L.I_ARGS + 2 * k]), int(row[L.I_ARGS + 2 * k + 1]))
+                 for k, a in enumerate(d.args)}
+        if _int_arg(slots, "is_transpose"):
+            continue
+        stationary, moving = ops[slots["stationary"][1]], ops[slots["moving"][1]]
+        m_size, n_size = int(stationary[L.OP_SIZE]), int(moving[L.OP_SIZE])
+        # an x4 (MX) operand packs 4 contraction indices per partition; double_row 2 per
+        # [K, 2, F] operand row
+        depth = int(stationary[L.OP_PCOUNT]) * (4 if d.name == "tensor.matmul_mx" else 1)
+        if _int_arg(slots, "perf_mode") == 1:
+            depth, m_size, n_size = 2 * depth, m_size // 2, n_size // 2
+        flops += int(counts[pc]) * 2 * depth * m_size * n_size
+    return flops
+
+
+def _int_arg(slots: dict, name: str) -> int:
+    """An integer (bool, enum) argument's value from its (tag, value) slot; 0 when absent."""
+    tag, value = slots.get(name, (L.TAG_NONE, 0))
+    return value if tag == L.TAG_INT else 0
+
+
+def _definitions_by_opcode() -> dict:
+    from neuronemu.isa.table import load_isa
+
+    return {d.opcode: d for d in load_isa().instructions.values()}
 
 
 def _free_code() -> int:
