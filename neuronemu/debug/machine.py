@@ -47,7 +47,24 @@ class Stop:
     status: int = L.STATUS_OK
 
 
-class Machine:
+class CoreView:
+    """Where the core in view (``self.core``) stands; ``finished``: it has run its last
+    instruction (for world.WorldMachine, the rank in focus; ``done`` says every rank has)."""
+
+    @property
+    def pc(self) -> int:
+        return self.core.pc
+
+    @property
+    def steps(self) -> int:
+        return self.core.steps
+
+    @property
+    def finished(self) -> bool:
+        return self.core.pc >= len(self.program.instrs)
+
+
+class Machine(CoreView):
     """A single-core run of ``program`` that can be stopped, moved forward and moved back."""
 
     world = 1       # (world.WorldMachine runs several ranks, one of them in focus)
@@ -90,18 +107,6 @@ class Machine:
         self.checkpoints.append((0, self._snapshot()))
 
     # --- state ------------------------------------------------------------------------------
-
-    @property
-    def pc(self) -> int:
-        return self.core.pc
-
-    @property
-    def steps(self) -> int:
-        return self.core.steps
-
-    @property
-    def finished(self) -> bool:
-        return self.core.pc >= len(self.program.instrs)
 
     @property
     def done(self) -> bool:

@@ -37,6 +37,7 @@ from neuronemu.debug.machine import (
     FINISHED,
     INTERRUPTED,
     LIMIT,
+    CoreView,
     Machine,
     Stop,
     call_loop,
@@ -54,7 +55,7 @@ from neuronemu.program import Program
 _DRIVER_STATE = ("mail", "stops", "finished", "send_half", "sent", "timer", "network")
 
 
-class WorldMachine:
+class WorldMachine(CoreView):
     """Every rank of ``program`` on ``topology`` (None: the kernel's own ``.topology``, else one
     core), stopped before the first instruction, rank 0 in focus."""
 
@@ -117,19 +118,6 @@ class WorldMachine:
     @property
     def core(self):
         return self.cores[self.focus]
-
-    @property
-    def pc(self) -> int:
-        return self.core.pc
-
-    @property
-    def steps(self) -> int:
-        return self.core.steps
-
-    @property
-    def finished(self) -> bool:
-        """The rank in focus has finished (``done``: every rank has)."""
-        return self.core.pc >= len(self.program.instrs)
 
     def fault(self) -> NeuronemuError | None:
         """What stops the run here: the driver's error, or the fault of the focused rank's
