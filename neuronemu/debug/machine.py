@@ -63,6 +63,24 @@ class CoreView:
     def finished(self) -> bool:
         return self.core.pc >= len(self.program.instrs)
 
+    def _timed_call(self, core, budget: int, table: np.ndarray) -> tuple[int, int, int, bool]:
+        """One loop call on ``core`` up to ``budget``: (status, pc, steps, whether it ran the
+        whole chunk). Counts its time, and doubles or halves the chunk so that a call takes
+        about CHUNK_SECONDS (Ctrl-C is looked at between calls, as Core.run does)."""
+        before = core.steps
+        start = time.perf_counter()
+        status, pc, steps = call_loop(core, budget, table)
+        elapsed = time.perf_counter() - start
+        self.loop_seconds += elapsed
+        self._since_checkpoint += elapsed
+        full = status == L.STATUS_LIMIT and steps == budget
+        if full:
+            if elapsed < self.CHUNK_SECONDS / 2 and steps - before >= self._chunk:
+                self._chunk = min(self._chunk * 2, self.MAX_CHUNK)
+            elif elapsed > self.CHUNK_SECONDS * 2:
+                self._chunk = max(self._chunk // 2, 1)
+        return status, pc, steps, full
+
 
 class Machine(CoreView):
     """A single-core run of ``program`` that can be stopped, moved forward and moved back."""
@@ -176,17 +194,8 @@ class Machine(CoreView):
             if self.core.steps >= limit:
                 return Stop(LIMIT, self.pc, self.steps)
             budget = min(limit, self.core.steps + self._chunk)
-            before = self.core.steps
-            start = time.perf_counter()
-            status, pc, steps = self._call(budget, table)
-            elapsed = time.perf_counter() - start
-            self.loop_seconds += elapsed
-            self._since_checkpoint += elapsed
-            if status == L.STATUS_LIMIT and steps == budget:
-                if elapsed < self.CHUNK_SECONDS / 2 and steps - before >= self._chunk:
-                    self._chunk = min(self._chunk * 2, self.MAX_CHUNK)
-                elif elapsed > self.CHUNK_SECONDS * 2:
-                    self._chunk = max(self._chunk // 2, 1)
+            status, pc, steps, full = self._timed_call(self.core, budget, table)
+            if full:
                 self._maybe_checkpoint()
                 if self.interrupted:
                     return Stop(INTERRUPTED, pc, steps)

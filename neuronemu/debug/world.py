@@ -40,7 +40,6 @@ from neuronemu.debug.machine import (
     CoreView,
     Machine,
     Stop,
-    call_loop,
     core_fault,
     prepare_loop,
     restore,
@@ -245,17 +244,8 @@ class WorldMachine(CoreView):
                 budget = min(budget, limit)
             if skip == (r, core.steps):   # run past the stop already reported here
                 skip, table, budget = None, self.real, core.steps + 1
-            before = core.steps
-            start = time.perf_counter()
-            status, pc, steps = call_loop(core, budget, table)
-            elapsed = time.perf_counter() - start
-            self.loop_seconds += elapsed
-            self._since_checkpoint += elapsed
-            if status == L.STATUS_LIMIT and steps == budget:
-                if elapsed < self.CHUNK_SECONDS / 2 and steps - before >= self._chunk:
-                    self._chunk = min(self._chunk * 2, self.MAX_CHUNK)
-                elif elapsed > self.CHUNK_SECONDS * 2:
-                    self._chunk = max(self._chunk // 2, 1)
+            status, pc, steps, full = self._timed_call(core, budget, table)
+            if full:
                 if keep_checkpoints:
                     self._maybe_checkpoint()
                 if self.interrupted:
