@@ -49,14 +49,33 @@ names.check_module("isa", isa)
 names.check_module("language", language)
 isa.constants = isa_constants   # ``nki.isa.constants`` (a module of its own in NKI)
 isa.__path__ = []               # so that ``import nki.isa.constants`` may look inside nki.isa
+language.__path__ = []          # and ``import nki.language.dtypes`` (the simulator's name)
 sys.modules.setdefault("neuronemu.nki.isa.constants", isa_constants)
 
 dtype = np.dtype
 """``nki.dtype``: the type of ``nl.float32``, ``nl.bfloat16``, ... (annotations)."""
 
-__all__ = ["NKI_VERSION", "GridLaunch", "KernelRun", "KernelTrace", "NKIObject", "NkiError",
-           "NkiTensor", "NkiUnsupported", "NkiWarning", "dtype", "isa", "jit", "language",
-           "run", "simulate", "trace", "typing"]
+__all__ = [
+    "NKI_VERSION",
+    "GridLaunch",
+    "KernelRun",
+    "KernelTrace",
+    "NKIObject",
+    "NkiError",
+    "NkiTensor",
+    "NkiUnsupported",
+    "NkiWarning",
+    "cpu_simulate",
+    "dtype",
+    "isa",
+    "jit",
+    "language",
+    "run",
+    "simulate",
+    "simulator",
+    "trace",
+    "typing",
+]
 
 
 @dataclass
@@ -177,13 +196,15 @@ _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "g
 
 def default_target() -> str:
     """The target of a kernel called without ``target=``: as NKI, the environment's
-    ``NEURON_PLATFORM_TARGET_OVERRIDE`` (trn1|inf2|gen2, trn2|gen3, trn3|gen4), else a
-    ``--target`` in ``NEURON_CC_FLAGS``, else trn2."""
+    ``NEURON_PLATFORM_TARGET_OVERRIDE`` (trn1|inf2|gen2, trn2|gen3, trn3|gen4), else the CPU
+    simulator's ``NKI_NC_VERSION`` (gen2|gen3|gen4), else a ``--target`` in
+    ``NEURON_CC_FLAGS``, else trn2."""
     import re
 
-    override = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip().lower()
-    if override in _PLATFORMS:
-        return _PLATFORMS[override]
+    for variable in ("NEURON_PLATFORM_TARGET_OVERRIDE", "NKI_NC_VERSION"):
+        override = os.environ.get(variable, "").strip().lower()
+        if override in _PLATFORMS:
+            return _PLATFORMS[override]
     flags = re.search(r"--target[ =]([A-Za-z0-9]+)", os.environ.get("NEURON_CC_FLAGS", ""))
     if flags and flags.group(1).lower() in _PLATFORMS:
         return _PLATFORMS[flags.group(1).lower()]
@@ -468,3 +489,9 @@ def simulate(kernel, **options) -> Callable[..., object]:
         return done.outputs
 
     return call
+
+
+from neuronemu.nki import simulator
+
+cpu_simulate = simulator.cpu_simulate
+"""``nki.cpu_simulate(kernel)[lnc](...)``: the spelling of AWS's ``nki_cpu_simulator``."""

@@ -24,10 +24,34 @@ import sys
 PREFIX = "nki"
 """The top-level package name NKI kernels import."""
 
+SIMULATOR_PREFIX = "nki_cpu_simulator"
+"""AWS's stand-alone CPU simulator package: test harnesses (nki-library's ``--test-mode
+simulation``) import ``nki_cpu_simulator.nki...`` and alias it to ``nki`` themselves; under the
+switch that package is neuronemu too (``nki_cpu_simulator.nki`` is ``neuronemu.nki``)."""
+
 _TARGET = "neuronemu.nki"
 
-_SUBMODULES = {"nki.isa.constants": "neuronemu.nki.isa_constants"}
-"""NKI submodules that live elsewhere here (``nki.isa`` is one module, not a package)."""
+_SUBMODULES = {"nki.isa.constants": "neuronemu.nki.isa_constants",
+               "nki.language.dtypes": "neuronemu.nki.language",
+               "nki.simulator": "neuronemu.nki.simulator"}
+"""NKI submodules that live elsewhere here (``nki.isa`` is one module, not a package; the
+dtypes are names of ``nki.language``)."""
+
+_SIMULATOR_ONLY = ("nki.builtin", "nki.compiler", "nki.tensor")
+"""Modules of the simulator package that NKI kernels do not use; they exist (empty) so that
+its harnesses import, and any name taken from them is a located error when called."""
+
+
+def _simulator_only(name: str):
+    import types
+
+    from neuronemu.nki._trace import unsupported_name
+
+    module = types.ModuleType(name, "neuronemu stand-in for the CPU simulator's " + name)
+    namespace = name.rsplit(".", 1)[1]
+    module.__getattr__ = lambda attr: unsupported_name(namespace, attr)
+    module.__neuronemu_standin__ = True
+    return module
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -45,13 +69,35 @@ class _AliasLoader(importlib.abc.Loader):
         sys.modules[module.__name__] = self.module
 
 
+def _nki_name(fullname: str) -> str | None:
+    """``nki[.X]`` for an aliased module name (``nki_cpu_simulator.nki[.X]`` included)."""
+    if fullname == PREFIX or fullname.startswith(PREFIX + "."):
+        return fullname
+    inner = SIMULATOR_PREFIX + "." + PREFIX
+    if fullname == inner or fullname.startswith(inner + "."):
+        return fullname[len(SIMULATOR_PREFIX) + 1:]
+    return None
+
+
 class NkiAliasFinder(importlib.abc.MetaPathFinder):
-    """Resolves ``nki`` and ``nki.X`` to ``neuronemu.nki`` and ``neuronemu.nki.X``."""
+    """Resolves ``nki`` and ``nki.X`` to ``neuronemu.nki`` and ``neuronemu.nki.X``, and
+    ``nki_cpu_simulator.nki[.X]`` the same way."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != PREFIX and not fullname.startswith(PREFIX + "."):
+        if fullname == SIMULATOR_PREFIX:
+            import types
+
+            package = types.ModuleType(fullname, "neuronemu in place of AWS's CPU simulator")
+            package.__path__ = []
+            package.__neuronemu_standin__ = True
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(package))
+        name = _nki_name(fullname)
+        if name is None:
             return None
-        real = _SUBMODULES.get(fullname, _TARGET + fullname[len(PREFIX):])
+        if name in _SIMULATOR_ONLY:
+            return importlib.util.spec_from_loader(fullname,
+                                                   _AliasLoader(_simulator_only(name)))
+        real = _SUBMODULES.get(name, _TARGET + name[len(PREFIX):])
         try:
             module = importlib.import_module(real)
         except ModuleNotFoundError as error:
@@ -69,9 +115,8 @@ def install() -> None:
     package, if one is installed, is shadowed for this process: the switch asks for that."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
-    for name in [n for n in sys.modules if n == PREFIX or n.startswith(PREFIX + ".")]:
-        module = sys.modules[name]
-        if not getattr(module, "__name__", "").startswith(_TARGET):
+    for name in _aliased_names():
+        if not _ours(sys.modules[name]):
             del sys.modules[name]   # an AWS module imported before the switch
 
 
@@ -79,9 +124,18 @@ def uninstall() -> None:
     """Remove the aliases (the modules already imported under ``nki`` are forgotten)."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
-    for name in [n for n in sys.modules if n == PREFIX or n.startswith(PREFIX + ".")]:
-        if getattr(sys.modules[name], "__name__", "").startswith(_TARGET):
+    for name in _aliased_names():
+        if _ours(sys.modules[name]):
             del sys.modules[name]
+
+
+def _aliased_names() -> list[str]:
+    return [n for n in sys.modules if _nki_name(n) or n == SIMULATOR_PREFIX]
+
+
+def _ours(module) -> bool:
+    return (getattr(module, "__name__", "").startswith(_TARGET)
+            or getattr(module, "__neuronemu_standin__", False))
 
 
 def installed() -> bool:

@@ -7,6 +7,7 @@ implement raise ``NkiUnsupported`` at the calling line (see ``__getattr__``)."""
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 import sys
@@ -81,7 +82,8 @@ class matmul_perf_mode:
     double_row = "double_row"
 
 
-class nc_version:
+class nc_version(enum.IntEnum):
+    """NeuronCore generations; an enum as in NKI (harnesses read ``.name``: "gen3")."""
     gen2 = 2
     gen3 = 3
     gen4 = 4

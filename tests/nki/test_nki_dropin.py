@@ -149,6 +149,63 @@ def test_the_aliases_are_neuronemus_modules():
     assert "nki" not in sys.modules
 
 
+def test_the_cpu_simulator_package_is_neuronemu_under_the_switch():
+    """A harness written for AWS's stand-alone simulator (nki-library's --test-mode simulation)
+    imports nki_cpu_simulator.nki... and aliases it to nki itself."""
+    from neuronemu.nki import dropin
+
+    dropin.install()
+    try:
+        import nki_cpu_simulator.nki.builtin as sim_builtin
+        import nki_cpu_simulator.nki.compiler as sim_compiler
+        import nki_cpu_simulator.nki.isa.constants as sim_constants
+        import nki_cpu_simulator.nki.language as sim_nl
+        import nki_cpu_simulator.nki.language.dtypes as sim_dtypes
+        import nki_cpu_simulator.nki.tensor  # noqa: F401
+        import nki_cpu_simulator.nki.typing as sim_nt
+        from nki_cpu_simulator import nki as sim_nki
+        assert sim_nki is nki and sim_nl is nl and sim_nt is nki.typing
+        assert sim_constants.oob_mode is nisa.oob_mode and sim_dtypes.bfloat16 == nl.bfloat16
+        assert sim_builtin.__name__ == "nki.builtin"
+        with pytest.raises(NkiUnsupported, match="compiler"):
+            sim_compiler.skip_middle_end_transformations()
+    finally:
+        dropin.uninstall()
+    assert "nki_cpu_simulator" not in sys.modules and "nki.builtin" not in sys.modules
+
+
+def halves_by_program(x):
+    """Program p of an LNC2 launch adds p + 1 to its half of the rows."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    rows = x.shape[0] // nl.num_programs(0)
+    for r in range(p * rows, (p + 1) * rows, 128):
+        t = nl.load(x[r:r + 128, :])
+        nl.store(out[r:r + 128, :], nl.add(t, float(p + 1)))
+    return out
+
+
+def test_cpu_simulate_and_simulate_kernel_with_one_and_two_logical_cores():
+    x = np.arange(256 * 4, dtype=np.float32).reshape(256, 4)
+    one = x + 1
+    two = np.concatenate([x[:128] + 1, x[128:] + 2])
+    kernel = nki.jit(halves_by_program)
+    np.testing.assert_array_equal(nki.cpu_simulate(kernel)[1](x=x), one)
+    np.testing.assert_array_equal(nki.cpu_simulate(kernel)[2](x=x), two)
+    np.testing.assert_array_equal(nki.cpu_simulate(halves_by_program)(x), one)
+    np.testing.assert_array_equal(nki.simulator.simulate_kernel(kernel, (x,), {}, 2), two)
+    assert kernel.last_run.time_ns > 0   # the modelled timing is there for the harness
+
+
+def test_the_simulators_nc_version_variable_selects_the_target(monkeypatch):
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE", raising=False)
+    monkeypatch.setenv("NKI_NC_VERSION", "gen2")
+    assert nki.default_target() == "trn1"
+    monkeypatch.setenv("NKI_NC_VERSION", "gen4")
+    assert nki.default_target() == "trn3"
+    assert nisa.nc_version.gen3.name == "gen3" and nisa.nc_version.gen3 == 3
+
+
 # -- names ----------------------------------------------------------------------------------
 
 
