@@ -29,6 +29,12 @@ SIMULATOR_PREFIX = "nki_cpu_simulator"
 simulation``) import ``nki_cpu_simulator.nki...`` and alias it to ``nki`` themselves; under the
 switch that package is neuronemu too (``nki_cpu_simulator.nki`` is ``neuronemu.nki``)."""
 
+LEGACY_PREFIX = "neuronxcc"
+"""NKI 0.1's package (``neuronxcc.nki``). Its dialect is not run here, but 0.2+ code still
+takes annotations from ``neuronxcc.nki.typing`` (the same in both), so under the switch, when
+the Neuron compiler is not installed, that module is neuronemu's ``nki.typing`` and any other
+``neuronxcc`` import fails with a message saying which dialect to write."""
+
 _TARGET = "neuronemu.nki"
 
 _SUBMODULES = {"nki.isa.constants": "neuronemu.nki.isa_constants",
@@ -85,12 +91,9 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == SIMULATOR_PREFIX:
-            import types
-
-            package = types.ModuleType(fullname, "neuronemu in place of AWS's CPU simulator")
-            package.__path__ = []
-            package.__neuronemu_standin__ = True
-            return importlib.util.spec_from_loader(fullname, _AliasLoader(package))
+            return _standin_spec(fullname, "neuronemu in place of AWS's CPU simulator")
+        if fullname == LEGACY_PREFIX or fullname.startswith(LEGACY_PREFIX + "."):
+            return self._legacy_spec(fullname)
         name = _nki_name(fullname)
         if name is None:
             return None
@@ -105,6 +108,33 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
                 raise
             return None   # not a neuronemu.nki module: the import fails as usual
         return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
+
+    def _legacy_spec(self, fullname):
+        if self._compiler_installed():
+            return None
+        if fullname in (LEGACY_PREFIX, LEGACY_PREFIX + ".nki"):
+            return _standin_spec(fullname, "neuronemu's stand-in for " + fullname)
+        if fullname == LEGACY_PREFIX + ".nki.typing":
+            return importlib.util.spec_from_loader(
+                fullname, _AliasLoader(importlib.import_module(_TARGET + ".typing")))
+        raise ImportError(f"No module named '{fullname}': {fullname} belongs to the NKI 0.1 "
+                          f"dialect, which neuronemu does not run; it runs NKI 0.2-0.6 kernels "
+                          f"(import nki, nki.language as nl, nki.isa as nisa)", name=fullname)
+
+    def _compiler_installed(self) -> bool:
+        if not hasattr(self, "_compiler"):
+            others = [f for f in sys.meta_path if f is not self and hasattr(f, "find_spec")]
+            self._compiler = any(f.find_spec(LEGACY_PREFIX, None) for f in others)
+        return self._compiler
+
+
+def _standin_spec(fullname: str, doc: str):
+    import types
+
+    package = types.ModuleType(fullname, doc)
+    package.__path__ = []
+    package.__neuronemu_standin__ = True
+    return importlib.util.spec_from_loader(fullname, _AliasLoader(package))
 
 
 _FINDER = NkiAliasFinder()
@@ -130,12 +160,34 @@ def uninstall() -> None:
 
 
 def _aliased_names() -> list[str]:
-    return [n for n in sys.modules if _nki_name(n) or n == SIMULATOR_PREFIX]
+    legacy = [n for n in sys.modules if n == LEGACY_PREFIX or n.startswith(LEGACY_PREFIX + ".")]
+    return [n for n in sys.modules if _nki_name(n) or n == SIMULATOR_PREFIX] + [
+        n for n in legacy if _ours(sys.modules[n])]
 
 
 def _ours(module) -> bool:
     return (getattr(module, "__name__", "").startswith(_TARGET)
             or getattr(module, "__neuronemu_standin__", False))
+
+
+def _located_import_error(error: ImportError):
+    """The 0.1-dialect import as an ``NkiUnsupported`` at the user's ``import`` line (the
+    innermost frame of the traceback outside Python's import machinery and neuronemu)."""
+    import traceback
+
+    from neuronemu.nki._trace import NkiUnsupported, Site
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith("<frozen")
+              and os.path.dirname(os.path.abspath(f.filename)) != here]
+    location = None
+    if frames:
+        frame = frames[-1]
+        site = Site(frame.filename, frame.lineno, frame.name, (frame.colno or 0) + 1,
+                    (frame.end_colno or 0) + 1 if frame.end_colno else None)
+        location = site.location()
+    return NkiUnsupported(str(error).split(": ", 1)[-1], location)
 
 
 def installed() -> bool:
@@ -158,6 +210,12 @@ def run_script(path: str, argv: list[str]) -> int:
     except NeuronemuError as error:
         print(error.render(), file=sys.stderr)
         return error.exit_code
+    except ImportError as error:
+        if not (error.name or "").startswith(LEGACY_PREFIX + "."):
+            raise
+        unsupported = _located_import_error(error)
+        print(unsupported.render(), file=sys.stderr)
+        return unsupported.exit_code
     except SystemExit as done:
         code = done.code
         if code is None:

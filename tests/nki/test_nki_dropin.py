@@ -174,6 +174,29 @@ def test_the_cpu_simulator_package_is_neuronemu_under_the_switch():
     assert "nki_cpu_simulator" not in sys.modules and "nki.builtin" not in sys.modules
 
 
+def test_neuronxcc_typing_is_nki_typing_and_the_01_dialect_is_a_located_error(tmp_path):
+    """0.2+ code may annotate with neuronxcc.nki.typing (the same in both dialects); any other
+    neuronxcc.nki import is NKI 0.1, which is refused at the script's import line."""
+    from neuronemu.nki import dropin
+
+    dropin.install()
+    try:
+        import neuronxcc.nki.typing as legacy_typing
+        assert legacy_typing is nki.typing
+    finally:
+        dropin.uninstall()
+    assert not [n for n in sys.modules if n.startswith("neuronxcc")]
+    script = _write(tmp_path, "old.py", """
+        import numpy as np
+        import neuronxcc.nki.language as nl
+        """)
+    out = subprocess.run([sys.executable, "-m", "neuronemu.nki", str(script)], check=False,
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert out.returncode == 3, out.stderr
+    assert f"{script}:3:1: error: neuronxcc.nki.language belongs to the NKI 0.1 dialect" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def halves_by_program(x):
     """Program p of an LNC2 launch adds p + 1 to its half of the rows."""
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
