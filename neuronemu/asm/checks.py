@@ -697,19 +697,26 @@ def double_row(ctx, mode, stationary, moving):
 
 
 @rule
-def shuffle_mask(ctx, mask, src):
-    """Mask entries name a partition of the quadrant (< 32, and < P when the tile is smaller),
-    or 255; a tile spans whole quadrants unless it fits in one."""
-    tiles = dict(_tiles(ctx, [src]))
-    if src not in tiles:
+def shuffle_mask(ctx, mask, src, dst):
+    """Mask entries used by a dst partition name a partition of src's quadrant (< 32, and < P
+    when src is smaller), or 255; each tile spans whole quadrants unless it fits in one, and
+    dst quadrant k reads src quadrant k (the same mask is used in each)."""
+    tiles = dict(_tiles(ctx, [src, dst]))
+    if src not in tiles or dst not in tiles:
         return
-    p = tiles[src].partitions
-    if p > 32 and p % 32:
-        _fail(tiles[src], f"{src} spans {p} partitions: a shuffle works on whole 32-partition "
-                          f"quadrants (a multiple of 32, or at most 32)")
+    for name in (src, dst):
+        p = tiles[name].partitions
+        if p > 32 and p % 32:
+            _fail(tiles[name], f"{name} spans {p} partitions: a shuffle works on whole "
+                               f"32-partition quadrants (a multiple of 32, or at most 32)")
+    p, q = tiles[src].partitions, tiles[dst].partitions
+    if q > 32 and p < q:
+        _fail(tiles[src], f"{src} spans {p} partitions but {dst} {q}: dst quadrant k reads src "
+                          f"quadrant k (the mask applies to each), so src spans at least dst's "
+                          f"quadrants")
     limit = min(p, 32)
     for i, (_, value) in enumerate(ctx.args[mask]):
-        if i < limit and value != 255 and value >= limit:
+        if i < min(q, 32) and value != 255 and value >= limit:
             _fail(ctx.at(mask), f"{mask}[{i}] = {value}: entries name a source partition below {limit} "
                        f"(the quadrant's partitions in {src}) or are 255 (keep)")
 

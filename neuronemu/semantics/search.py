@@ -123,7 +123,7 @@ def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
     bits = load_bits(ops[arg_value(ins, STREAM_SHUFFLE_SRC)], mems, regs)
     out = load_bits(dst, mems, regs)
     start = arg_value(ins, STREAM_SHUFFLE_MASK)
-    for p in range(bits.shape[0]):
+    for p in range(out.shape[0]):   # dst may span fewer or more partitions than src
         source = np.int64(imms[start + p % 32])
         if source != 255:
             out[p] = bits[(p // 32) * 32 + source]
