@@ -18,7 +18,7 @@ from neuronemu.isa import dtypes
 from neuronemu.program import Allocation
 from neuronemu.source import location_of
 
-ALIGN = 4          # byte alignment of on-chip allocations (automatic and at=)
+ALIGN = 4          # byte alignment of automatic on-chip allocations (at= needs the item size)
 OPTIONS = ("at", "alias")
 
 
@@ -65,9 +65,10 @@ def place(asm, node, space: str, name: str, dtype: str, shape: tuple[int, ...],
 
     if "at" in keywords:
         offset = asm.eval.integer(keywords["at"])
-        if offset < 0 or offset % ALIGN:
+        item = dtypes.get(dtype).itemsize
+        if offset < 0 or offset % item:
             raise fail(keywords["at"], f"at= is a byte offset in every partition, a multiple of "
-                                       f"{ALIGN} and >= 0; got {offset}")
+                                       f"{item} (the size of one {dtype}) and >= 0; got {offset}")
     elif alias is not None:
         offset = alias.offset
     else:

@@ -17,6 +17,7 @@ there.
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import math
 import os
@@ -258,6 +259,23 @@ class NKIObject:
         for key, value in kwargs.items():
             setattr(self, key, value)
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Plain class attributes of a subclass are fields too: nki-library writes
+        ``@dataclass class SectionParams(nl.NKIObject): section_idx = None`` and constructs
+        it with ``SectionParams(section_idx=...)``, which NKI accepts but a dataclass of
+        unannotated attributes would not. Annotating them (after the annotated ones, so no
+        positional order changes) makes @dataclass take them; unhashable defaults (lists),
+        which dataclass refuses, stay class attributes."""
+        super().__init_subclass__(**kwargs)
+        own = dict(inspect.get_annotations(cls))
+        for name, value in list(cls.__dict__.items()):
+            if (name.startswith("__") or name in own or callable(value)
+                    or isinstance(value, (property, classmethod, staticmethod))
+                    or type(value).__hash__ is None):
+                continue
+            own[name] = "typing.Any"
+        cls.__annotations__ = own
+
 
 class DynSlice:
     """``nl.ds(start, size)``: the slice start:start+size; ``start`` may be a register
@@ -328,11 +346,10 @@ class NkiTensor(NKIObject):
         return self.shape[0]
 
     def __bool__(self) -> bool:
-        fail("the truth value of a tensor is a run-time value; a traced kernel's Python "
-             "control flow can only depend on Python values (shapes, loop indices)",
-             "use nl.fori_loop / nisa.* selects for data-dependent control flow (not supported "
-             "here)", unsupported=True)
-        return False
+        # True, as NKI's own tensor objects are: kernels test optional tensors with
+        # ``if outs.down_activations:`` (nki-library). A tensor's values never reach Python
+        # control flow: comparisons are nl.greater & co., which return tensors, not bools.
+        return True
 
     def __iter__(self):
         fail("iterating over a tensor is not supported; index it with t[i] or slices",
@@ -732,39 +749,60 @@ class NkiTensor(NKIObject):
         [[step, count], ...], the partition pair first, steps in elements of the flat
         row-major buffer from the first element of this view plus ``offset``. Lowered to the
         assembler's ``ap(...)`` operand. ``scalar_offset`` (a register or a [1, 1] tile) adds
-        register * the step of pattern dim ``indirect_dim`` to the offset at run time;
+        register * the stride of dim ``indirect_dim`` of this tensor to the offset at run time;
         ``vector_offset`` (a [P, 1] tile of row numbers) makes a row gather/scatter view of an
         HBM tensor for ``nisa.dma_copy``."""
         for key in kwargs:
             fail(f"Tensor.ap({key}=...) is not supported (static patterns only)",
                  unsupported=True)
-        if self._ap is not None or self._broadcast is not None:
-            fail("Tensor.ap() of an .ap() or broadcast view is not supported", unsupported=True)
         try:
             pairs = [(int(step), int(count)) for step, count in pattern]
         except (TypeError, ValueError):
             fail(f"pattern must be a list of [step, count] pairs, got {pattern!r}")
         if not pairs or any(c < 1 or st < 0 for st, c in pairs):
             fail(f"pattern {pattern!r}: counts must be >= 1 and steps >= 0")
-        strides = [math.prod(self._base_shape[i + 1:]) for i in range(len(self._base_shape))]
-        start = 0
-        for e, stride in zip(self._index, strides):
-            start += (e[0] if isinstance(e, tuple) else e) * stride
+        # The pattern starts at this view's first element (an .ap() or broadcast view's
+        # too), counted in elements of the dtype the new view is read as.
+        _, start, seen_as = self._pattern()
+        if dtype is not None:
+            start = self._rescaled(start, seen_as, dtype_name(dtype))
+        elif seen_as is not None:
+            dtype = seen_as
         offset = 0 if offset is None else offset
         if not isinstance(offset, (int, np.integer, RegExpr)):
             fail(f"offset must be an int, got {type(offset).__name__}")
         dim = int(indirect_dim)
-        if not 0 <= dim < len(pairs):
-            fail(f"indirect_dim={dim} is not a dim of the {len(pairs)}-dim pattern")
         if scalar_offset is not None and vector_offset is not None:
             fail("scalar_offset and vector_offset are mutually exclusive (as in NKI)")
         if scalar_offset is not None:
-            offset = offset + self._scalar_offset(scalar_offset) * pairs[dim][0]
+            # NKI: the offset is scaled by the stride of dim `indirect_dim` of this tensor's
+            # own shape (not of the new pattern): t.ap(..., indirect_dim=1) on a [T, C]
+            # tensor moves by whole columns.
+            own = self._pattern()[0]
+            if not 0 <= dim < len(own):
+                fail(f"indirect_dim={dim} is not a dim of the {len(own)}-dim tensor "
+                     f"{list(self.shape)}")
+            offset = offset + self._scalar_offset(scalar_offset) * own[dim][0]
+        elif not 0 <= dim < len(pairs):
+            fail(f"indirect_dim={dim} is not a dim of the {len(pairs)}-dim pattern")
         if vector_offset is not None:
             return self._vector_offset(pairs, dim, start + offset, dtype, vector_offset)
         view = NkiTensor(self._buffer, self._base_shape)
         view._ap = (pairs, start + offset, None if dtype is None else dtype_name(dtype))
         return view
+
+    def _rescaled(self, start: int, seen_as: str | None, new: str) -> int:
+        """``start`` elements of ``seen_as`` (None: the buffer's dtype) as ``new`` elements."""
+        from neuronemu.isa import dtypes
+
+        old = seen_as or self._buffer.slot.dtype
+        if old == new or not start:
+            return start
+        a, b = dtypes.get(old).itemsize, dtypes.get(new).itemsize
+        if (start * a) % b:
+            fail(f"ap(dtype={new}): the view starts {start} {old} elements in, which is not a "
+                 f"whole number of {new} elements")
+        return start * a // b
 
     @staticmethod
     def _scalar_offset(value):

@@ -199,11 +199,13 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None) -> NkiTenso
             t._buffer.slot.private = True
             return t
         return tr.shared_hbm_tensor(name or "out", dtype_name(dtype), shape, site)
-    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name, _address(address))
+    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name,
+                     _address(address, dtype_name(dtype)))
 
 
-def _address(address) -> int | None:
-    """``address=(partition_offset, byte_offset)`` -> the byte offset (partition 0 only)."""
+def _address(address, dtype: str) -> int | None:
+    """``address=(partition_offset, byte_offset)`` -> the byte offset (partition 0 only), a
+    multiple of the dtype's size."""
     if address is None:
         return None
     try:
@@ -214,8 +216,12 @@ def _address(address) -> int | None:
         fail(f"address=({p}, {f}): a tile starting at partition {p} is not supported; tiles "
              f"start at partition 0 (slice the partitions of a larger tile instead)",
              unsupported=True)
-    if f < 0 or f % 4:
-        fail(f"address=(0, {f}): the byte offset must be a non-negative multiple of 4")
+    from neuronemu.isa import dtypes
+
+    item = dtypes.get(dtype).itemsize
+    if f < 0 or f % item:
+        fail(f"address=(0, {f}): the byte offset must be a non-negative multiple of {item} "
+             f"(the size of one {dtype})")
     return f
 
 

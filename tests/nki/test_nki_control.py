@@ -136,6 +136,28 @@ def test_ap_scalar_offset_from_a_tile_and_a_register():
     np.testing.assert_array_equal(b, x[:, 21:37])
 
 
+def column_window(x, col):
+    """out[p, j, k] = x[p + 128 j, col + k]: the scalar offset moves along dim 1 of x's own
+    shape (stride 1, columns), whatever the steps of the pattern (as nki-library's
+    find_nonzero_indices reads a column range)."""
+    c_sb = _sb((1, 1), nl.int32)
+    nisa.dma_copy(dst=c_sb, src=col)
+    t, c = x.shape
+    w = _sb((128, t // 128, 4))
+    nisa.dma_copy(dst=w, src=x.ap([[c, 128], [c * 128, t // 128], [1, 4]], offset=0,
+                                  scalar_offset=c_sb, indirect_dim=1))
+    out = nl.ndarray((128, t // 128, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=w)
+    return out
+
+
+def test_a_scalar_offset_is_scaled_by_the_stride_of_the_tensors_own_dim():
+    x = RNG.standard_normal((256, 16)).astype(np.float32)
+    got = nki.simulate(column_window)(x, np.array([[9]], np.int32))
+    want = x.reshape(2, 128, 16).transpose(1, 0, 2)[:, :, 9:13]
+    np.testing.assert_array_equal(got, want)
+
+
 def block_store(x, block):
     """out (64 rows, zero) with x's 32 rows stored at row block ``block`` (read at run time)
     by .ap(scalar_offset=); a block outside out is skipped (oob_mode.skip)."""

@@ -254,6 +254,24 @@ def test_nkiobject_is_a_base_class_for_config_dataclasses():
     assert (obj.a, obj.b) == (1, "two")
 
 
+@dataclass
+class SectionState(nl.NKIObject):
+    """As nki-library writes them: a dataclass whose fields are plain class attributes."""
+    index: int = 0
+    offset = None
+    active = False
+    rows = []  # noqa: RUF012  (unhashable: stays a class attribute; dataclass refuses it)
+
+
+def test_plain_class_attributes_of_an_nkiobject_dataclass_are_fields():
+    state = SectionState(3, offset=128, active=True)
+    assert (state.index, state.offset, state.active) == (3, 128, True)
+    assert SectionState() == SectionState(0, None, False)
+    assert repr(SectionState()) == "SectionState(index=0, offset=None, active=False)"
+    with pytest.raises(TypeError):
+        SectionState(rows=[1])
+
+
 def test_finfo_and_bool():
     assert nl.finfo(nl.bfloat16).max == 3.3895313892515355e38     # (2 - 2**-7) * 2**127
     assert nl.finfo(nl.float16).max == 65504.0
@@ -490,6 +508,32 @@ def test_shared_constants_identity_and_address_placement():
     run = nki.run(identity_times, x)
     np.testing.assert_array_equal(run.outputs, x.astype(np.float32) * 2)
     assert "alias=psum_pool at=2048" in run.asm
+
+
+def two_byte_addresses(x, y):
+    """bfloat16 tiles at byte offsets 0 and 2 (nki-library's allocator aligns to the item size),
+    read back through a third tile over both."""
+    out = nl.ndarray((128, 4), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    first = nl.ndarray((128, 1), nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    rest = nl.ndarray((128, 3), nl.bfloat16, buffer=nl.sbuf, address=(0, 2))
+    nisa.dma_copy(dst=first, src=y)
+    nisa.dma_copy(dst=rest, src=x)
+    both = nl.ndarray((128, 4), nl.bfloat16, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=out, src=both)
+    return out
+
+
+def test_an_address_is_aligned_to_its_dtypes_size():
+    x = np.arange(128 * 3).reshape(128, 3).astype(ml_dtypes.bfloat16)
+    y = -np.arange(128).reshape(128, 1).astype(ml_dtypes.bfloat16)
+    out = nki.simulate(two_byte_addresses)(x, y)
+    np.testing.assert_array_equal(out, np.concatenate([y, x], axis=1))
+
+    def odd(x):
+        nl.ndarray((128, 4), nl.float32, buffer=nl.sbuf, address=(0, 2))
+
+    with pytest.raises(NkiError, match=r"multiple of 4 \(the size of one float32\)"):
+        nki.trace(odd, np.zeros((128, 4), np.float32))
 
 
 def test_address_in_another_partition_is_unsupported_at_the_line():

@@ -186,10 +186,20 @@ def masked_load(x):
     return nl.load(x[0:128, :], mask=None)
 
 
-def data_dependent_if(x):
+def optional_bias(x, bias=None):
+    """``if bias:`` tests whether the optional tensor was given (a tensor is truthy, as NKI's
+    are), not its values."""
     t = nl.load(x[0:128, :])
-    if t:
-        pass
+    if bias:
+        t = nl.add(t, nl.load(bias[0:128, :]))
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.shared_hbm)
+    nl.store(out, t)
+    return out
+
+
+def test_a_tensor_is_truthy_so_optional_arguments_can_be_tested():
+    np.testing.assert_array_equal(nki.simulate(optional_bias)(X), X[0:128])
+    np.testing.assert_array_equal(nki.simulate(optional_bias)(X, X), X[0:128] * 2)
 
 
 def transposed_view(x):
@@ -201,7 +211,6 @@ def transposed_view(x):
     (unsupported_call, "nl.device_printf",
      "nki.language.device_printf is not an NKI 0.6 name (neither here nor in NKI)"),
     (masked_load, "mask=None", "mask= (NKI 0.1 predicates) is not supported"),
-    (data_dependent_if, "if t:", "the truth value of a tensor is a run-time value"),
     (transposed_view, "return t.T", "t.T of an on-chip tile would move its partition dim"),
 ])
 def test_unsupported_calls_fail_loudly_at_the_kernel_line(kernel, text, message):
@@ -330,6 +339,31 @@ def test_access_patterns_lower_to_ap_operands():
     run = nki.run(free_dims_swapped, x)
     assert "ap(sb_L" in run.asm
     np.testing.assert_array_equal(run.outputs, x.transpose(0, 2, 1))
+
+
+def patterns_of_views(x):
+    """.ap() of an .ap() view, and of a slice read as another dtype: each new pattern starts
+    at the view's first element and steps through the underlying buffer."""
+    odd = x.ap([[64, 128], [2, 32]], offset=1)               # x[p, 1 + 2j]
+    window = odd.ap([[64, 128], [1, 16]], offset=2)          # x[p, 3 + j]
+    high = x[0:128, 4:8].ap([[128, 128], [2, 4]], offset=1, dtype=nl.bfloat16)
+    out = nl.ndarray((128, 16), x.dtype, buffer=nl.shared_hbm)
+    tops = nl.ndarray((128, 4), nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 16), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=window)
+    nl.store(out, t)
+    u = nl.ndarray((128, 4), nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=high)
+    nl.store(tops, u)
+    return out, tops
+
+
+def test_an_access_pattern_of_a_view_starts_at_the_views_first_element():
+    x = np.random.default_rng(3).standard_normal((128, 64)).astype(np.float32)
+    window, tops = nki.simulate(patterns_of_views)(x)
+    np.testing.assert_array_equal(window, x[:, 3:19])
+    high_halves = (x[:, 4:8].view(np.uint32) >> 16).astype(np.uint16)   # little-endian
+    np.testing.assert_array_equal(np.asarray(tops).view(np.uint16), high_halves)
 
 
 def test_the_error_docs_nki_md_shows_is_the_one_this_file_gives():

@@ -5,8 +5,8 @@
 .psum acc float32[128, 512]
 #---
 .sbuf b1 float32[128, 4] where=0                # CHECK: 32: error: unknown option 'where' for .sbuf (options: at=BYTE_OFFSET, alias=BUFFER)
-.sbuf b2 float32[128, 4] at=2                   # CHECK: 29: error: at= is a byte offset in every partition, a multiple of 4 and >= 0; got 2
-.sbuf b3 float32[128, 4] at=-4                  # CHECK: 29: error: at= is a byte offset in every partition, a multiple of 4 and >= 0; got -4
+.sbuf b2 float32[128, 4] at=2                   # CHECK: 29: error: at= is a byte offset in every partition, a multiple of 4 (the size of one float32) and >= 0; got 2
+.sbuf b3 float32[128, 4] at=-4                  # CHECK: 29: error: at= is a byte offset in every partition, a multiple of 4 (the size of one float32) and >= 0; got -4
 .sbuf b4 float32[128, 64] at=1024               # CHECK: 30: error: 'b4' at bytes 1024..1279 overlaps 't' (bytes 0..2047) on bytes 1024..1279 of every partition
 .sbuf b5 float32[128, 64] at=1024 * 1024 * 1024 # CHECK: 1: error: SBUF overflow on trn2: 'b5' needs 256 bytes per partition at offset 1073741824, but SBUF has 229376 bytes per partition
 .sbuf b6 float32[128, 64] at=229376 - 128       # CHECK: 1: error: SBUF overflow on trn2: 'b6' needs 256 bytes per partition at offset 229248, but SBUF has 229376 bytes per partition
