@@ -155,7 +155,7 @@ def test_version_1_files_still_load(monkeypatch):
     write_field = encoding._encode_arg
 
     def version_1_field(w, arg, value, symbols, isa):
-        if arg.name != "oob":          # version 1 had no field for it
+        if arg.name != "oob":          # version 1 had no field for it (nor gather/scatter's)
             write_field(w, arg, value, symbols, isa)
 
     monkeypatch.setattr(encoding, "_encode_arg", version_1_field)
@@ -170,3 +170,38 @@ def test_version_1_files_still_load(monkeypatch):
     assert encoding.encode(again) == encoding.encode(program)
     x = np.arange(128, dtype=np.float32).reshape(8, 16)
     np.testing.assert_array_equal(neuronemu.run(again, inputs={"x": x}).outputs["y"], 2 * x)
+
+
+def test_version_2_gathers_load_with_oob_error(monkeypatch):
+    """dma.gather and dma.scatter gained oob= in version 3: a version 2 file's records of them
+    have no field for it and load with oob=error."""
+    src = """\
+.target trn2
+.hbm table float32[16, 4] input
+.hbm ids int32[8, 1] input
+.hbm y float32[8, 4] output
+.sbuf idx int32[8, 1]
+.sbuf rows float32[8, 4]
+    dma.copy idx, ids
+    dma.gather rows, table, index=idx, oob=skip
+    dma.copy y, rows
+"""
+    program = neuronemu.assemble(src, "v2.s")
+    write_field = encoding._encode_arg
+
+    def without_gather_oob(w, arg, value, symbols, isa):
+        if arg.name == "oob" and arg.doc.startswith("an index outside"):
+            return   # gather's / scatter's oob (version 2 had no field for it)
+        write_field(w, arg, value, symbols, isa)
+
+    monkeypatch.setattr(encoding, "_encode_arg", without_gather_oob)
+    monkeypatch.setattr(encoding, "VERSION", 2)
+    old = encoding.encode(program)
+    monkeypatch.undo()
+    text = encoding.disassemble(old, "v2.neo")
+    assert "encoding v2" in text and "dma.gather rows, table, index=idx" in text
+    assert "oob=skip" not in text
+    ids = np.array([[3], [20], [0], [1], [2], [5], [6], [7]], np.int32)   # 20 is outside
+    table = np.arange(64, dtype=np.float32).reshape(16, 4)
+    with pytest.raises(neuronemu.RuntimeFault):
+        neuronemu.run(neuronemu.assemble(text, "v2.neo"), inputs={"table": table, "ids": ids})

@@ -132,14 +132,18 @@ def accumulate(ins, ops, imms, mems, regs, fmt, table):
 
 
 @jit
-def _row_numbers(index, mems, regs, fmt, rows):
-    """The index column as row numbers; (-1, p, value) when entry p is outside [0, rows)."""
+def _row_numbers(index, mems, regs, fmt, rows, skip_outside):
+    """The index column as row numbers; (numbers, p, value) with entry p the first outside
+    [0, rows), or p = -1. With ``skip_outside`` (oob=skip) such entries become -1 instead
+    (their partitions are not transferred) and p is -1."""
     values = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
     numbers = np.empty(values.shape[0], dtype=np.int64)
     for p in range(values.shape[0]):
         v = values[p, 0]
         if v < 0 or v >= rows:
-            return numbers, p, v
+            if not skip_outside:
+                return numbers, p, v
+            v = -1
         numbers[p] = v
     return numbers, -1, 0
 
@@ -157,11 +161,12 @@ def gather(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, GATHER_DST)]
     src = ops[arg_value(ins, GATHER_TABLE)]
     rows, bad, value = _row_numbers(ops[arg_value(ins, GATHER_INDEX)], mems, regs, fmt,
-                                    src[L.OP_PCOUNT])
+                                    src[L.OP_PCOUNT], ins[L.I_FLAGS] & L.DMA_OOB_SKIP != 0)
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
     for p in range(dst[L.OP_PCOUNT]):
-        copy_tile(one_row(dst, p), one_row(src, rows[p]), mems, regs, fmt, table)
+        if rows[p] >= 0:   # -1: outside the table under oob=skip, dst row left as it was
+            copy_tile(one_row(dst, p), one_row(src, rows[p]), mems, regs, fmt, table)
     return L.STATUS_OK
 
 
@@ -170,17 +175,18 @@ def scatter(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, SCATTER_TABLE)]
     src = ops[arg_value(ins, SCATTER_SRC)]
     rows, bad, value = _row_numbers(ops[arg_value(ins, SCATTER_INDEX)], mems, regs, fmt,
-                                    dst[L.OP_PCOUNT])
+                                    dst[L.OP_PCOUNT], ins[L.I_FLAGS] & L.DMA_OOB_SKIP != 0)
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, dst[L.OP_PCOUNT])
     # one transfer must not write a row twice: the order of the two writes is undefined
     order = np.argsort(rows, kind="mergesort")
     for k in range(1, order.size):
-        if rows[order[k]] == rows[order[k - 1]]:
+        if rows[order[k]] >= 0 and rows[order[k]] == rows[order[k - 1]]:
             regs[L.REG_FAULT_INFO] = order[k - 1]
             regs[L.REG_FAULT_INFO + 1] = order[k]
             regs[L.REG_FAULT_INFO + 2] = rows[order[k]]
             return L.STATUS_OVERLAP
     for p in range(src[L.OP_PCOUNT]):
-        copy_tile(one_row(dst, rows[p]), one_row(src, p), mems, regs, fmt, table)
+        if rows[p] >= 0:
+            copy_tile(one_row(dst, rows[p]), one_row(src, p), mems, regs, fmt, table)
     return L.STATUS_OK

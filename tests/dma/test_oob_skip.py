@@ -92,3 +92,45 @@ def test_under_the_debugger_a_skipped_copy_stops_at_its_breakpoint_and_is_skippe
     expected = np.zeros((64, 8), np.float32)
     expected[32:64] = 5.0
     np.testing.assert_array_equal(d.evaluate(Text("out")), expected)
+
+
+INDEXED = """\
+.target trn2
+.hbm table float32[16, 4] input
+.hbm ids int32[8, 1] input
+.hbm rows_out float32[8, 4] output
+.hbm scattered float32[16, 4] output init=zeros
+.sbuf idx int32[8, 1]
+.sbuf rows float32[8, 4]
+    vector.memset rows, value=-1.0
+    dma.copy idx, ids
+    dma.gather rows, table, index=idx, queue=5, oob=skip
+    dma.copy rows_out, rows
+    dma.scatter scattered, rows, index=idx, queue=6, oob=skip
+"""
+
+
+def test_gather_and_scatter_skip_the_partitions_whose_row_is_outside():
+    """oob=skip on an indexed transfer: partition p moves only if index[p] names a row;
+    two partitions outside the table do not count as writing the same row."""
+    table = np.arange(64, dtype=np.float32).reshape(16, 4)
+    ids = np.array([[3], [16], [0], [-1], [15], [1 << 30], [7], [2]], np.int32)
+    result = neuronemu.run(neuronemu.assemble(INDEXED, "indexed.s"),
+                           inputs={"table": table, "ids": ids})
+    rows = np.full((8, 4), -1.0, np.float32)
+    scattered = np.zeros((16, 4), np.float32)
+    for p, r in enumerate(ids[:, 0]):
+        if 0 <= r < 16:
+            rows[p] = table[r]
+            scattered[r] = table[r]
+    np.testing.assert_array_equal(result.outputs["rows_out"], rows)
+    np.testing.assert_array_equal(result.outputs["scattered"], scattered)
+    again = neuronemu.assemble(disassemble(encode(neuronemu.assemble(INDEXED, "i.s"))), "d.s")
+    assert encode(again) == encode(neuronemu.assemble(INDEXED, "i.s"))
+
+
+def test_without_oob_skip_an_index_outside_still_faults():
+    ids = np.array([[3], [16], [0], [1], [2], [4], [7], [5]], np.int32)
+    with pytest.raises(RuntimeFault, match=r"idx\[1\] = 16"):
+        neuronemu.run(neuronemu.assemble(INDEXED.replace(", oob=skip", ""), "indexed.s"),
+                      inputs={"table": np.zeros((16, 4), np.float32), "ids": ids})

@@ -45,12 +45,14 @@ GATHER_DST = 0
 GATHER_TABLE = 1
 GATHER_INDEX = 2
 GATHER_QUEUE = 3
+GATHER_OOB = 4
 
 # dma.scatter: isa/dma.toml: [scatter]
 SCATTER_TABLE = 0
 SCATTER_SRC = 1
 SCATTER_INDEX = 2
 SCATTER_QUEUE = 3
+SCATTER_OOB = 4
 
 # dma.transpose: isa/dma.toml: [transpose]
 TRANSPOSE_DST = 0
