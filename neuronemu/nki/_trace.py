@@ -242,6 +242,7 @@ class Buffer:
     def __init__(self, slot: Slot):
         self.slot = slot
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
+        self.written_mask = None           # ... or exactly which elements (a bool array)
         # device loops open when it was allocated (a PSUM tile from outside a loop is written
         # by every iteration of it)
         self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
@@ -967,6 +968,23 @@ class NkiTensor(NKIObject):
                 stop = start + (size - 1) * step + 1
                 parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
         return f"{name}[{', '.join(parts)}]"
+
+    def elements(self) -> np.ndarray | None:
+        """The flat indices (row-major, in elements of the buffer's dtype) of the elements
+        this view covers, or None when they are not known while tracing (a register offset)
+        or not whole elements of the buffer (a view as a dtype of another size)."""
+        from neuronemu.isa import dtypes
+
+        pairs, offset, seen_as = self._pattern()
+        if not isinstance(offset, (int, np.integer)):
+            return None
+        if seen_as is not None and seen_as != self._buffer.slot.dtype and (
+                dtypes.get(seen_as).itemsize != dtypes.get(self._buffer.slot.dtype).itemsize):
+            return None
+        index = np.array([int(offset)], np.int64)
+        for step, count in pairs:
+            index = (index[:, None] + np.arange(count, dtype=np.int64) * step).ravel()
+        return index
 
     def region(self) -> tuple:
         """Per base dim (start, stop) covered (steps ignored: a conservative box; an .ap()

@@ -12,6 +12,8 @@ import itertools
 import math
 import sys
 
+import numpy as np
+
 from neuronemu.nki import _emit
 from neuronemu.nki._operands import (
     act_name,
@@ -166,11 +168,17 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
 def _as_row(t: NkiTensor, other: NkiTensor) -> NkiTensor:
     """``tile[0, :]`` and ``hbm[0, :]`` both have shape [N], but on chip the indexed partition
     stays the one partition of the operand while in HBM the next dim becomes the partitions:
-    copied into or out of such a tile, an HBM view of the same shape is one row, [1, N]."""
-    if (t.kind == "hbm" and t._ap is None and t._broadcast is None and other.kind != "hbm"
-            and other._ap is None and isinstance(other._index[0], int)
+    copied into or out of such a tile, or of a [1, N] tile, an HBM view of shape [N] is one
+    row, [1, N]."""
+    if t.kind != "hbm" or t._ap is not None or t._broadcast is not None or other.kind == "hbm":
+        return t
+    if (other._ap is None and isinstance(other._index[0], int)
             and tuple(t.shape) == tuple(other.shape)):
         return t.reshape((1,) + tuple(t.shape))
+    # hbm[i, :] (shape [N]) into or out of a [1, N] tile: one row too
+    if (len(t.shape) == 1 and len(other.shape) == 2 and other.shape[0] == 1
+            and other.shape[1] == t.shape[0]):
+        return t.reshape((1, t.shape[0]))
     return t
 
 
@@ -178,10 +186,9 @@ def _indirect_copy(tr, dst: NkiTensor, src: NkiTensor, oob, kw: dict) -> None:
     """A vector-offset copy: whole rows of an HBM tensor picked per partition."""
     if src._indirect is not None and dst._indirect is not None:
         fail("only one side of a DMA copy can be indirect (vector_offset)")
-    if oob not in ("error", None):
-        fail(f"oob_mode={oob!r}: an index outside the table stops the run here (oob_mode.error)",
-             unsupported=True)
     kw.pop("dge", None)
+    if oob == "skip":   # a partition whose row is outside the table is not transferred
+        kw["oob"] = "skip"
     if src._indirect is not None:
         table, index, _ = src._indirect
         tr.emit("dma.gather", onchip(dst, "dst"), table.operand(tr),
@@ -429,7 +436,28 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
 
 def _psum_accumulate(dst: NkiTensor) -> bool:
     """NKI 0.3+ accumulate=None: the first write to a PSUM location overwrites, later ones
-    accumulate. Regions are boxes; a write that partly overlaps an earlier one is refused."""
+    accumulate. Which elements were written is known exactly (a view at a run-time offset
+    counts as its box); a write that covers some written elements and some not is refused."""
+    elements = dst.elements()
+    buffer = dst._buffer
+    if elements is not None and not buffer.written:
+        if buffer.written_mask is None:
+            buffer.written_mask = np.zeros(math.prod(buffer.slot.shape), bool)
+        inside = elements[(elements >= 0) & (elements < buffer.written_mask.size)]
+        seen = buffer.written_mask[inside]
+        if seen.all() and seen.size:
+            return True
+        if seen.any():
+            fail("this matmul's PSUM region covers elements written before and elements not "
+                 "written yet; neuronemu.nki cannot tell overwrite from accumulate: pass "
+                 "accumulate=True/False", unsupported=True)
+        _check_loop_depth(dst)
+        buffer.written_mask[inside] = True
+        return False
+    if buffer.written_mask is not None:   # a run-time offset after exact writes: as boxes
+        buffer.written.append(tuple((0, n) for n in buffer.slot.shape))
+        buffer.written_mask = None
+        return True
     region = dst.region()
     for old in dst._buffer.written:
         inside = all(o0 <= r0 and r1 <= o1 for (r0, r1), (o0, o1) in zip(region, old))
@@ -440,14 +468,18 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
             fail("this matmul's PSUM region partly overlaps one written before; neuronemu.nki "
                  "cannot tell overwrite from accumulate: pass accumulate=True/False",
                  unsupported=True)
+    _check_loop_depth(dst)
+    dst._buffer.written.append(region)
+    return False
+
+
+def _check_loop_depth(dst: NkiTensor) -> None:
     if dst._buffer.loop_depth < len(tracer().loops):
         fail("accumulate=None in a device loop (nl.fori_loop, nl.dynamic_range, "
              "nl.while_loop) into a PSUM tile from outside it: the first write of the traced "
              "body would overwrite on every iteration",
              "pass accumulate=True to sum over the iterations (zero the tile before the loop, "
              "e.g. nisa.memset) or accumulate=False to overwrite", unsupported=True)
-    dst._buffer.written.append(region)
-    return False
 
 
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,

@@ -212,6 +212,31 @@ def test_ap_vector_offset_gathers_and_scatters_rows():
     assert "dma.gather" in run.asm and "dma.scatter" in run.asm
 
 
+def gather_skipping(table, idx):
+    """Rows named by idx; a partition whose index is outside the table keeps the memset
+    value (oob_mode.skip, as nki-library's MoE token gathers use it for dropped tokens)."""
+    p, f = idx.shape[0], table.shape[1]
+    ids = _sb((p, 1), nl.int32)
+    nisa.dma_copy(dst=ids, src=idx)
+    rows = _sb((p, f))
+    nisa.memset(dst=rows, value=-7.0)
+    nisa.dma_copy(dst=rows, src=table.ap([[f, p], [1, f]], vector_offset=ids, indirect_dim=0),
+                  oob_mode=nisa.oob_mode.skip)
+    out = nl.ndarray((p, f), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=rows)
+    return out
+
+
+def test_a_vector_offset_gather_with_oob_skip_leaves_outside_partitions():
+    table = RNG.standard_normal((300, 32)).astype(np.float32)
+    idx = RNG.integers(-50, 350, size=(128, 1)).astype(np.int32)
+    want = np.full((128, 32), -7.0, np.float32)
+    inside = (idx[:, 0] >= 0) & (idx[:, 0] < 300)
+    want[inside] = table[idx[inside, 0]]
+    assert 0 < inside.sum() < 128
+    np.testing.assert_array_equal(nki.simulate(gather_skipping)(table, idx), want)
+
+
 def _located(kernel, match, *arrays, offset):
     arrays = arrays or (np.zeros((128, 64), np.float32),)
     with pytest.raises(NkiUnsupported, match=match) as e:

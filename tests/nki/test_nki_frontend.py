@@ -395,3 +395,30 @@ def test_an_endless_python_loop_stops_at_the_tracer_limit(monkeypatch):
     error = info.value
     assert error.message.startswith("the kernel has made 1,000 instructions while being traced")
     assert error.location.line == line_of(endless, "nisa.dma_copy(dst=tile")
+
+
+def column_blocks(a, b):
+    """Four matmuls into disjoint 5-column blocks of one PSUM tile through .ap() views, then
+    one more into block 0: the first write of each element overwrites, the second adds (as
+    nki-library's attention_tkg fills its score tile)."""
+    out = nl.ndarray((128, 20), nl.float32, buffer=nl.shared_hbm)
+    a_sb, b_sb = nl.load(a), nl.load(b)
+    acc = nl.ndarray((128, 20), nl.float32, buffer=nl.psum)
+    for k in range(4):
+        nisa.nc_matmul(dst=acc.ap([[20, 128], [1, 5]], offset=5 * k), stationary=a_sb,
+                       moving=b_sb[:, 5 * k:5 * k + 5])
+    nisa.nc_matmul(dst=acc.ap([[20, 128], [1, 5]], offset=0), stationary=a_sb,
+                   moving=b_sb[:, 0:5])
+    nl.store(out, acc)
+    return out
+
+
+def test_matmuls_into_disjoint_views_of_one_psum_tile_each_overwrite_first():
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (128, 128)).astype(np.float32)
+    b = rng.integers(-3, 4, (128, 20)).astype(np.float32)
+    want = a.T @ b
+    want[:, 0:5] *= 2
+    run = nki.run(column_blocks, a, b)
+    np.testing.assert_array_equal(run.outputs, want)
+    assert run.asm.count("accumulate=false") == 4 and run.asm.count("accumulate=true") == 1

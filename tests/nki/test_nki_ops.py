@@ -288,3 +288,19 @@ def row_round_trip(x):
 def test_a_tile_row_and_an_hbm_row_indexed_alike_copy_as_one_row():
     x = A[0:1]
     np.testing.assert_array_equal(nki.simulate(row_round_trip)(x), 3 * x)
+
+
+def picked_row(x, i):
+    """hbm[i, :] (shape [N]) into a [1, N] tile and back into row i of a copy of x, as
+    nki-library's attention_tkg loads its position ids."""
+    n = x.shape[1]
+    t = nl.ndarray((1, n), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(t, x[i, :])
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    out = nl.ndarray((1, n), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(out[0, :], t)
+    return out
+
+
+def test_an_hbm_row_copies_into_a_one_partition_tile():
+    np.testing.assert_array_equal(nki.simulate(picked_row)(A[0:8], 5), A[5:6] + 1)
