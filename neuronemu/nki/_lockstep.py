@@ -57,6 +57,7 @@ class Lockstep:
     def run(self) -> list:
         """Every program's return value; raises the first program's error."""
         self.tracer.lockstep = self
+        self.tracer.lockstep_used = True
         threads = [threading.Thread(target=self._body, args=(i,), daemon=True,
                                     name=f"nki-program-{i}") for i in range(len(self.programs))]
         try:

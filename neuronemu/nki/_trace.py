@@ -228,6 +228,7 @@ class Slot:
     used_shape: tuple[int, ...] | None = None
     used_site: Site | None = None
     live: object = None            # on chip: its _alloc.Live (live range, placement)
+    program: int = 0               # on chip: the grid program that allocated it
 
     @property
     def bytes_per_partition(self) -> int:
@@ -1083,6 +1084,8 @@ class Tracer:
     sync_points: list = field(default_factory=list)
     lockstep: object = None
     """While the programs of a grid are traced in lockstep: the ``_lockstep.Lockstep``."""
+    lockstep_used: bool = False
+    """Whether the programs were traced in lockstep (their tiles may be live together)."""
     grid: tuple[int, ...] = ()
     """The SPMD launch grid (``kernel[g](...)``); () for a plain call."""
     program: tuple[int, ...] = ()
@@ -1205,14 +1208,54 @@ class Tracer:
                  f"needs {slot.bytes_per_partition} bytes per partition, more than the "
                  f"{capacity} a partition has")
         slot.live = Live(slot, len(self.instructions), fixed=address)
+        slot.program = self.program_index()
         self.slots.append(slot)
         return NkiTensor(Buffer(slot), shape)
+
+    def program_index(self) -> int:
+        """The row-major number of the grid program being traced (0 without a grid)."""
+        if not self.grid or not self.program:
+            return 0
+        index = 0
+        for i, n in zip(self.program, self.grid):
+            index = index * n + i
+        return index
+
+    _ONE_CORE_EACH = ("on the hardware each program has a core of its own; run one program "
+                      "(kernel[1]) or let neuronemu place the tiles (no address=)")
+
+    def _separate_programs(self, capacity: dict[str, int]) -> None:
+        """Programs traced in lockstep share this one core's memory, but on the hardware each
+        runs on a core of its own: the same ``address=`` in two programs is two tiles. So
+        program p's hand-placed tiles move up by p times the span the kernel's addresses use
+        (their layout within one program is kept)."""
+        if not self.lockstep_used:
+            return   # traced one program after another: their tiles are never live together
+        for kind in ("sbuf", "psum"):
+            fixed = [s.live for s in self.slots if s.kind == kind and s.live.fixed is not None]
+            if not fixed:
+                continue
+            align = self.target_data.psum_bank_bytes if kind == "psum" else _ALIGN
+            span = max(t.fixed + t.size for t in fixed)
+            span = -(-span // align) * align
+            programs = math.prod(self.grid)
+            if span * programs > capacity[kind]:
+                site = next(t.slot.site for t in fixed if t.fixed + t.size == max(
+                    u.fixed + u.size for u in fixed))
+                raise NkiUnsupported(
+                    f"the {programs} programs of this launch each place tiles by address= "
+                    f"over {span} bytes per partition of {kind.upper()}; traced together on "
+                    f"one core here they need {span * programs}, more than its "
+                    f"{capacity[kind]}", site.location(), (self._ONE_CORE_EACH,))
+            for t in fixed:
+                t.fixed += t.slot.program * span
 
     def place_onchip(self) -> None:
         """Choose every tile's bytes (live ranges) and its declaration name: tiles of one
         call site that land on the same bytes with the same type share a declaration."""
         tdata = self.target_data
         capacity = {"sbuf": tdata.sbuf_partition_bytes, "psum": tdata.psum_partition_bytes}
+        self._separate_programs(capacity)
         try:
             placement = place([s.live for s in self.slots], capacity, tdata.psum_bank_bytes)
         except Overflow as over:

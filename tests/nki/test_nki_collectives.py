@@ -205,6 +205,27 @@ def test_sendrecv_between_the_programs_of_a_grid_swaps_their_tiles():
     assert "cc." not in asm and asm.count("dma.copy") == 2 + 2 + 2   # loads, the swap, stores
 
 
+def lnc2_sendrecv_by_address(x):
+    """lnc2_sendrecv with every tile placed by hand at the same address= in both programs
+    (as nki-library's allocator does): on the hardware each program's SBUF is its own."""
+    out = nl.ndarray((2, 128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=x[pid])
+    u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf, address=(0, 16))
+    nisa.sendrecv(src=t, dst=u, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    m = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf, address=(0, 32))
+    nisa.tensor_tensor(dst=m, data1=t, data2=u, op=nl.subtract)
+    nisa.dma_copy(dst=out[pid], src=m)
+    return out
+
+
+def test_programs_placing_tiles_at_one_address_keep_separate_memories():
+    x = np.random.default_rng(4).standard_normal((2, 128, 4)).astype(np.float32)
+    got = nki.run(lnc2_sendrecv_by_address, x, grid=(2,)).outputs
+    np.testing.assert_array_equal(got, np.stack([x[0] - x[1], x[1] - x[0]]))
+
+
 def lnc2_unpaired(x):
     t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
