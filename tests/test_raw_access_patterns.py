@@ -96,6 +96,21 @@ dma.copy y, u
     np.testing.assert_array_equal(result.outputs["y"], want)
 
 
+def test_a_destination_free_step_zero_keeps_the_last_write() -> None:
+    """dst ap(u, [[1, 128], [0, 16]]) names u[p, 0] sixteen times: the last element of each
+    source row stays (nki-library's qkv_cte names such a dst for an output it discards)."""
+    result = _run("""
+.hbm x float32[128, 128] input
+.hbm y float32[128, 1] output
+.sbuf t float32[128, 128]
+.sbuf u float32[128, 1]
+dma.copy t, x
+scalar.activation ap(u, [[1, 128], [0, 16]]), t[:, 32:48], func=square
+dma.copy y, u
+""", x=X)
+    np.testing.assert_array_equal(result.outputs["y"], X[:, 47:48] * X[:, 47:48])
+
+
 def test_partition_step_zero_broadcasts_an_hbm_row_and_an_sbuf_row() -> None:
     g = np.arange(4 * 64, dtype=np.float32).reshape(4, 64) + 0.25
     result = _run("""

@@ -114,10 +114,6 @@ def access_pattern(asm, definition, arg, node) -> Tile:
                    "\"Partition broadcast\")")
         raise fail(pair_nodes[0], f"partition step 0 (broadcast) is not allowed for {what}: "
                                   f"{allowed}")
-    for k, (step, count) in enumerate(free, start=1):
-        if writes and step == 0 and count > 1:
-            raise fail(pair_nodes[k], f"{what} is written: a free step of 0 would write one "
-                                      f"element {count} times (step 0 broadcasts sources only)")
 
     elements = row_bytes // itemsize   # per partition on chip, of the whole tensor in HBM
     free_span = sum(s * (c - 1) for s, c in free)   # steps are >= 0 (checked)
@@ -154,7 +150,10 @@ def access_pattern(asm, definition, arg, node) -> Tile:
         pitch = 0 if broadcast else pstep * itemsize
         window = (symbol.offset, symbol.offset + row_bytes)
     if writes:
-        _check_distinct(free if on_chip else pattern, pattern_node, fail, what)
+        # a free step of 0 writes one element again and again (NKI kernels name such a dst
+        # for an output they discard): the last write stays; the other dims must be distinct
+        written = [(st, c) for st, c in (free if on_chip else pattern) if st != 0]
+        _check_distinct(written, pattern_node, fail, what)
 
     dims = [(s * itemsize, c) for s, c in free if c != 1]
     merged: list[tuple[int, int]] = []

@@ -267,7 +267,8 @@ class NKIObject:
         it with ``SectionParams(section_idx=...)``, which NKI accepts but a dataclass of
         unannotated attributes would not. Annotating them (after the annotated ones, so no
         positional order changes) makes @dataclass take them; unhashable defaults (lists),
-        which dataclass refuses, stay class attributes."""
+        which dataclass refuses, stay class attributes. Fields without a default default to
+        None: NKI accepts a configuration object built without some of its fields."""
         super().__init_subclass__(**kwargs)
         own = dict(inspect.get_annotations(cls))
         for name, value in list(cls.__dict__.items()):
@@ -276,6 +277,11 @@ class NKIObject:
                     or type(value).__hash__ is None):
                 continue
             own[name] = "typing.Any"
+        for name in own:
+            # an annotated field the constructor is not given is None, as NKI has it
+            # (nki-library builds MLPTKGConstantsDimensionSizes without remainderIFused)
+            if name not in cls.__dict__ and not any(name in vars(b) for b in cls.__mro__[1:]):
+                setattr(cls, name, None)
         cls.__annotations__ = own
 
 

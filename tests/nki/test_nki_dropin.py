@@ -263,7 +263,15 @@ class SectionState(nl.NKIObject):
     rows = []  # noqa: RUF012  (unhashable: stays a class attribute; dataclass refuses it)
 
 
+@dataclass
+class Dims(nl.NKIObject):
+    rows: int
+    cols: int
+    spare: int
+
+
 def test_plain_class_attributes_of_an_nkiobject_dataclass_are_fields():
+    assert Dims(rows=2, cols=3) == Dims(2, 3, None)   # a field not given is None, as in NKI
     state = SectionState(3, offset=128, active=True)
     assert (state.index, state.offset, state.active) == (3, 128, True)
     assert SectionState() == SectionState(0, None, False)

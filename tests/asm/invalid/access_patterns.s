@@ -19,7 +19,6 @@ dma.copy t, ap(a[0:128, :], [[512, 128], [1, 512]])                       # CHEC
 dma.copy t, ap(b, [[512, 128], [1, 512]])                                 # CHECK: 16: error: unknown tile 'b'
 dma.copy t, ap(a, [[512, 128], [1, 512]], 0, float99)                     # CHECK: 46: error: the fourth argument of ap is a dtype (a view of the bytes as that type), e.g. int32; got 'float99'
 dma.copy u, ap(odd, [[1, 128], [1, 1]], 0, float32)                       # CHECK: 44: error: a partition of 'odd' holds 6 bytes (bfloat16), not a whole number of float32 elements (4 bytes each)
-vector.tensor_copy ap(u, [[64, 128], [0, 2], [1, 32]]), t[:, 0:64]        # CHECK: 38: error: vector.tensor_copy argument 'dst' is written: a free step of 0 would write one element 2 times (step 0 broadcasts sources only)
 vector.tensor_copy ap(u, [[64, 128], [1, 8], [4, 8]]), t[:, 0:64]         # CHECK: 26: error: vector.tensor_copy argument 'dst' is written, but its pattern names some elements more than once (steps [1, 4], counts [8, 8]); a destination's elements must be distinct
 dma.copy ap(o, [[256, 128], [1, 512]]), t                                 # CHECK: 16: error: dma.copy argument 'dst' is written, but its pattern names some elements more than once (steps [256, 1], counts [128, 512]); a destination's elements must be distinct
 dma.decompress t[:, 0:64], ap(w, [[512, 128], [1, 64]])                   # CHECK: 31: error: 'w' is stored compressed: its bytes are blocks, not elements, so it has no access pattern (slice whole blocks instead)
