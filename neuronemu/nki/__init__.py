@@ -22,6 +22,7 @@ import functools
 import inspect
 import os
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -491,7 +492,52 @@ def simulate(kernel, **options) -> Callable[..., object]:
     return call
 
 
-from neuronemu.nki import simulator
 
-cpu_simulate = simulator.cpu_simulate
-"""``nki.cpu_simulate(kernel)[lnc](...)``: the spelling of AWS's ``nki_cpu_simulator``."""
+# -- the CPU simulator's spellings ------------------------------------------------------------
+# NKI has three ways to say "run this kernel on the CPU", with harnesses written for each:
+# ``nki.simulate`` (above), ``nki.simulator.simulate_kernel(kernel, args, kwargs, lnc)``
+# (framework integrations such as vllm-neuron) and ``nki.cpu_simulate(kernel)[lnc](...)`` of
+# AWS's stand-alone package ``nki_cpu_simulator`` (nki-library's --test-mode simulation; the
+# drop-in switch makes that package neuronemu too). All run the kernel here, so the harness
+# also gets the modelled timing through the kernel's ``last_run``. ``lnc`` is the
+# logical-core count: 2 launches ``kernel[2]``.
+
+
+def _launch(kernel, lnc: int | None):
+    if lnc is None or int(lnc) == 1 or isinstance(kernel, GridLaunch):
+        return kernel
+    if not isinstance(kernel, JitKernel):
+        kernel = JitKernel(kernel)
+    return kernel[int(lnc)]
+
+
+def simulate_kernel(kernel, args=(), kwargs=None, lnc: int | None = None):
+    """Run ``kernel(*args, **kwargs)`` with ``lnc`` logical cores; the kernel's outputs, as
+    the caller's kind of array (``nki.simulator.simulate_kernel``)."""
+    return simulate(_launch(kernel, lnc))(*tuple(args), **dict(kwargs or {}))
+
+
+class CpuSimulate:
+    """``nki.cpu_simulate(kernel)``: call it to run with one logical core, or index it with
+    the logical-core count first (``[2]``)."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+
+    def __getitem__(self, lnc) -> Callable[..., object]:
+        return simulate(_launch(self.kernel, lnc))
+
+    def __call__(self, *args, **kwargs):
+        return simulate_kernel(self.kernel, args, kwargs)
+
+
+def cpu_simulate(kernel) -> CpuSimulate:
+    """``nki.cpu_simulate(kernel)[lnc](...)``, as AWS's ``nki_cpu_simulator`` spells
+    ``nki.simulate``."""
+    return CpuSimulate(kernel)
+
+
+simulator = types.ModuleType("neuronemu.nki.simulator",
+                             "``nki.simulator``: ``simulate_kernel(kernel, args, kwargs, lnc)``")
+simulator.simulate_kernel = simulate_kernel
+sys.modules.setdefault("neuronemu.nki.simulator", simulator)

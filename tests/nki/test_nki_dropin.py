@@ -163,7 +163,9 @@ def test_the_cpu_simulator_package_is_neuronemu_under_the_switch():
         import nki_cpu_simulator.nki.language.dtypes as sim_dtypes
         import nki_cpu_simulator.nki.tensor  # noqa: F401
         import nki_cpu_simulator.nki.typing as sim_nt
+        from nki.simulator import simulate_kernel
         from nki_cpu_simulator import nki as sim_nki
+        assert simulate_kernel is nki.simulate_kernel
         assert sim_nki is nki and sim_nl is nl and sim_nt is nki.typing
         assert sim_constants.oob_mode is nisa.oob_mode and sim_dtypes.bfloat16 == nl.bfloat16
         assert sim_builtin.__name__ == "nki.builtin"

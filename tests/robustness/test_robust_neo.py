@@ -37,7 +37,7 @@ def _build(target=b"trn2", name=b"x", dtype=None, role=0, ndim=2, space=0, alloc
 
     fp32 = dtypes.get("float32").code
     dims = struct.pack("<2Q", 4, 8)
-    header = b"NEO\x00" + struct.pack("<HH", 2, 0) + _text(target)
+    header = b"NEO\x00" + struct.pack("<HH", encoding.VERSION, 0) + _text(target)
     tensor = (_text(name) + struct.pack("<BBB", fp32 if dtype is None else dtype, role, ndim)
               + dims + _text(b"normal") + struct.pack("<B2d", 2, 0.0, 1.0))
     allocation = _text(b"t") + struct.pack("<BBB", space, fp32, alloc_ndim) + dims
@@ -104,7 +104,7 @@ def test_magic_version_and_trailing_bytes() -> None:
     data = _build()
     cases = [(b"XXXX" + data[4:], "not a neuronemu binary (no NEO magic) at byte 0"),
              (data[:4] + struct.pack("<HH", 7, 0) + data[8:],
-              "encoding version 7; this neuronemu reads 1 to 2 at byte 4"),
+              f"encoding version 7; this neuronemu reads 1 to {encoding.VERSION} at byte 4"),
              (data + b"\x00\x00",
               f"2 trailing bytes after the last instruction at byte {len(data)}")]
     for damaged, why in cases:
