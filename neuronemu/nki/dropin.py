@@ -6,7 +6,9 @@ pytest option ``--neuronemu-nki`` install import aliases, so that ``import nki``
 ``from nki.isa.constants import oob_mode`` and ``import nki.collectives`` load neuronemu's
 modules of the same names; the script then runs as ``__main__``, exactly as ``python
 script.py`` would run it. The field's convention (``TRITON_INTERPRET=1``, ``NKI_SIMULATOR=1``)
-is the same: one switch, no edited line.
+is the same: one switch, no edited line. AWS's stand-alone simulator package
+(``nki_cpu_simulator.nki...``, which nki-library's harness imports in ``--test-mode
+simulation``) resolves to neuronemu too, and ``neuronxcc.nki.typing`` to ``nki.typing``.
 
 Errors of neuronemu (``NkiError``, assembler and run-time errors, all located at the kernel's
 Python line) are printed as diagnostics with the exit codes of README's table, not as
