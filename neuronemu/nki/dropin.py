@@ -50,15 +50,19 @@ _SIMULATOR_ONLY = ("nki.builtin", "nki.compiler", "nki.tensor")
 its harnesses import, and any name taken from them is a located error when called."""
 
 
-def _simulator_only(name: str):
+def _standin(name: str, doc: str, names_fail: bool = False):
+    """An empty module (a package: it may have submodules) marked as neuronemu's; with
+    ``names_fail`` any name taken from it fails at the kernel's line when called."""
     import types
 
-    from neuronemu.nki._trace import unsupported_name
-
-    module = types.ModuleType(name, "neuronemu stand-in for the CPU simulator's " + name)
-    namespace = name.rsplit(".", 1)[1]
-    module.__getattr__ = lambda attr: unsupported_name(namespace, attr)
+    module = types.ModuleType(name, doc)
+    module.__path__ = []
     module.__neuronemu_standin__ = True
+    if names_fail:
+        from neuronemu.nki._trace import unsupported_name
+
+        namespace = name.rsplit(".", 1)[1]
+        module.__getattr__ = lambda attr: unsupported_name(namespace, attr)
     return module
 
 
@@ -93,15 +97,15 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == SIMULATOR_PREFIX:
-            return _standin_spec(fullname, "neuronemu in place of AWS's CPU simulator")
+            return _spec(fullname, _standin(fullname, "neuronemu in place of AWS's CPU simulator"))
         if fullname == LEGACY_PREFIX or fullname.startswith(LEGACY_PREFIX + "."):
             return self._legacy_spec(fullname)
         name = _nki_name(fullname)
         if name is None:
             return None
         if name in _SIMULATOR_ONLY:
-            return importlib.util.spec_from_loader(fullname,
-                                                   _AliasLoader(_simulator_only(name)))
+            return _spec(fullname, _standin(name, "neuronemu stand-in for the CPU simulator's "
+                                            + name, names_fail=True))
         real = _SUBMODULES.get(name, _TARGET + name[len(PREFIX):])
         try:
             module = importlib.import_module(real)
@@ -109,16 +113,15 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
             if error.name != real:
                 raise
             return None   # not a neuronemu.nki module: the import fails as usual
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
+        return _spec(fullname, module)
 
     def _legacy_spec(self, fullname):
         if self._compiler_installed():
             return None
         if fullname in (LEGACY_PREFIX, LEGACY_PREFIX + ".nki"):
-            return _standin_spec(fullname, "neuronemu's stand-in for " + fullname)
+            return _spec(fullname, _standin(fullname, "neuronemu's stand-in for " + fullname))
         if fullname == LEGACY_PREFIX + ".nki.typing":
-            return importlib.util.spec_from_loader(
-                fullname, _AliasLoader(importlib.import_module(_TARGET + ".typing")))
+            return _spec(fullname, importlib.import_module(_TARGET + ".typing"))
         raise ImportError(f"No module named '{fullname}': {fullname} belongs to the NKI 0.1 "
                           f"dialect, which neuronemu does not run; it runs NKI 0.2-0.6 kernels "
                           f"(import nki, nki.language as nl, nki.isa as nisa)", name=fullname)
@@ -130,13 +133,9 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
         return self._compiler
 
 
-def _standin_spec(fullname: str, doc: str):
-    import types
-
-    package = types.ModuleType(fullname, doc)
-    package.__path__ = []
-    package.__neuronemu_standin__ = True
-    return importlib.util.spec_from_loader(fullname, _AliasLoader(package))
+def _spec(fullname: str, module):
+    """The import spec that makes ``fullname`` load ``module`` itself."""
+    return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
 
 
 _FINDER = NkiAliasFinder()
