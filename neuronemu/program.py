@@ -256,6 +256,19 @@ class Program:
         self.__dict__["instructions"] = pending
         return pending
 
+    def instruction(self, pc: int) -> Instruction | None:
+        """The instruction at ``pc`` (None past the end), built alone if the rest are still
+        records: a progress line or a diagnostic about one instruction must not build them
+        all (a 100,000-line traced kernel: seconds)."""
+        pending = self.__dict__.get("_pending")
+        listed = self.instructions if pending is None else pending
+        if not 0 <= pc < len(listed):
+            return None
+        ins = listed[pc]
+        if not isinstance(ins, Instruction):
+            ins = listed[pc] = ins.build()
+        return ins
+
     def raw_instructions(self) -> list:
         """The instructions as the assembler left them (some maybe records with ``build()``
         and ``made``, the rows their plan lowered): for ``lower``, which needs no objects."""

@@ -140,7 +140,7 @@ def _unwritten_warning(program: Program, regs) -> list[Diagnostic]:
     count = int(regs[L.REG_UNWRITTEN_COUNT])
     if not count:
         return []
-    ins = program.instructions[int(regs[L.REG_UNWRITTEN_PC])]
+    ins = program.instruction(int(regs[L.REG_UNWRITTEN_PC]))
     arg = ins.definition.args[int(regs[L.REG_UNWRITTEN_ARG])]
     tile = ins.args[arg.name]
     location = tile.location if isinstance(tile, Tile) else ins.location
@@ -158,7 +158,7 @@ def _range_warning(program: Program, regs) -> list[Diagnostic]:
     count = int(regs[L.REG_RANGE_COUNT])
     if not count:
         return []
-    ins = program.instructions[int(regs[L.REG_RANGE_PC])]
+    ins = program.instruction(int(regs[L.REG_RANGE_PC]))
     value = float(np.array([regs[L.REG_RANGE_BITS]], dtype=np.uint32).view(np.float32)[0])
     from neuronemu.isa.table import load_isa
 

@@ -96,8 +96,7 @@ class RunLimits:
         if self.progress is None or now < self.next_notice:
             return
         self.next_notice = now + self.PROGRESS_EVERY
-        ins = (core.program.instructions[core.pc]
-               if core.pc < len(core.program.instructions) else None)
+        ins = core.program.instruction(core.pc)
         where = ""
         if ins is not None:
             where = f", at {ins.definition.name}"
@@ -437,7 +436,7 @@ class Core:
 
     def _slot(self, name: str) -> tuple[int, int]:
         """(tag, value) of argument ``name`` of the instruction at pc."""
-        ins = self.program.instructions[self.pc]
+        ins = self.program.instruction(self.pc)
         k = [a.name for a in ins.definition.args].index(name)
         row = self.program.instrs[self.pc]
         return int(row[L.I_ARGS + 2 * k]), int(row[L.I_ARGS + 2 * k + 1])

@@ -17,7 +17,7 @@ def fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> R
     from neuronemu.machine import layout as L
     from neuronemu.program import Tile
 
-    ins = program.instructions[pc] if pc < len(program.instructions) else None
+    ins = program.instruction(pc)
     location = ins.location if ins else None
     at = f" at {ins.definition.name}" if ins else " as the kernel ended"
     if status == L.STATUS_LIMIT:

@@ -214,7 +214,7 @@ class Driver:
         return self.stops[r].name
 
     def where(self, r: int) -> str:
-        ins = self.program.instructions[self.stops[r].pc]
+        ins = self.program.instruction(self.stops[r].pc)
         return f"{ins.location.source.name}:{ins.location.line} ({ins.definition.name})"
 
     def run(self) -> None:
@@ -282,13 +282,13 @@ class Driver:
                     fault.message = f"rank {r}: {fault.message}"
                 stop.error = fault
             return stop
-        name = self.program.instructions[core.pc].definition.name
+        name = self.program.instruction(core.pc).definition.name
         # a stopped rank's timeline does not change until it acts, so this stays valid
         stop = _Stop(core.pc, name, core.ready_ns())
         try:
             if name in ("cc.send", "cc.sendrecv"):
                 stop.peer = self._peer(core, "peer" if name == "cc.send" else "send_to")
-                tile = self.program.instructions[core.pc].args["src"]
+                tile = self.program.instruction(core.pc).args["src"]
                 stop.dtype, stop.shape = tile.dtype, (tile.partitions, tile.free_size)
                 stop.nbytes = tile.partitions * tile.free_size * tile_itemsize(tile)
             if name in ("cc.recv", "cc.sendrecv"):
@@ -340,13 +340,13 @@ class Driver:
     def _peer(self, core: Core, arg: str = "peer") -> int:
         peer = core.int_arg(arg)
         if not 0 <= peer < self.world:
-            ins = self.program.instructions[core.pc]
+            ins = self.program.instruction(core.pc)
             raise RuntimeFault(f"rank {core.rank}: {ins.definition.name} {arg}={peer} is not a "
                                f"rank (ranks 0..{self.world - 1})", self._location(core, arg))
         return peer
 
     def _location(self, core: Core, arg: str | None = None):
-        ins = self.program.instructions[core.pc]
+        ins = self.program.instruction(core.pc)
         value = ins.args.get(arg) if arg else None
         return getattr(value, "location", None) or ins.location
 
@@ -360,7 +360,7 @@ class Driver:
         bits = None
         if self.owner[r] == self.me:
             core = self.cores[r]
-            tile = self.program.instructions[stop.pc].args["src"]
+            tile = self.program.instruction(stop.pc).args["src"]
             bits = core.load("src").astype(f"<u{tile_itemsize(tile)}")
             if self.owner[peer] != self.me:
                 outgoing[self.owner[peer]].append(bits)
@@ -380,10 +380,10 @@ class Driver:
         """Store the message in dst; the instruction ends when the data is there (and, for a
         cc.sendrecv, when its own send has arrived too)."""
         stop = self.stops[r]
-        ins = self.program.instructions[stop.pc]
+        ins = self.program.instruction(stop.pc)
         tile = ins.args["dst"]
         if (tile.dtype, (tile.partitions, tile.free_size)) != (message.dtype, message.shape):
-            sender = self.program.instructions[message.pc]
+            sender = self.program.instruction(message.pc)
             raise CommError(
                 f"rank {r} receives {tile.dtype}[{tile.partitions}, {tile.free_size}] "
                 f"into '{tile.symbol}', but rank {message.src} sent "
@@ -407,11 +407,11 @@ class Driver:
 
     def _collective(self) -> None:
         stops = self.stops
-        ins0 = self.program.instructions[stops[0].pc]
+        ins0 = self.program.instruction(stops[0].pc)
         signature0 = stops[0].signature
         for r in range(1, self.world):
             if stops[r].signature != signature0:
-                ins = self.program.instructions[stops[r].pc]
+                ins = self.program.instruction(stops[r].pc)
                 raise CommError(
                     f"ranks disagree on a collective: rank 0 is at {self.where(0)} with "
                     f"{_describe(signature0)}, rank {r} at {self.where(r)} with "
@@ -445,7 +445,7 @@ class Driver:
         return done
 
     def _signature(self, core: Core) -> tuple:
-        ins = self.program.instructions[core.pc]
+        ins = self.program.instruction(core.pc)
         parts = [ins.definition.name]
         for arg in ins.definition.args:
             value = ins.args.get(arg.name)
@@ -464,7 +464,7 @@ class Driver:
         return tuple(parts)
 
     def _instruction(self):
-        return self.program.instructions[self.stops[0].pc]
+        return self.program.instruction(self.stops[0].pc)
 
     def _algorithm(self, nbytes: int) -> str:
         from neuronemu.isa.table import load_isa
@@ -617,7 +617,7 @@ class Driver:
                          f"{_ranks(others)} to reach it")
         for (src, dst), box in sorted(self.mail.items()):
             if box and dst in waiting:  # often the cause: the message came from someone else
-                sent = self.program.instructions[box[0].pc].location
+                sent = self.program.instruction(box[0].pc).location
                 lines.append(f"rank {dst} holds {len(box)} unreceived message(s) from rank "
                              f"{src} (sent at {sent.source.name}:{sent.line})")
         finished = [r for r in range(self.world) if self.finished[r]]
@@ -625,14 +625,14 @@ class Driver:
             lines.append(f"{_ranks(finished)} finished")
         first = self.stops[min(waiting)]
         return CommError(f"deadlock: {len(waiting)} of {self.world} ranks wait for each other "
-                         f"and none can go on", self.program.instructions[first.pc].location,
+                         f"and none can go on", self.program.instruction(first.pc).location,
                          notes=tuple(lines))
 
     def _check_mail(self) -> None:
         for (src, dst), box in sorted(self.mail.items()):
             if box:
                 message = box[0]
-                ins = self.program.instructions[message.pc]
+                ins = self.program.instruction(message.pc)
                 raise CommError(f"rank {src} sent {len(box)} message(s) to rank {dst} that "
                                 f"rank {dst} never received (a send with no matching recv)",
                                 ins.location)
