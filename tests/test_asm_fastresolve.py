@@ -369,3 +369,25 @@ def test_check_builds_no_instruction(tmp_path, monkeypatch):
     monkeypatch.setattr(fastresolve.Pending, "build", refuse)
     assert [check(), check("--json")] == slow
     assert "294 instructions" in slow[0]
+
+
+def test_identical_lines_stay_records_and_one_can_be_built_alone(monkeypatch):
+    """A line identical to an earlier one is a record too (``assembler.Repeat``) until asked
+    for; ``program.instruction(pc)`` builds that one alone (a progress line names the
+    instruction a long run is at: building all 100,000 of a traced kernel took seconds), and
+    every instruction is the ordinary path's, at its own line."""
+    line = "    dma.copy at[:, {0}:{0}+64], a[:, {0}:{0}+64]"
+    lines = [line.format(k) for k in (0, 64, 128, 192)] + [line.format(64)] * 3
+    text = HEADER + "\n".join(lines) + "\n"
+    fast = _assemble(text, True, monkeypatch)
+    slow = _assemble(text, False, monkeypatch)
+    pending = fast.__dict__["_pending"]
+    assert [type(ins).__name__ for ins in pending[4:]] == ["Repeat"] * 3
+    assert fast.static_counts() == slow.static_counts()
+    np.testing.assert_array_equal(fast.instrs, slow.instrs)
+    assert fast.instruction(5) == slow.instructions[5]
+    assert type(pending[6]) is assembler.Repeat and "_pending" in fast.__dict__
+    assert fast.instruction(7) is None and fast.instruction(-1) is None
+    assert fast.instructions == slow.instructions
+    first = len(HEADER.splitlines()) + 1
+    assert [ins.location.line for ins in fast.instructions] == list(range(first, first + 7))

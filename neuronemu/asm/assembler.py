@@ -456,6 +456,10 @@ class Assembler:
                 same_as.append(pc)
             else:
                 origin = first
+                if FAST:   # made when someone asks (most runs never do), as Pending lines
+                    same_as.append(origin)
+                    instructions.append(Repeat(instructions, origin, line))
+                    continue
                 if type(instructions[origin]) is Pending:   # its objects are needed now
                     instructions[origin] = instructions[origin].build()
                 located = located_args.get(origin)
@@ -984,6 +988,28 @@ def _moved_value(value, where: int | Location):
     return moved
 
 
+class Repeat:
+    """A line identical to the earlier line of instruction ``origin``: its Instruction (the
+    origin's, moved to this line) is made on first use, as ``Pending`` lines' are; ``lower``
+    copies the origin's rows."""
+
+    __slots__ = ("instructions", "line", "origin")
+
+    def __init__(self, instructions: list, origin: int, line: int) -> None:
+        self.instructions, self.origin, self.line = instructions, origin, line
+
+    @property
+    def definition(self):
+        return self.instructions[self.origin].definition
+
+    def build(self) -> Instruction:
+        first = self.instructions[self.origin]
+        if type(first) is not Instruction:
+            first = self.instructions[self.origin] = first.build()
+        located = [name for name, v in first.args.items() if isinstance(v, (Tile, Immediate))]
+        return _moved_instruction(first, located, self.line)
+
+
 def _moved_instruction(instruction: Instruction, located: list[str], line: int) -> Instruction:
     """``instruction`` as resolved from an identical line ``line``; ``located`` names its
     arguments that carry a location (tiles and immediates)."""
@@ -1073,7 +1099,9 @@ def lower(program: Program, same_as: list[int] | None = None,
         if origin != pc:
             ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
             row = rows[origin][:]
-            row[L.I_LINE] = ins.location.line if type(ins) is not Pending else ins.node.line
+            kind = type(ins)
+            row[L.I_LINE] = (ins.node.line if kind is Pending else ins.line if kind is Repeat
+                             else ins.location.line)
             moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
             for slot in operand_slots:
                 row[slot] += moved_ops

@@ -36,6 +36,23 @@ _OPERATORS = {"add": "+", "sub": "-", "mul": "*"}
 _PCOUNT, _SIZE = L.OP_PCOUNT, L.OP_SIZE
 
 
+_CODE: dict[tuple[str, str], object] = {}
+
+
+def _compiled(source: str, mode: str = "exec"):
+    """``source`` compiled once per process: templates that differ only in a tile's name
+    (``sb_L12_0`` / ``sb_L12_1``: a kernel's ring of tiles) generate the same code, its
+    constants being names in the plan's own namespace, and compiling was most of a plan's
+    cost."""
+    key = (source, mode)
+    code = _CODE.get(key)
+    if code is None:
+        if len(_CODE) > 4096:
+            _CODE.clear()
+        code = _CODE[key] = compile(source, "<template plan>", mode)
+    return code
+
+
 class _Unsure(Exception):
     """This plan does not answer (the ordinary path decides)."""
 
@@ -94,7 +111,7 @@ class _Expr:
         index = {start: k for k, start in enumerate(columns.starts)}
         # the source holds only "v[k]", integer reprs, parentheses and + - *
         self.source = self._source(node, index, constants)
-        self.fn = eval(f"lambda v: {self.source}")
+        self.fn = eval(_compiled(f"lambda v: {self.source}", "eval"))
 
     def _source(self, node, index: dict, constants: dict) -> str:
         kind = getattr(node, "data", None)
@@ -555,7 +572,7 @@ class Plan:
                              "return None")
             lines += [*lowering[:-1], f"    return {lowering[-1]}"]
         namespace = dict(self.env)
-        exec("\n".join(lines) + "\n", namespace)   # noqa: S102 - from the checked template
+        exec(_compiled("\n".join(lines) + "\n"), namespace)   # noqa: S102 - from the template
         self.fast = namespace["fast"] if fast else None
         return namespace["run"]
 
