@@ -232,9 +232,21 @@ class Slot:
 
     @property
     def bytes_per_partition(self) -> int:
+        return math.prod(self.shape[1:]) * _itemsize(self.dtype)
+
+
+_ITEMSIZES: dict[str, int] = {}
+_WHOLE: dict[tuple, tuple] = {}     # a shape -> the index of a whole view of it
+_PLAIN = (int, type(None))
+
+
+def _itemsize(dtype: str) -> int:
+    size = _ITEMSIZES.get(dtype)
+    if size is None:
         from neuronemu.isa import dtypes
 
-        return math.prod(self.shape[1:]) * dtypes.get(self.dtype).itemsize
+        size = _ITEMSIZES[dtype] = dtypes.get(dtype).itemsize
+    return size
 
 
 class Buffer:
@@ -244,6 +256,7 @@ class Buffer:
         self.slot = slot
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
         self.written_mask = None           # ... or exactly which elements (a bool array)
+        self.written_count = 0             # elements set in written_mask
         # device loops open when it was allocated (a PSUM tile from outside a loop is written
         # by every iteration of it)
         self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
@@ -311,7 +324,8 @@ class NkiTensor(NKIObject):
                  broadcast: int | None = None):
         self._buffer = buffer
         self._base_shape = tuple(base_shape)
-        self._index = (tuple((0, n, 1) for n in base_shape) if index is None else tuple(index))
+        self._index = (tuple([(0, n, 1) for n in base_shape]) if index is None
+                       else index if type(index) is tuple else tuple(index))
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
         self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
@@ -320,10 +334,10 @@ class NkiTensor(NKIObject):
     @property
     def shape(self) -> tuple[int, ...]:
         if self._ap is not None:
-            return tuple(c for _, c in self._ap[0])
+            return tuple([c for _, c in self._ap[0]])
         if self._indirect is not None:
             return self._indirect[2]
-        dims = tuple(e[1] for e in self._index if isinstance(e, tuple))
+        dims = tuple([e[1] for e in self._index if type(e) is tuple])
         if self._broadcast is not None:
             return (self._broadcast,) + dims[1:]
         return dims
@@ -367,12 +381,12 @@ class NkiTensor(NKIObject):
     def __getitem__(self, key) -> NkiTensor:
         if self._ap is not None or self._broadcast is not None:
             return self._index_pattern(key)
-        if not isinstance(key, tuple):
+        if type(key) is not tuple:
             key = (key,)
-        view_dims = [i for i, e in enumerate(self._index) if isinstance(e, tuple)]
-        if sum(1 for k in key if k is Ellipsis) > 1:
-            fail("an index can only have a single ellipsis ('...')")
+        view_dims = [i for i, e in enumerate(self._index) if type(e) is tuple]
         if Ellipsis in key:
+            if sum(1 for k in key if k is Ellipsis) > 1:
+                fail("an index can only have a single ellipsis ('...')")
             at = key.index(Ellipsis)
             fill = len(view_dims) - (len(key) - 1)
             key = key[:at] + (slice(None),) * fill + key[at + 1:]
@@ -381,6 +395,21 @@ class NkiTensor(NKIObject):
         index = list(self._index)
         for k, dim in zip(key, view_dims):
             start, size, step = index[dim]
+            kind = type(k)
+            if kind is slice and type(k.start) in _PLAIN and type(k.stop) in _PLAIN and (
+                    k.step is None or type(k.step) is int and k.step > 0):
+                # the common case first: a slice of Python ints (loop variables of an
+                # unrolled loop)
+                if (k.start is not None and not -size <= k.start <= size) or (
+                        k.stop is not None and not -size <= k.stop <= size):
+                    fail(f"slice {k.start}:{k.stop} is out of bounds for dim "
+                         f"{view_dims.index(dim)} of size {size}")
+                s0, s1, st = k.indices(size)
+                index[dim] = (start + s0 * step, len(range(s0, s1, st)), step * st)
+                continue
+            if kind is int and -size <= k < size:
+                index[dim] = start + (k % size) * step
+                continue
             if isinstance(k, DynSlice) and isinstance(k.start, RegExpr):
                 # a run-time start: bounds are checked when the instruction runs
                 index[dim] = (start + k.start * step, k.size, step * k.step)
@@ -964,17 +993,38 @@ class NkiTensor(NKIObject):
                 pairs, offset, dtype = self._pattern()
                 text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
                 return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
-        if self._index == tuple((0, n, 1) for n in self._base_shape):
+        whole = _WHOLE.get(self._base_shape)
+        if whole is None:
+            whole = _WHOLE[self._base_shape] = tuple([(0, n, 1) for n in self._base_shape])
+        if self._index == whole:
             return name
         parts = []
         for e in self._index:
-            if not isinstance(e, tuple):
+            if type(e) is not tuple:
                 parts.append(str(e))
             else:
                 start, size, step = e
                 stop = start + (size - 1) * step + 1
                 parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
         return f"{name}[{', '.join(parts)}]"
+
+    def box(self) -> tuple[slice, ...] | None:
+        """This view as slices of its buffer's own shape, when it is one (no ``.ap()``,
+        broadcast, indirect or run-time index): the cheap form of ``elements()``."""
+        if self._ap is not None or self._broadcast is not None or self._indirect is not None:
+            return None
+        out = []
+        for e in self._index:
+            if isinstance(e, tuple):
+                start, size, step = e
+                if not isinstance(start, int):
+                    return None
+                out.append(slice(start, start + (size - 1) * step + 1, step))
+            elif isinstance(e, int):
+                out.append(slice(e, e + 1))
+            else:
+                return None
+        return tuple(out)
 
     def elements(self) -> np.ndarray | None:
         """The flat indices (row-major, in elements of the buffer's dtype) of the elements
@@ -1162,9 +1212,13 @@ class Tracer:
 
     @property
     def target_data(self):
-        from neuronemu.isa.table import load_isa
+        cached = self.__dict__.get("_target_data")
+        if cached is None or cached[0] != self.target:
+            from neuronemu.isa.table import load_isa
 
-        return load_isa().targets[self.target]
+            cached = self.__dict__["_target_data"] = (self.target,
+                                                      load_isa().targets[self.target])
+        return cached[1]
 
     # -- naming
     def unique(self, base: str) -> str:

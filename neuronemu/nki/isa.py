@@ -438,25 +438,44 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
     """NKI 0.3+ accumulate=None: the first write to a PSUM location overwrites, later ones
     accumulate. Which elements were written is known exactly (a view at a run-time offset
     counts as its box); a write that covers some written elements and some not is refused."""
-    elements = dst.elements()
     buffer = dst._buffer
-    if elements is not None and not buffer.written:
+    size = math.prod(buffer.slot.shape)
+    if buffer.written_count == size:   # every element written: this one accumulates
+        return True
+    box = elements = None
+    if not buffer.written:
+        box = dst.box()
+        elements = None if box is not None else dst.elements()
+    if box is not None or elements is not None:
+        # a box is looked at through slices of the mask (matmul tiles in a K loop are one
+        # box each; listing their elements cost more than the rest of the trace)
         if buffer.written_mask is None:
-            buffer.written_mask = np.zeros(math.prod(buffer.slot.shape), bool)
-        inside = elements[(elements >= 0) & (elements < buffer.written_mask.size)]
-        seen = buffer.written_mask[inside]
-        if seen.all() and seen.size:
+            buffer.written_mask = np.zeros(size, bool)
+        if box is not None:
+            covered = buffer.written_mask.reshape(buffer.slot.shape)[box]
+            seen = covered
+        else:
+            inside = elements[(elements >= 0) & (elements < size)]
+            seen = buffer.written_mask[inside]
+        if seen.size and seen.all():
             return True
         if seen.any():
             fail("this matmul's PSUM region covers elements written before and elements not "
                  "written yet; neuronemu.nki cannot tell overwrite from accumulate: pass "
                  "accumulate=True/False", unsupported=True)
         _check_loop_depth(dst)
-        buffer.written_mask[inside] = True
+        if box is not None:
+            covered[...] = True
+            buffer.written_count += covered.size
+        else:
+            inside = np.unique(inside)
+            buffer.written_mask[inside] = True
+            buffer.written_count += inside.size
         return False
     if buffer.written_mask is not None:   # a run-time offset after exact writes: as boxes
         buffer.written.append(tuple((0, n) for n in buffer.slot.shape))
         buffer.written_mask = None
+        buffer.written_count = 0
         return True
     region = dst.region()
     for old in dst._buffer.written:
