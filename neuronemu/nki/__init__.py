@@ -265,10 +265,13 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
             returned = together.run()[0]
             _check_same_barriers(together, grid)
         else:
+            starts = []
             for program in programs:
+                starts.append(len(tr.instructions))
                 value = run_program(program)
                 if program == programs[0]:
                     returned = value
+            tr.interleave_programs(starts + [len(tr.instructions)])
     finally:
         _CURRENT.pop()
     items = returned if isinstance(returned, (tuple, list)) else (

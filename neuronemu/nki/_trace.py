@@ -18,6 +18,7 @@ there.
 from __future__ import annotations
 
 import inspect
+import itertools
 import linecache
 import math
 import os
@@ -1141,7 +1142,11 @@ class Tracer:
     lockstep: object = None
     """While the programs of a grid are traced in lockstep: the ``_lockstep.Lockstep``."""
     lockstep_used: bool = False
-    """Whether the programs were traced in lockstep (their tiles may be live together)."""
+    """Whether the programs were traced in lockstep or interleaved afterwards (their tiles
+    may be live together)."""
+    control_flow: bool = False
+    """Whether the trace made labels or used sequencer registers (its instructions cannot
+    be reordered)."""
     grid: tuple[int, ...] = ()
     """The SPMD launch grid (``kernel[g](...)``); () for a plain call."""
     program: tuple[int, ...] = ()
@@ -1272,6 +1277,33 @@ class Tracer:
         self.slots.append(slot)
         return NkiTensor(Buffer(slot), shape)
 
+    def interleave_programs(self, starts: list[int]) -> None:
+        """The programs of a launch grid traced one after another (``starts``: where each
+        program's instructions begin, then the end) as they run on the hardware, side by side:
+        their instructions are merged one from each program in turn, so that what every
+        program does first comes before what any does later (two LNC2 programs that each
+        zero a shared output and then write their half: traced one after the other, the
+        second's zeroing would erase the first's half). Tile live ranges move with their
+        instructions. Nothing is reordered when a program has device loops or registers."""
+        if self.control_flow or self.sync_points or len(starts) < 3:
+            return
+        segments = [range(a, b) for a, b in itertools.pairwise(starts)]
+        order = []
+        for k in range(max(len(seg) for seg in segments)):
+            order.extend(seg[k] for seg in segments if k < len(seg))
+        position = [0] * len(order)
+        for new, old in enumerate(order):
+            position[old] = new
+        self.instructions = [self.instructions[old] for old in order]
+        for slot in self.slots:
+            live, seg = slot.live, segments[slot.program]
+            # allocated before the program's instruction live.start (or after its last)
+            live.start = (position[live.start] if live.start < seg.stop
+                          else position[seg.stop - 1] + 1 if len(seg) else live.start)
+            if live.end >= 0:
+                live.end = position[live.end]
+        self.lockstep_used = True   # the programs' tiles are live together now
+
     def program_index(self) -> int:
         """The row-major number of the grid program being traced (0 without a grid)."""
         if not self.grid or not self.program:
@@ -1364,6 +1396,7 @@ class Tracer:
         self.instructions.append(Emitted(f"{mnemonic} {', '.join(args)}", user_site()))
 
     def label(self, name: str) -> None:
+        self.control_flow = True
         self.instructions.append(Emitted(f"{name}:", user_site()))
 
     def new_label(self, base: str) -> str:
@@ -1374,6 +1407,7 @@ class Tracer:
         """A free sequencer register (``VirtualRegister``), returned to the pool when dropped."""
         from neuronemu.nki._dynamic import VirtualRegister
 
+        self.control_flow = True
         if not self.register_pool:
             import gc
 

@@ -239,3 +239,34 @@ def test_sendrecv_calls_of_a_grid_that_do_not_pair_up_are_a_located_error():
                                        "program 1") as e:
         nki.trace(lnc2_unpaired, np.zeros((128, 4), np.float32), grid=(2,))
     assert e.value.location.line == lnc2_unpaired.__code__.co_firstlineno + 4
+
+
+def lnc2_zero_then_write(x):
+    """Each program of kernel[2] zeroes the whole shared output (no barrier), then writes its
+    own rows: on the hardware both zero early, side by side, then both write."""
+    out = nl.ndarray((256, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    zero = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(zero, 0)
+    for i in nl.affine_range(2):
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=zero)
+    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[pid * 128:(pid + 1) * 128, :])
+    doubled = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=doubled)
+    return out
+
+
+def test_programs_of_a_grid_run_side_by_side_not_one_after_the_other():
+    """Traced one after the other, program 1's zeroing came after program 0's rows and erased
+    them (a wrong value, found in a public LNC2 kernel's test); merged instruction by
+    instruction, both programs' rows survive, and each program's tiles keep their own bytes."""
+    x = np.random.default_rng(7).standard_normal((256, 8)).astype(np.float32)
+    run = nki.run(lnc2_zero_then_write, x, grid=(2,))
+    np.testing.assert_array_equal(run.outputs, x * 2)
+    body = [line.split("#")[0].split()[0] for line in run.asm.splitlines()
+            if line.startswith("    ")]
+    # the two programs' instructions alternate: memset, memset, copy, copy, ...
+    assert len(body) % 2 == 0 and body[:2] == ["vector.memset", "vector.memset"]
+    assert body[::2] == body[1::2]
