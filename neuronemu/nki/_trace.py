@@ -79,7 +79,10 @@ class Site:
     end_column: int | None = None
 
     def short(self) -> str:
-        return f"{os.path.basename(self.filename)}:{self.line}"
+        short = self.__dict__.get("_short")   # (asked for every generated line)
+        if short is None:
+            short = self.__dict__["_short"] = f"{os.path.basename(self.filename)}:{self.line}"
+        return short
 
     def location(self) -> Location:
         text = "".join(linecache.getlines(self.filename))
@@ -180,8 +183,24 @@ def dtype_tables() -> tuple[dict, dict]:
     return _DTYPES
 
 
+_DTYPE_NAMES: dict = {}   # dtype (as kernels pass it) -> its name: asked for every tile
+
+
 def dtype_name(dtype) -> str:
     """neuronemu's name of a numpy / ml_dtypes dtype (or of a dtype name)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
+    name = _dtype_name(dtype)
+    try:
+        _DTYPE_NAMES[dtype] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _dtype_name(dtype) -> str:
     by_name, by_numpy = dtype_tables()
     if isinstance(dtype, str) and dtype in by_name:
         return dtype
@@ -963,9 +982,9 @@ class NkiTensor(NKIObject):
     # -- operand text
     def operand(self, tracer: Tracer) -> str:
         slot = self._buffer.slot
-        if 0 in self.shape:
-            fail(f"an empty view (shape {list(self.shape)}) cannot be an instruction's operand",
-                 "skip the instruction when the slice is empty (e.g. `if n > 0:`)")
+        plain = self._ap is None and self._indirect is None and self._broadcast is None
+        if not plain and 0 in self.shape:   # (a plain view is looked at below, on the way)
+            self._empty()
         if self._indirect is not None:
             fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
         if slot.live is not None:   # on chip: live up to the instruction being emitted
@@ -991,6 +1010,8 @@ class NkiTensor(NKIObject):
                          f"view with a run-time index is not supported",
                          "index the tensor in the shape it was first used in",
                          unsupported=True)
+                if 0 in self.shape:
+                    self._empty()
                 pairs, offset, dtype = self._pattern()
                 text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
                 return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
@@ -998,6 +1019,8 @@ class NkiTensor(NKIObject):
         if whole is None:
             whole = _WHOLE[self._base_shape] = tuple([(0, n, 1) for n in self._base_shape])
         if self._index == whole:
+            if 0 in self._base_shape:
+                self._empty()
             return name
         parts = []
         for e in self._index:
@@ -1005,9 +1028,15 @@ class NkiTensor(NKIObject):
                 parts.append(str(e))
             else:
                 start, size, step = e
+                if size == 0:
+                    self._empty()
                 stop = start + (size - 1) * step + 1
                 parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
         return f"{name}[{', '.join(parts)}]"
+
+    def _empty(self) -> None:
+        fail(f"an empty view (shape {list(self.shape)}) cannot be an instruction's operand",
+             "skip the instruction when the slice is empty (e.g. `if n > 0:`)")
 
     def box(self) -> tuple[slice, ...] | None:
         """This view as slices of its buffer's own shape, when it is one (no ``.ap()``,
@@ -1259,7 +1288,7 @@ class Tracer:
         if shape[0] > tdata.partitions:
             fail(f"{shape[0]} partitions requested; {kind.upper()} has {tdata.partitions} "
                  f"(the first dim of an on-chip tensor is the partition dim)")
-        if any(s <= 0 for s in shape):
+        if min(shape) <= 0:
             fail(f"tensor dims must be positive, got {list(shape)}")
         key = (site.filename, site.line, site.column, kind)
         if key not in self.prefixes:
@@ -1392,8 +1421,9 @@ class Tracer:
                  f"one kernel may have (an endless Python loop?)",
                  "Python loops unroll when a kernel is traced (docs/nki.md): every iteration "
                  "adds its instructions; the limit is the assembler's for unrolled code")
-        args = list(operands) + [f"{k}={v}" for k, v in kwargs.items() if v is not None]
-        self.instructions.append(Emitted(f"{mnemonic} {', '.join(args)}", user_site()))
+        if kwargs:
+            operands = (*operands, *[f"{k}={v}" for k, v in kwargs.items() if v is not None])
+        self.instructions.append(Emitted(f"{mnemonic} {', '.join(operands)}", user_site()))
 
     def label(self, name: str) -> None:
         self.control_flow = True
@@ -1452,13 +1482,19 @@ class Tracer:
             lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}] "
                          f"alias={pools[slot.kind]} at={slot.offset}    # {slot.site.short()}")
             source_map[len(lines)] = slot.site
-        names = {id(s): s.name for s in self.slots}
+        names = {str(id(s)): s.name for s in self.slots}
+
+        def name(match) -> str:
+            return names[match.group(1)]
+
+        append = lines.append
         for ins in self.instructions:
             text = ins.text
             if "\x00" in text:   # tile names chosen after the trace
-                text = _TILE_REF.sub(lambda m: names[int(m.group(1))], text)
-            lines.append(f"    {text}    # {ins.site.short()}")
-            source_map[len(lines)] = ins.site
+                text = _TILE_REF.sub(name, text)
+            site = ins.site
+            append(f"    {text}    # {site.short()}")
+            source_map[len(lines)] = site
         return "\n".join(lines) + "\n", source_map
 
 

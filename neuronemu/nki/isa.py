@@ -151,10 +151,9 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         fail(f"src is broadcast to {src._broadcast} partitions but dst has {d.shape[0]}")
     if oob_mode not in ("error", "skip", None):
         fail(f"oob_mode={oob_mode!r}: nisa.oob_mode.error or nisa.oob_mode.skip")
-    dge = {"unknown": None, "none": None, "swdge": None, "hwdge": "hw"}.get(dge_mode)
     kw = {"queue": tr.next_queue()}
-    if dge:
-        kw["dge"] = dge
+    if dge_mode == "hwdge":
+        kw["dge"] = "hw"
     if oob_mode == "skip" and src._indirect is None and d._indirect is None:
         # a scalar_offset view wholly outside its tensor is not moved (dma.copy oob=skip)
         kw["oob"] = "skip"
