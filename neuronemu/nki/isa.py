@@ -36,6 +36,7 @@ from neuronemu.nki._trace import (
     fail,
     tracer,
     unsupported_name,
+    user_site,
 )
 
 # ------------------------------------------------------------------------------------------
@@ -220,6 +221,14 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
             fail(f"srcs[{k}] must be a tensor, got {type(s).__name__}")
         if s.kind == "psum":
             fail(f"srcs[{k}] is in PSUM; DMA reads HBM or SBUF")
+    for k, s in enumerate(srcs):
+        if s._indirect is not None:
+            # a vector_offset source (rows picked per partition, nki-library's top-k
+            # reduction): gathered into an SBUF tile first, then summed with the others
+            gathered = tr.onchip("sbuf", s._buffer.slot.dtype, tuple(s.shape), user_site(),
+                                 "gathered")
+            _indirect_copy(tr, gathered, s, oob_mode, {"queue": tr.next_queue()})
+            srcs[k] = gathered
     same = [k for k, s in enumerate(srcs) if s._buffer is d._buffer and s.region() == d.region()]
     if (len(srcs) == 2 and same and d.kind == "sbuf" and tr.target == "trn3"):
         other = srcs[1 - same[0]]
@@ -231,13 +240,25 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
 
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
-    """dst[j, i] = src[i, j] by DMA (``dma.transpose``; 2-byte dtypes)."""
+    """dst[j, i] = src[i, j] by DMA (``dma.transpose``; 2- and 4-byte dtypes). A 3-D or 4-D
+    src (NKI's permutations (2, 1, 0) and (3, 1, 2, 0)) whose middle dims have size 1 is that
+    2-D transpose (nki-library turns a [N, 1, 1, 1] column into a [1, 1, 1, N] row so)."""
     tr = tracer()
-    if axes is not None and tuple(axes) not in ((1, 0),):
-        fail(f"dma_transpose axes={tuple(axes)}: only the 2-D transpose (1, 0) is modelled",
-             unsupported=True)
-    unused("oob_mode", oob_mode, "error")
     d, s = tile_arg(dst, "dst"), tile_arg(src, "src")
+    if s._indirect is not None:
+        fail("dma_transpose of a vector_offset source (the indirect DMA transpose) is not "
+             "modelled", "gather the rows with nisa.dma_copy first, then transpose them",
+             unsupported=True)
+    shape = tuple(s.shape)
+    permutation = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(shape))
+    if permutation is None or (axes is not None and tuple(axes) != permutation):
+        fail(f"dma_transpose of a {len(shape)}-D src with axes="
+             f"{None if axes is None else tuple(axes)}: NKI's transposes are (1, 0), (2, 1, 0) "
+             f"and (3, 1, 2, 0) of 2-, 3- and 4-D tiles")
+    if any(n != 1 for n in shape[1:-1]):
+        fail(f"dma_transpose of a {list(shape)} src: only the 2-D transpose is modelled (a 3-D "
+             f"or 4-D src needs its middle dims of size 1)", unsupported=True)
+    unused("oob_mode", oob_mode, "error")
     tr.emit("dma.transpose", d.operand(tr), s.operand(tr), queue=tr.next_queue())
 
 

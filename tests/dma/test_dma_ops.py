@@ -22,29 +22,32 @@ def f32(x) -> np.ndarray:
 
 
 @pytest.mark.parametrize("source_space", ["hbm", "sbuf"])
-def test_transpose_is_bit_exact(source_space: str) -> None:
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_transpose_is_bit_exact(source_space: str, dtype: str) -> None:
     rng = np.random.default_rng(1)
-    bits = rng.integers(0, 2**16, size=(48, 128), dtype=np.uint16)
-    x = bits.view(ml_dtypes.bfloat16)
-    stage = "" if source_space == "hbm" else ".sbuf s bfloat16[48, 128]\ndma.copy s, x\n"
+    wide = dtype == "float32"   # every bit pattern, NaNs included, moves unchanged
+    bits = rng.integers(0, 2**32 if wide else 2**16, size=(48, 128),
+                        dtype=np.uint32 if wide else np.uint16)
+    x = bits.view(np.float32 if wide else ml_dtypes.bfloat16)
+    stage = "" if source_space == "hbm" else f".sbuf s {dtype}[48, 128]\ndma.copy s, x\n"
     src_name = "x" if source_space == "hbm" else "s"
-    result = run(f""".hbm x bfloat16[48, 128] input
-.hbm y bfloat16[128, 48] output
-.sbuf t bfloat16[128, 48]
+    result = run(f""".hbm x {dtype}[48, 128] input
+.hbm y {dtype}[128, 48] output
+.sbuf t {dtype}[128, 48]
 {stage}dma.transpose t, {src_name}, queue=2
 dma.copy y, t
 """, x=x)
-    np.testing.assert_array_equal(result.outputs["y"].view(np.uint16), bits.T)
+    np.testing.assert_array_equal(result.outputs["y"].view(bits.dtype), bits.T)
 
 
 @pytest.mark.parametrize("target, body, message", [
     ("trn1", "dma.transpose t, x", "not available on trn1"),
-    ("trn2", "dma.transpose tf, xf", "float32"),
+    ("trn2", "dma.transpose tf, xf", "int8"),   # 2- and 4-byte dtypes only
     ("trn2", "dma.transpose t[0:64, :], x", "must be [128, 48]"),
 ])
 def test_transpose_errors(target: str, body: str, message: str) -> None:
-    src = (".hbm x bfloat16[48, 128] input\n.hbm xf float32[48, 128] input\n"
-           ".sbuf t bfloat16[128, 48]\n.sbuf tf float32[128, 48]\n" + body + "\n")
+    src = (".hbm x bfloat16[48, 128] input\n.hbm xf int8[48, 128] input\n"
+           ".sbuf t bfloat16[128, 48]\n.sbuf tf int8[128, 48]\n" + body + "\n")
     with pytest.raises(AsmError) as info:
         neuronemu.assemble(src, "bad.s", target=target)
     assert message in info.value.render()

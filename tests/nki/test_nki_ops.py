@@ -304,3 +304,46 @@ def picked_row(x, i):
 
 def test_an_hbm_row_copies_into_a_one_partition_tile():
     np.testing.assert_array_equal(nki.simulate(picked_row)(A[0:8], 5), A[5:6] + 1)
+
+
+def column_to_row(x):
+    """A [N, 1, 1, 1] int32 column of HBM turned into a [1, 1, 1, N] SBUF row by one 4-D DMA
+    transpose (NKI's permutation (3, 1, 2, 0) with size-1 middle dims)."""
+    n = x.shape[0]
+    row = nl.ndarray((1, n), nl.int32, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=row.ap([[n, 1], [1, 1], [1, 1], [1, n]], offset=0),
+                       src=x.ap([[x.shape[1], n], [1, 1], [1, 1], [1, 1]], offset=1))
+    out = nl.ndarray((1, n), nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=row)
+    return out
+
+
+def test_dma_transpose_of_4_byte_values_and_size_1_middle_dims():
+    x = np.arange(96 * 3, dtype=np.int32).reshape(96, 3) * 7 - 500
+    got = nki.simulate(column_to_row, target="trn2")(x)
+    np.testing.assert_array_equal(got, x[:, 1].reshape(1, 96))
+
+
+def gathered_sum(table, idx):
+    """dst = table[idx[:, 0]] + table[idx[:, 1]] with the gathers as dma_compute sources."""
+    p, f = idx.shape[0], table.shape[1]
+    ids = nl.ndarray((p, 2), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=idx)
+    acc = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=acc, src=table.ap([[f, p], [1, f]], offset=0,
+                                        vector_offset=ids[:, 0:1], indirect_dim=0))
+    nisa.dma_compute(dst=acc, srcs=[table.ap([[f, p], [1, f]], offset=0,
+                                             vector_offset=ids[:, 1:2], indirect_dim=0), acc],
+                     reduce_op=nl.add)
+    out = nl.ndarray((p, f), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+def test_a_vector_offset_source_of_dma_compute_is_gathered_then_summed():
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((50, 16)).astype(np.float32)
+    idx = rng.integers(0, 50, size=(32, 2)).astype(np.int32)
+    got = nki.simulate(gathered_sum)(table, idx)
+    want = table[idx[:, 0]].astype(np.float64) + table[idx[:, 1]]
+    np.testing.assert_array_equal(got, want.astype(np.float32))
