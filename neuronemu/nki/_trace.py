@@ -410,9 +410,17 @@ class NkiTensor(NKIObject):
             at = key.index(Ellipsis)
             fill = len(view_dims) - (len(key) - 1)
             key = key[:at] + (slice(None),) * fill + key[at + 1:]
+        index = list(self._index)
+        if len(key) == len(view_dims) + 1 and self.kind != "hbm":
+            # an on-chip tile is at least [partitions, 1] in the hardware: a free dim an int
+            # index dropped (t[:, k], shape [P]) is still one column to index (attention_cte
+            # writes t[:, k][:n, :1])
+            dropped = [i for i, e in enumerate(index) if i > 0 and type(e) is int]
+            if dropped and view_dims == [0]:
+                index[dropped[-1]] = (index[dropped[-1]], 1, 1)
+                view_dims = [i for i, e in enumerate(index) if type(e) is tuple]
         if len(key) > len(view_dims):
             fail(f"too many indices for a tensor of shape {list(self.shape)}: {len(key)}")
-        index = list(self._index)
         for k, dim in zip(key, view_dims):
             start, size, step = index[dim]
             kind = type(k)
@@ -878,19 +886,40 @@ class NkiTensor(NKIObject):
              f"tile, got {type(value).__name__}")
 
     def _vector_offset(self, pairs, dim, offset, dtype, index) -> NkiTensor:
-        """``.ap(vector_offset=idx, indirect_dim=0)`` of an HBM tensor: partition p reads or
-        writes row idx[p] (``dma.gather`` / ``dma.scatter`` of whole rows)."""
+        """``.ap(pattern, offset, vector_offset=idx, indirect_dim=0)`` of an HBM tensor:
+        partition p reads or writes at ``offset + idx[p] * S + (the pattern's free pairs)``,
+        S the stride of dim 0 of this tensor's own shape (NKI: the partition pair's step is
+        replaced by the indirect one). Lowered to ``dma.gather`` / ``dma.scatter`` over the
+        table ``ap(t, [[S, rows], *free pairs], offset)``: whole rows, part of each row
+        (a column range of a sharded output), single elements of a flat tensor."""
         if not isinstance(index, NkiTensor) or index.kind == "hbm":
             fail("vector_offset must be an on-chip [P, 1] integer tile")
-        row = math.prod(self._base_shape[1:])
-        whole_rows = (len(pairs) == 2 and pairs[1] == (1, row) and pairs[0][0] == row)
-        if (self.kind != "hbm" or dim != 0 or not whole_rows or dtype is not None
-                or offset != 0 or len(self._base_shape) != 2 or not self._is_whole()):
-            fail("vector_offset is supported for whole rows of a 2-D HBM tensor: "
-                 f"t.ap([[{row}, P], [1, {row}]], vector_offset=idx, indirect_dim=0)",
-                 unsupported=True)
+        own, _, seen_as = self._pattern()
+        buffer_dtype = self._buffer.slot.dtype
+        if dtype is not None and dtype_name(dtype) != (seen_as or buffer_dtype):
+            fail(f"vector_offset with ap(dtype={dtype_name(dtype)}) of a "
+                 f"{seen_as or buffer_dtype} tensor is not supported", unsupported=True)
+        if self.kind != "hbm" or dim != 0 or isinstance(offset, RegExpr):
+            fail("vector_offset is supported on dim 0 of an HBM tensor (indirect_dim=0), "
+                 "with a constant offset: t.ap([[F, P], [1, F]], vector_offset=idx, "
+                 "indirect_dim=0)", unsupported=True)
+        step, rows = own[0]
+        free = [(int(st), int(c)) for st, c in pairs[1:]]
+        extent = 1 + sum((c - 1) * st for st, c in free)
+        total = math.prod(self._base_shape)
+        # rows of the table: those whose elements lie inside the tensor (a row past the end
+        # is outside the table: an error, or skipped under oob_mode.skip)
+        if step > 0:
+            rows = min(rows, (total - int(offset) - extent) // step + 1)
+        if rows < 1 or offset < 0:
+            fail(f"vector_offset: the pattern {[list(p) for p in pairs]} at offset {offset} "
+                 f"does not fit in the tensor {list(self.shape)}")
+        table = NkiTensor(self._buffer, self._base_shape)
+        table._ap = ([(step, rows), *free] if free else [(step, rows), (1, 1)], int(offset),
+                     None)
         view = NkiTensor(self._buffer, self._base_shape)
-        view._indirect = (self, index, (pairs[0][1], row))
+        view._indirect = (table, index, (pairs[0][1], *[c for _, c in free]) if free
+                          else (pairs[0][1], 1))
         return view
 
     def indirect(self, index, num_elem=None):
@@ -1173,6 +1202,8 @@ class Tracer:
     lockstep_used: bool = False
     """Whether the programs were traced in lockstep or interleaved afterwards (their tiles
     may be live together)."""
+    sequential: tuple | None = None
+    """The instructions and live ranges before ``interleave_programs`` merged them."""
     control_flow: bool = False
     """Whether the trace made labels or used sequencer registers (its instructions cannot
     be reordered)."""
@@ -1313,7 +1344,9 @@ class Tracer:
         program does first comes before what any does later (two LNC2 programs that each
         zero a shared output and then write their half: traced one after the other, the
         second's zeroing would erase the first's half). Tile live ranges move with their
-        instructions. Nothing is reordered when a program has device loops or registers."""
+        instructions. Nothing is reordered when a program has device loops or registers;
+        ``place_onchip`` goes back to one program after another when the merged programs'
+        tiles do not fit in one core together."""
         if self.control_flow or self.sync_points or len(starts) < 3:
             return
         segments = [range(a, b) for a, b in itertools.pairwise(starts)]
@@ -1323,6 +1356,8 @@ class Tracer:
         position = [0] * len(order)
         for new, old in enumerate(order):
             position[old] = new
+        self.sequential = (self.instructions, [(s.live, s.live.start, s.live.end, s.live.fixed)
+                                               for s in self.slots])
         self.instructions = [self.instructions[old] for old in order]
         for slot in self.slots:
             live, seg = slot.live, segments[slot.program]
@@ -1332,6 +1367,14 @@ class Tracer:
             if live.end >= 0:
                 live.end = position[live.end]
         self.lockstep_used = True   # the programs' tiles are live together now
+
+    def _unmerge(self) -> None:
+        """Back to the programs one after another (``interleave_programs`` undone)."""
+        self.instructions, lives = self.sequential
+        for live, start, end, fixed in lives:
+            live.start, live.end, live.fixed = start, end, fixed
+        self.sequential = None
+        self.lockstep_used = False
 
     def program_index(self) -> int:
         """The row-major number of the grid program being traced (0 without a grid)."""
@@ -1376,11 +1419,18 @@ class Tracer:
         call site that land on the same bytes with the same type share a declaration."""
         tdata = self.target_data
         capacity = {"sbuf": tdata.sbuf_partition_bytes, "psum": tdata.psum_partition_bytes}
-        self._separate_programs(capacity)
         try:
+            self._separate_programs(capacity)
             placement = place([s.live for s in self.slots], capacity, tdata.psum_bank_bytes)
-        except Overflow as over:
-            self._overflow(over)
+        except (Overflow, NkiUnsupported) as error:
+            if self.sequential is not None:
+                # merged, the programs' tiles do not fit in one core together (each program
+                # has a core of its own on the hardware): keep them one after the other
+                self._unmerge()
+                return self.place_onchip()
+            if isinstance(error, Overflow):
+                self._overflow(error)
+            raise
         self.peak = {k: placement.pool_bytes.get(k, 0) for k in ("sbuf", "psum")}
         self.declared: list[Slot] = []
         for live in placement.placed:

@@ -270,3 +270,25 @@ def test_programs_of_a_grid_run_side_by_side_not_one_after_the_other():
     # the two programs' instructions alternate: memset, memset, copy, copy, ...
     assert len(body) % 2 == 0 and body[:2] == ["vector.memset", "vector.memset"]
     assert body[::2] == body[1::2]
+
+
+def lnc2_big_tiles(x):
+    """Each program keeps a tile of 70% of a partition's SBUF: merged, two do not fit."""
+    out = nl.ndarray((256, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    big = nl.ndarray((128, 34000), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(big, 1.0)
+    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[pid * 128:(pid + 1) * 128, :])
+    nisa.tensor_tensor(dst=t, data1=t, data2=big[:, 0:8], op=nl.add)
+    nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=t)
+    return out
+
+
+def test_programs_whose_tiles_do_not_fit_together_run_one_after_the_other():
+    x = np.random.default_rng(8).standard_normal((256, 8)).astype(np.float32)
+    run = nki.run(lnc2_big_tiles, x, grid=(2,))
+    np.testing.assert_array_equal(run.outputs, x + 1)
+    body = [line.split("#")[0].split()[0] for line in run.asm.splitlines()
+            if line.startswith("    ")]
+    assert body[0] == "vector.memset" and body[1] != "vector.memset"   # not merged

@@ -286,3 +286,38 @@ def test_psum_accumulation_in_a_device_loop_must_say_accumulate():
         nl.fori_loop(0, 4, body)
 
     _located(k, "accumulate=None in a device loop", offset=6)
+
+
+def gather_half_rows_scatter_elements(table, idx, flat):
+    """Partial rows: columns [h, 2h) of the rows idx names (a sharded output's half, as MoE
+    kernels read tokens); single elements: flat[idx[p]] = p-th value (a 1-D scatter)."""
+    p, h = idx.shape[0], table.shape[1] // 2
+    ids = _sb((p, 1), nl.int32)
+    nisa.dma_copy(dst=ids, src=idx)
+    half = _sb((p, h))
+    nisa.dma_copy(dst=half, src=table.ap([[2 * h, p], [1, h]], offset=h, vector_offset=ids,
+                                         indirect_dim=0))
+    out = nl.ndarray((p, h), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=half)
+    values = _sb((p, 1))
+    nisa.tensor_copy(dst=values, src=half[:, 0:1])
+    scattered = nl.ndarray(flat.shape, dtype=flat.dtype, buffer=nl.shared_hbm)
+    zero = _sb((1, flat.shape[0]))
+    nisa.memset(dst=zero, value=0.0)
+    nisa.dma_copy(dst=scattered.reshape((1, flat.shape[0])), src=zero)
+    nisa.dma_copy(dst=scattered.ap([[7, p], [1, 1]], offset=0, vector_offset=ids,
+                                   indirect_dim=0), src=values)
+    return out, scattered
+
+
+def test_ap_vector_offset_moves_parts_of_rows_and_single_elements():
+    """The partition pair's step is replaced by idx[p] times the tensor's own dim-0 stride
+    (7 here is ignored, as in NKI); the free pairs and the offset pick within the row."""
+    table = RNG.standard_normal((300, 32)).astype(np.float32)
+    idx = RNG.permutation(300)[:128].astype(np.int32).reshape(128, 1)
+    flat = np.zeros(300, np.float32)
+    half, scattered = nki.simulate(gather_half_rows_scatter_elements)(table, idx, flat)
+    np.testing.assert_array_equal(half, table[idx[:, 0], 16:])
+    want = np.zeros(300, np.float32)
+    want[idx[:, 0]] = table[idx[:, 0], 16]
+    np.testing.assert_array_equal(scattered, want)

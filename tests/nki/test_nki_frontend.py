@@ -422,3 +422,61 @@ def test_matmuls_into_disjoint_views_of_one_psum_tile_each_overwrite_first():
     run = nki.run(column_blocks, a, b)
     np.testing.assert_array_equal(run.outputs, want)
     assert run.asm.count("accumulate=false") == 4 and run.asm.count("accumulate=true") == 1
+
+
+def sliced_column_blocks(a, b):
+    """column_blocks with plain slices: each block's first matmul overwrites, the repeat of
+    block 0 adds; then a slice over blocks 1 and 2 (both written) adds to both."""
+    out = nl.ndarray((128, 20), nl.float32, buffer=nl.shared_hbm)
+    a_sb, b_sb = nl.load(a), nl.load(b)
+    acc = nl.ndarray((128, 20), nl.float32, buffer=nl.psum)
+    for k in range(4):
+        nisa.nc_matmul(dst=acc[:, 5 * k:5 * k + 5], stationary=a_sb,
+                       moving=b_sb[:, 5 * k:5 * k + 5])
+    nisa.nc_matmul(dst=acc[:, 0:5], stationary=a_sb, moving=b_sb[:, 0:5])
+    nisa.nc_matmul(dst=acc[:, 5:15], stationary=a_sb, moving=b_sb[:, 5:15])
+    nl.store(out, acc)
+    return out
+
+
+def test_matmuls_into_slices_of_one_psum_tile_each_overwrite_first():
+    rng = np.random.default_rng(6)
+    a = rng.integers(-3, 4, (128, 128)).astype(np.float32)
+    b = rng.integers(-3, 4, (128, 20)).astype(np.float32)
+    want = a.T @ b
+    want[:, 0:15] *= 2
+    run = nki.run(sliced_column_blocks, a, b)
+    np.testing.assert_array_equal(run.outputs, want)
+    assert run.asm.count("accumulate=false") == 4 and run.asm.count("accumulate=true") == 2
+
+
+def straddling_matmul(a, b):
+    acc = nl.ndarray((128, 20), nl.float32, buffer=nl.psum)
+    a_sb, b_sb = nl.load(a), nl.load(b)
+    nisa.nc_matmul(dst=acc[:, 0:10], stationary=a_sb, moving=b_sb[:, 0:10])
+    nisa.nc_matmul(dst=acc[:, 5:15], stationary=a_sb, moving=b_sb[:, 5:15])
+
+
+def test_a_matmul_over_written_and_unwritten_psum_needs_an_explicit_accumulate():
+    a, b = np.zeros((128, 128), np.float32), np.zeros((128, 20), np.float32)
+    with pytest.raises(nki.NkiUnsupported, match="covers elements written before and "
+                                                 "elements not written yet") as e:
+        nki.trace(straddling_matmul, a, b)
+    assert e.value.location.line == line_of(straddling_matmul, "acc[:, 5:15]")
+
+
+def dropped_column(x):
+    """t[:, k] of a [P, F] tile has shape [P]; NKI still lets it be indexed as [P, 1]."""
+    t = nl.load(x)
+    column = t[:, 2]
+    assert tuple(column.shape) == (128,)
+    part = column[:64, :1]
+    assert tuple(part.shape) == (64, 1)
+    out = nl.ndarray((64, 1), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=part)
+    return out
+
+
+def test_a_column_an_int_index_dropped_still_indexes_as_one_column():
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    np.testing.assert_array_equal(nki.simulate(dropped_column)(x), x[:64, 2:3])
