@@ -54,18 +54,30 @@ def max8(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def find_index8(ins, ops, imms, mems, regs, fmt, table):
-    """First index of each of the 8 values; a missing value stores the largest integer of dst's
+    """First index of each of the 8 values, taken vals[0] to vals[7], each the first
+    occurrence not already taken: a value given n times gets its first n occurrences in order
+    (max8's ties, nki-library's topk_reduce asking for K occurrences of one token; the
+    reverse of match_replace8's order). A missing value stores the largest integer of dst's
     dtype (all ones), since the fp32 value 2**32 saturates when stored as uint16/uint32."""
     data = load_f32(ops[arg_value(ins, FIND_INDEX8_DATA)], mems, regs, fmt, table)
     vals = load_f32(ops[arg_value(ins, FIND_INDEX8_VALS)], mems, regs, fmt, table)
     out = np.empty((data.shape[0], 8), dtype=np.float32)
+    taken = np.empty(8, dtype=np.int64)
     for p in range(data.shape[0]):
         for k in range(8):
             found = np.float32(4294967296.0)
+            taken[k] = -1
             for i in range(data.shape[1]):
                 if data[p, i] == vals[p, k]:
-                    found = np.float32(i)
-                    break
+                    again = False
+                    for j in range(k):
+                        if taken[j] == i:
+                            again = True
+                            break
+                    if not again:
+                        found = np.float32(i)
+                        taken[k] = i
+                        break
             out[p, k] = found
     store_f32(ops[arg_value(ins, FIND_INDEX8_DST)], mems, regs, fmt, out)
     return L.STATUS_OK

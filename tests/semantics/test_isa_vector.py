@@ -703,10 +703,24 @@ vector.tensor_copy_predicated dt, st, mt, reverse_pred={'true' if reverse else '
     np.testing.assert_array_equal(bits(got), bits(np.where(take, src_vals, keep)))
 
 
+def _occurrences(x, vals):
+    """find_index8's oracle: slot k gets the first position equal to vals[p, k] that no
+    earlier slot took (a value given n times: its first n positions, in order)."""
+    out = np.full(vals.shape, 0xFFFFFFFF, np.int64)
+    for p in range(x.shape[0]):
+        taken = set()
+        for k, v in enumerate(vals[p]):
+            free = [i for i in np.flatnonzero(x[p] == v) if i not in taken]
+            if free:
+                out[p, k] = free[0]
+                taken.add(free[0])
+    return out
+
+
 def test_max8_and_find_index8() -> None:
     rng = np.random.default_rng(19)
     x = rng.permutation(np.arange(P * N, dtype=np.float32)).reshape(P, N) - 100
-    x[:, 4] = x[:, 9]            # a duplicate: find_index8 reports the first occurrence
+    x[:, 4] = x[:, 9]            # a duplicate: the two equal top values get both positions
     x[1, 2] = INF
     source = f""".hbm x float32[{P}, {N}] input
 .sbuf s float32[{P}, {N}]
@@ -723,8 +737,7 @@ vector.find_index8 none, s, missing
     result = run(source, x=x)
     top = -np.sort(-x, axis=1)[:, :8]
     np.testing.assert_array_equal(result.tiles["top"], top)
-    first = np.array([[np.flatnonzero(x[p] == v)[0] for v in top[p]] for p in range(P)])
-    np.testing.assert_array_equal(result.tiles["where"], first.astype(np.uint32))
+    np.testing.assert_array_equal(result.tiles["where"], _occurrences(x, top).astype(np.uint32))
     np.testing.assert_array_equal(result.tiles["none"], np.full((P, 8), 0xFFFF, np.uint16))
 
 
@@ -739,3 +752,28 @@ vector.max8 top, s
     got = run(source, x=x).tiles["top"][0]
     assert_bits_equal(got[1:], np.array([INF, 5, 4, 3, 2, 1, 0], np.float32), any_nan=True)
     assert np.isnan(got[0])
+
+
+def test_find_index8_gives_a_repeated_value_its_successive_positions() -> None:
+    """Eight copies of one value find its first eight positions (nki-library's topk_reduce
+    gathers the K rows of one token so); a value with fewer occurrences than copies gets all
+    ones in the slots left over."""
+    x = np.zeros((2, 16), np.float32)
+    x[0, [1, 3, 4, 8, 9, 11, 14, 15]] = 5.0
+    x[1, [2, 6]] = 5.0
+    vals = np.full((2, 8), 5.0, np.float32)
+    vals[1, 3] = 0.0   # zeros are at every other position of row 1
+    source = """.hbm x float32[2, 16] input
+.hbm v float32[2, 8] input
+.sbuf s float32[2, 16]
+.sbuf t float32[2, 8]
+.sbuf where uint32[2, 8]
+dma.copy s, x
+dma.copy t, v
+vector.find_index8 where, s, t
+"""
+    got = run(source, x=x, v=vals).tiles["where"]
+    np.testing.assert_array_equal(got[0], [1, 3, 4, 8, 9, 11, 14, 15])
+    none = 0xFFFFFFFF
+    np.testing.assert_array_equal(got[1], [2, 6, none, 0, none, none, none, none])
+    np.testing.assert_array_equal(got, _occurrences(x, vals))

@@ -113,7 +113,7 @@ vector.tensor_copy_predicated dt, st, mt, reverse_pred={'true' if reverse else '
 
 def test_max8_and_find_index8(rng) -> None:
     x = rng.permutation(np.arange(P * N, dtype=np.float32)).reshape(P, N)
-    x[:, 5] = x[:, 7]  # a duplicate: find_index8 reports the first occurrence
+    x[:, 5] = x[:, 7]  # a duplicate: the two equal values get positions 5 and 7
     result = _run(f""".hbm x float32[{P}, {N}] input
 .sbuf s float32[{P}, {N}]
 .sbuf top float32[{P}, 8]
@@ -128,8 +128,12 @@ vector.find_index8 none, s, missing
 """, x=x)
     expected_top = -np.sort(-x, axis=1)[:, :8]
     np.testing.assert_array_equal(result.tiles["top"], expected_top)
-    first = np.array([[int(np.nonzero(x[p] == v)[0][0]) for v in expected_top[p]]
-                      for p in range(P)], dtype=np.uint32)
+    first = np.zeros((P, 8), np.uint32)
+    for p in range(P):   # slot k: the first position of its value no earlier slot took
+        taken: list[int] = []
+        for k, v in enumerate(expected_top[p]):
+            first[p, k] = next(int(i) for i in np.flatnonzero(x[p] == v) if i not in taken)
+            taken.append(int(first[p, k]))
     np.testing.assert_array_equal(result.tiles["where"], first)
     np.testing.assert_array_equal(result.tiles["none"], np.full((P, 8), 0xFFFF, np.uint16))
 
