@@ -32,6 +32,12 @@ Measurements (NAME for --only; the figure each reports; the issue's bound):
   allreduce_144    allreduce_144_s, allreduce_144_rss_mib: whole CLI `neuronemu run
                    programs/collectives/all_reduce.s --topology trn3-ultraserver-gen2 --json`
                    (144 ranks), wall and the child's peak RSS, median of 3. <= 3 s, <= 1 GiB.
+  nki_trace        nki_trace_ips: instructions / s of tracing an NKI kernel and assembling what it
+                   made (neuronemu.nki.trace, then KernelTrace.assemble: the whole path from the
+                   kernel's Python to lowered rows, not the run), for two matmuls written here in
+                   the NKI tutorial's styles (a tile per K step; a ring of K tiles per row block),
+                   M 1024, K 4096, N 4096 bf16, best of --repeat; the slower of the two. >= 50 k/s
+                   (issue 25). Trace and assembly rates are printed beside it.
   kernels          every bundled program against numpy doing the same math (one thread):
                    assemble ms, whole run() ms, of which loop ms (Result.wall_seconds), numpy ms,
                    ratio (run / numpy). The collectives programs run on the 16 ranks of a
@@ -123,10 +129,11 @@ MUSTS: dict[str, tuple[str, str, str, float]] = {
     "explicit_replay_us_per_instr": (".sync explicit replay", "us/instr", "<=", 10.0),
     "allreduce_144_s": ("144-chip all-reduce, whole CLI", "s", "<=", 3.0),
     "allreduce_144_rss_mib": ("144-chip all-reduce, peak RSS", "MiB", "<=", 1024.0),
+    "nki_trace_ips": ("NKI trace + assemble (issue 25)", "instr/s", ">=", 50_000),
 }
 
 NAMES = ("first_run_cold", "second_checkout", "small_tile_loop", "ctrl_loop", "matmul_tiled",
-         "warm_cli", "explicit_replay", "allreduce_144", "kernels")
+         "warm_cli", "explicit_replay", "allreduce_144", "nki_trace", "kernels")
 
 
 def note(message: str) -> None:
@@ -407,6 +414,86 @@ def measure_matmul_tiled(repeat: int) -> dict:
             "matmul_tiled_numpy_ms": row["numpy_ms"]}
 
 
+def nki_matmul_per_step(lhs_t, rhs):
+    """result = lhs_t.T @ rhs, one [128, 128] x [128, 512] matmul per K step into a PSUM tile
+    allocated per output block (the first NKI tutorial's shape of code)."""
+    import neuronemu.nki.isa as nisa
+    import neuronemu.nki.language as nl
+
+    k_size, m_size = lhs_t.shape
+    n_size = rhs.shape[1]
+    result = nl.ndarray((m_size, n_size), dtype=lhs_t.dtype, buffer=nl.shared_hbm)
+    for m in range(m_size // 128):
+        for n in range(n_size // 512):
+            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in range(k_size // 128):
+                a = nl.ndarray((128, 128), dtype=lhs_t.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a, src=lhs_t[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+            out = nl.ndarray((128, 512), dtype=lhs_t.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=out, src=acc)
+            nisa.dma_copy(dst=result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=out)
+    return result
+
+
+def nki_matmul_ring(lhs_t, rhs):
+    """The same product with each row block's K tiles of lhs_t loaded once into a list and
+    reused for every column block (a ring of K live tiles per call site)."""
+    import neuronemu.nki.isa as nisa
+    import neuronemu.nki.language as nl
+
+    k_size, m_size = lhs_t.shape
+    n_size = rhs.shape[1]
+    result = nl.ndarray((m_size, n_size), dtype=lhs_t.dtype, buffer=nl.shared_hbm)
+    for m in range(m_size // 128):
+        tiles = []
+        for k in range(k_size // 128):
+            a = nl.ndarray((128, 128), dtype=lhs_t.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=a, src=lhs_t[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+            tiles.append(a)
+        for n in range(n_size // 512):
+            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k, a in enumerate(tiles):
+                b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+            out = nl.ndarray((128, 512), dtype=lhs_t.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=out, src=acc)
+            nisa.dma_copy(dst=result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=out)
+    return result
+
+
+def measure_nki_trace(repeat: int, quick: bool) -> dict:
+    import ml_dtypes
+
+    from neuronemu import nki
+
+    m_size, k_size, n_size = (512, 2048, 2048) if quick else (1024, 4096, 4096)
+    lhs_t = np.zeros((k_size, m_size), ml_dtypes.bfloat16)
+    rhs = np.zeros((k_size, n_size), ml_dtypes.bfloat16)
+    doc: dict = {}
+    rates = []
+    for name, kernel in (("per_step", nki_matmul_per_step), ("ring", nki_matmul_ring)):
+        best_trace = best_assemble = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            trace = nki.trace(kernel, lhs_t, rhs)
+            traced = time.perf_counter()
+            program = trace.assemble()
+            best_trace = min(best_trace, traced - start)
+            best_assemble = min(best_assemble, time.perf_counter() - traced)
+        count = len(program.raw_instructions())
+        rate = count / (best_trace + best_assemble)
+        rates.append(rate)
+        doc.update({f"nki_trace_{name}_instructions": count, f"nki_trace_{name}_ips": rate,
+                    f"nki_trace_{name}_trace_ips": count / best_trace,
+                    f"nki_trace_{name}_assemble_ips": count / best_assemble})
+    doc["nki_trace_ips"] = min(rates)
+    return doc
+
+
 # Runs the real CLI in one process with the API's assemble_file and run wrapped in timers, so
 # a warm process splits into interpreter start/exit, import, assemble, run and report phases.
 PHASES_SCRIPT = r"""
@@ -620,6 +707,12 @@ def print_report(doc: dict) -> None:
         details.append(f"144-chip all-reduce: runs "
                        f"{', '.join(f'{s:.2f}' for s in doc['allreduce_144_runs_s'])} s; the "
                        f"run's wall_seconds {doc['allreduce_144_run_s']:.2f} s")
+    if "nki_trace_ips" in doc:
+        details.append("NKI trace + assemble: " + "; ".join(
+            f"{name} {doc[f'nki_trace_{name}_instructions']:,} instructions, "
+            f"{doc[f'nki_trace_{name}_ips']:,.0f} instr/s (trace "
+            f"{doc[f'nki_trace_{name}_trace_ips']:,.0f}, assemble "
+            f"{doc[f'nki_trace_{name}_assemble_ips']:,.0f})" for name in ("per_step", "ring")))
     if details:
         print()
         print("\n".join(details))
@@ -673,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         "warm_cli": lambda: measure_warm_cli(repeat),
         "explicit_replay": lambda: measure_explicit_replay(repeat),
         "allreduce_144": lambda: measure_allreduce_144(min(repeat, 1 if args.quick else 3)),
+        "nki_trace": lambda: measure_nki_trace(repeat, args.quick),
         "kernels": lambda: measure_kernels(repeat),
     }
     for name in NAMES:
