@@ -241,8 +241,10 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
     """dst[j, i] = src[i, j] by DMA (``dma.transpose``; 2- and 4-byte dtypes). A 3-D or 4-D
-    src (NKI's permutations (2, 1, 0) and (3, 1, 2, 0)) whose middle dims have size 1 is that
-    2-D transpose (nki-library turns a [N, 1, 1, 1] column into a [1, 1, 1, N] row so)."""
+    src (NKI's permutations (2, 1, 0) and (3, 1, 2, 0): the first and last dims swap, the
+    middle ones stay) is one 2-D transpose per index of its middle dims (nki-library turns a
+    [N, 1, 1, 1] column into a [1, 1, 1, N] row, and [128, 1, 4, 128] blocks of K into
+    [128, 1, 4, 128] blocks of K^T)."""
     tr = tracer()
     d, s = tile_arg(dst, "dst"), tile_arg(src, "src")
     if s._indirect is not None:
@@ -255,11 +257,19 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
         fail(f"dma_transpose of a {len(shape)}-D src with axes="
              f"{None if axes is None else tuple(axes)}: NKI's transposes are (1, 0), (2, 1, 0) "
              f"and (3, 1, 2, 0) of 2-, 3- and 4-D tiles")
-    if any(n != 1 for n in shape[1:-1]):
-        fail(f"dma_transpose of a {list(shape)} src: only the 2-D transpose is modelled (a 3-D "
-             f"or 4-D src needs its middle dims of size 1)", unsupported=True)
     unused("oob_mode", oob_mode, "error")
-    tr.emit("dma.transpose", d.operand(tr), s.operand(tr), queue=tr.next_queue())
+    middle = shape[1:-1]
+    if all(n == 1 for n in middle):
+        tr.emit("dma.transpose", d.operand(tr), s.operand(tr), queue=tr.next_queue())
+        return
+    want = (shape[-1], *middle, shape[0])
+    if tuple(d.shape) != want:
+        fail(f"dma_transpose of a {list(shape)} src writes a {list(want)} dst, got "
+             f"{list(d.shape)}")
+    for at in itertools.product(*(range(n) for n in middle)):
+        part = (slice(None), *at, slice(None))
+        tr.emit("dma.transpose", d[part].operand(tr), s[part].operand(tr),
+                queue=tr.next_queue())
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):

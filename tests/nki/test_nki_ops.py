@@ -347,3 +347,20 @@ def test_a_vector_offset_source_of_dma_compute_is_gathered_then_summed():
     got = nki.simulate(gathered_sum)(table, idx)
     want = table[idx[:, 0]].astype(np.float64) + table[idx[:, 1]]
     np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def blocks_transposed(x):
+    """NKI's 4-D DMA transpose: dst[d, b, c, a] = src[a, b, c, d] (permutation (3, 1, 2, 0))."""
+    a, b, c, d = x.shape
+    t = nl.ndarray((d, b, c, a), x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x)
+    out = nl.ndarray((d, b, c, a), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_dma_transpose_of_a_4d_tile_swaps_its_first_and_last_dims():
+    x = (np.arange(32 * 2 * 3 * 16, dtype=np.float32).reshape(32, 2, 3, 16) - 700).astype(BF16)
+    got = nki.simulate(blocks_transposed, target="trn2")(x)
+    np.testing.assert_array_equal(got, np.transpose(x, (3, 1, 2, 0)))
+    assert nki.trace(blocks_transposed, x, target="trn2").asm.count("dma.transpose") == 6
