@@ -414,6 +414,16 @@ def measure_matmul_tiled(repeat: int) -> dict:
             "matmul_tiled_numpy_ms": row["numpy_ms"]}
 
 
+def _store_block(result, acc, m: int, n: int) -> None:
+    """PSUM block (m, n) of an NKI matmul below, through SBUF, into its place in ``result``."""
+    import neuronemu.nki.isa as nisa
+    import neuronemu.nki.language as nl
+
+    out = nl.ndarray((128, 512), dtype=result.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=out, src=acc)
+    nisa.dma_copy(dst=result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=out)
+
+
 def nki_matmul_per_step(lhs_t, rhs):
     """result = lhs_t.T @ rhs, one [128, 128] x [128, 512] matmul per K step into a PSUM tile
     allocated per output block (the first NKI tutorial's shape of code)."""
@@ -432,9 +442,7 @@ def nki_matmul_per_step(lhs_t, rhs):
                 nisa.dma_copy(dst=a, src=lhs_t[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
                 nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
                 nisa.nc_matmul(dst=acc, stationary=a, moving=b)
-            out = nl.ndarray((128, 512), dtype=lhs_t.dtype, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=out, src=acc)
-            nisa.dma_copy(dst=result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=out)
+            _store_block(result, acc, m, n)
     return result
 
 
@@ -459,9 +467,7 @@ def nki_matmul_ring(lhs_t, rhs):
                 b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)
                 nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
                 nisa.nc_matmul(dst=acc, stationary=a, moving=b)
-            out = nl.ndarray((128, 512), dtype=lhs_t.dtype, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=out, src=acc)
-            nisa.dma_copy(dst=result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=out)
+            _store_block(result, acc, m, n)
     return result
 
 
