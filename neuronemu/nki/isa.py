@@ -244,13 +244,18 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
     src (NKI's permutations (2, 1, 0) and (3, 1, 2, 0): the first and last dims swap, the
     middle ones stay) is one 2-D transpose per index of its middle dims (nki-library turns a
     [N, 1, 1, 1] column into a [1, 1, 1, N] row, and [128, 1, 4, 128] blocks of K into
-    [128, 1, 4, 128] blocks of K^T)."""
+    [128, 1, 4, 128] blocks of K^T). A ``vector_offset`` source (the indirect transpose) is
+    gathered into SBUF by ``dma.gather`` first."""
     tr = tracer()
     d, s = tile_arg(dst, "dst"), tile_arg(src, "src")
     if s._indirect is not None:
-        fail("dma_transpose of a vector_offset source (the indirect DMA transpose) is not "
-             "modelled", "gather the rows with nisa.dma_copy first, then transpose them",
-             unsupported=True)
+        # the indirect transpose (rows picked per partition by vector_offset, attention_tkg's
+        # block-KV cache): the rows are gathered into an SBUF tile by dma.gather, then
+        # transposed from there (two transfers where the hardware's software DGE makes one)
+        gathered = tr.onchip("sbuf", s._buffer.slot.dtype, tuple(s.shape), user_site(),
+                             "gathered")
+        _indirect_copy(tr, gathered, s, oob_mode, {"queue": tr.next_queue()})
+        s = gathered
     shape = tuple(s.shape)
     permutation = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(shape))
     if permutation is None or (axes is not None and tuple(axes) != permutation):

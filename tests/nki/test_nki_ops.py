@@ -364,3 +364,24 @@ def test_dma_transpose_of_a_4d_tile_swaps_its_first_and_last_dims():
     got = nki.simulate(blocks_transposed, target="trn2")(x)
     np.testing.assert_array_equal(got, np.transpose(x, (3, 1, 2, 0)))
     assert nki.trace(blocks_transposed, x, target="trn2").asm.count("dma.transpose") == 6
+
+
+def gathered_rows_transposed(table, idx):
+    """The indirect DMA transpose: rows idx[p] of table, transposed (dst[d, p] = table[idx[p], d])."""
+    p, d = idx.shape[0], table.shape[1]
+    ids = nl.ndarray((p, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=idx)
+    t = nl.ndarray((d, p), table.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=table.ap([[d, p], [1, d]], offset=0, vector_offset=ids,
+                                           indirect_dim=0))
+    out = nl.ndarray((d, p), table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_dma_transpose_of_a_vector_offset_source_transposes_the_gathered_rows():
+    rng = np.random.default_rng(9)
+    table = rng.standard_normal((40, 24)).astype(BF16)
+    idx = rng.integers(0, 40, size=(16, 1)).astype(np.int32)
+    got = nki.simulate(gathered_rows_transposed, target="trn2")(table, idx)
+    np.testing.assert_array_equal(got, table[idx[:, 0]].T)
