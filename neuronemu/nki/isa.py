@@ -182,6 +182,13 @@ def _as_row(t: NkiTensor, other: NkiTensor) -> NkiTensor:
     return t
 
 
+def _gathered(tr, src: NkiTensor, oob) -> NkiTensor:
+    """A new SBUF tile holding what the vector_offset view ``src`` picks (``dma.gather``)."""
+    tile = tr.onchip("sbuf", src._buffer.slot.dtype, tuple(src.shape), user_site(), "gathered")
+    _indirect_copy(tr, tile, src, oob, {"queue": tr.next_queue()})
+    return tile
+
+
 def _indirect_copy(tr, dst: NkiTensor, src: NkiTensor, oob, kw: dict) -> None:
     """A vector-offset copy: whole rows of an HBM tensor picked per partition."""
     if src._indirect is not None and dst._indirect is not None:
@@ -225,10 +232,7 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
         if s._indirect is not None:
             # a vector_offset source (rows picked per partition, nki-library's top-k
             # reduction): gathered into an SBUF tile first, then summed with the others
-            gathered = tr.onchip("sbuf", s._buffer.slot.dtype, tuple(s.shape), user_site(),
-                                 "gathered")
-            _indirect_copy(tr, gathered, s, oob_mode, {"queue": tr.next_queue()})
-            srcs[k] = gathered
+            srcs[k] = _gathered(tr, s, oob_mode)
     same = [k for k, s in enumerate(srcs) if s._buffer is d._buffer and s.region() == d.region()]
     if (len(srcs) == 2 and same and d.kind == "sbuf" and tr.target == "trn3"):
         other = srcs[1 - same[0]]
@@ -252,10 +256,7 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown,
         # the indirect transpose (rows picked per partition by vector_offset, attention_tkg's
         # block-KV cache): the rows are gathered into an SBUF tile by dma.gather, then
         # transposed from there (two transfers where the hardware's software DGE makes one)
-        gathered = tr.onchip("sbuf", s._buffer.slot.dtype, tuple(s.shape), user_site(),
-                             "gathered")
-        _indirect_copy(tr, gathered, s, oob_mode, {"queue": tr.next_queue()})
-        s = gathered
+        s = _gathered(tr, s, oob_mode)
     shape = tuple(s.shape)
     permutation = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(shape))
     if permutation is None or (axes is not None and tuple(axes) != permutation):
