@@ -858,12 +858,10 @@ class NkiTensor(NKIObject):
 
     def _rescaled(self, start: int, seen_as: str | None, new: str) -> int:
         """``start`` elements of ``seen_as`` (None: the buffer's dtype) as ``new`` elements."""
-        from neuronemu.isa import dtypes
-
         old = seen_as or self._buffer.slot.dtype
         if old == new or not start:
             return start
-        a, b = dtypes.get(old).itemsize, dtypes.get(new).itemsize
+        a, b = _itemsize(old), _itemsize(new)
         if (start * a) % b:
             fail(f"ap(dtype={new}): the view starts {start} {old} elements in, which is not a "
                  f"whole number of {new} elements")
@@ -942,13 +940,11 @@ class NkiTensor(NKIObject):
     def view(self, dtype) -> NkiTensor:
         """The same bytes seen as another dtype (no conversion): the innermost dim scales by
         the ratio of the item sizes (``[P, 64] float32 -> [P, 128] bfloat16``)."""
-        from neuronemu.isa import dtypes
-
         new = dtype_name(dtype)
         old = self._ap[2] if self._ap is not None and self._ap[2] else self._buffer.slot.dtype
         if new == old:
             return self
-        a, b = dtypes.get(old).itemsize, dtypes.get(new).itemsize
+        a, b = _itemsize(old), _itemsize(new)
         pairs, offset, _ = self._pattern()
         if pairs[-1][0] != 1 and pairs[-1][1] != 1:
             fail(f"view({new}): the innermost dim must be contiguous (step 1) to change the "
@@ -1089,13 +1085,11 @@ class NkiTensor(NKIObject):
         """The flat indices (row-major, in elements of the buffer's dtype) of the elements
         this view covers, or None when they are not known while tracing (a register offset)
         or not whole elements of the buffer (a view as a dtype of another size)."""
-        from neuronemu.isa import dtypes
-
         pairs, offset, seen_as = self._pattern()
         if not isinstance(offset, (int, np.integer)):
             return None
         if seen_as is not None and seen_as != self._buffer.slot.dtype and (
-                dtypes.get(seen_as).itemsize != dtypes.get(self._buffer.slot.dtype).itemsize):
+                _itemsize(seen_as) != _itemsize(self._buffer.slot.dtype)):
             return None
         index = np.array([int(offset)], np.int64)
         for step, count in pairs:

@@ -487,9 +487,8 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
         # box each; listing their elements cost more than the rest of the trace)
         if buffer.written_mask is None:
             buffer.written_mask = np.zeros(size, bool)
-        if box is not None:
-            covered = buffer.written_mask.reshape(buffer.slot.shape)[box]
-            seen = covered
+        if box is not None:   # a view of the mask: setting it marks the elements
+            seen = buffer.written_mask.reshape(buffer.slot.shape)[box]
         else:
             inside = elements[(elements >= 0) & (elements < size)]
             seen = buffer.written_mask[inside]
@@ -501,8 +500,8 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
                  "accumulate=True/False", unsupported=True)
         _check_loop_depth(dst)
         if box is not None:
-            covered[...] = True
-            buffer.written_count += covered.size
+            seen[...] = True
+            buffer.written_count += seen.size
         else:
             inside = np.unique(inside)
             buffer.written_mask[inside] = True
