@@ -19,6 +19,7 @@ import numpy as np
 from neuronemu.asm.apattern import access_pattern, is_access_pattern
 from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_known_rules
 from neuronemu.asm.collect import Collector
+from neuronemu.asm.direct import Direct, GeneratedSource, Made, Op
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.fastresolve import Pending, Resolver
@@ -94,7 +95,9 @@ class Assembler:
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
 
     # ----------------------------------------------------------------- pass 1: declarations
-    def assemble(self, tree) -> Program:
+    def assemble(self, tree, ops: list[Op] = ()) -> Program:
+        """The program of ``tree`` and then ``ops`` (instructions and labels given as values:
+        asm/direct.py)."""
         items = tree.children
         self.sync_mode = "auto"
         collector = self.collector
@@ -123,6 +126,14 @@ class Assembler:
             except AsmError as e:
                 collector.add(e)
                 collector.poison(_declared_name(item))
+        for op in ops:
+            if op.label is None:
+                statements.append(op)
+            elif op.label in self.labels:
+                collector.add(AsmError(f"label '{op.label}' is defined twice",
+                                       Location(self.source, op.line, 5, None)))
+            else:
+                self.labels[op.label] = len(statements)
         instructions, same_as = self._instructions(statements)
         collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
@@ -421,8 +432,40 @@ class Assembler:
         line_of = self.source.line
         resolver = Resolver(self, lower, _is_dense) if FAST else None
         plans = resolver.plans if FAST else {}
+        direct = None
         for pc, node in enumerate(statements):
-            if type(node) is TemplateLine:
+            if type(node) is Op:   # an instruction given as values (asm/direct.py)
+                if direct is None:
+                    direct = Direct(self, _broadcast_sources, _moved_value, lower)
+                keys = direct.keys(node)
+                instruction = None
+                if keys is not None:
+                    shape, starts = keys
+                    plan = direct.plans.get(shape)
+                    made = plan.made(node, starts) if plan else None
+                    if made is not None:   # (most ops of an unrolled kernel)
+                        same_as.append(pc)
+                        instructions.append(Made(direct, node, plan.definition, made))
+                        continue
+                    key = (shape, tuple(starts))
+                    first = resolved.get(key)
+                    if first is not None:
+                        same_as.append(first)
+                        instructions.append(Repeat(instructions, first, node.line))
+                        continue
+                    instruction = direct.resolve(node, shape)
+                if instruction is not None:
+                    resolved[key] = pc
+                    same_as.append(pc)
+                    instructions.append(instruction)
+                    continue
+                node = self._parsed(node)   # the text path: resolved or reported as text is
+                text, first = ("op", pc), None
+                if node is None:
+                    instructions.append(None)
+                    same_as.append(pc)
+                    continue
+            elif type(node) is TemplateLine:
                 text = node.text
                 first = resolved.get(text) if REUSE else None
                 if first is None and resolver is not None:   # (most lines of unrolled code)
@@ -471,6 +514,23 @@ class Assembler:
                 same_as.append(origin)
             instructions.append(instruction)
         return instructions, same_as
+
+    def _parsed(self, op: Op):
+        """The instruction node of ``op``'s own line of the generated text (None: its syntax
+        error is reported)."""
+        from neuronemu.asm.fastparse import Reject, parse_line
+        from neuronemu.asm.parser import parse_with_lark
+
+        text = self.source.line(op.line)
+        try:
+            items = parse_line(text, op.line)
+        except (Reject, IndexError, RecursionError):
+            try:
+                items = parse_with_lark(self.source, "\n" * (op.line - 1) + text).children
+            except AsmError as e:
+                self.collector.add(e)
+                return None
+        return items[-1]
 
     def _lookup(self, node) -> InstrDef:
         engine_tok, mnemonic_tok = node.children[0], node.children[1]
@@ -747,23 +807,16 @@ class Assembler:
             return self._compressed_access(symbol, slices, node)
         on_chip = isinstance(symbol, Allocation)
         dims = symbol.shape
-        itemsize = dtypes.get(symbol.dtype).itemsize
         if len(slices) > len(dims):
             raise self.error(node, f"'{symbol.name}' has {len(dims)} dims, got {len(slices)} indices")
-        strides = [math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))]
-        if on_chip:
-            strides[0] = 0  # partitions are rows, not bytes
-        base = symbol.offset
-        regs: dict[int, int] = {}
-        kept = []  # (dim, stride, count)
-        spec = []
-        partition_start = 0
-        for i, size in enumerate(dims):
-            item = slices[i] if i < len(slices) else None
-            step = 1
+        items = []
+        for i, item in enumerate(slices):
             if item is None:
-                start, count, keep = Affine(0), size, True
-            elif item.data == "slice":
+                items.append(None)
+                continue
+            step = 1
+            if item.data == "slice":
+                size = dims[i]
                 lo = (self.eval.offset(item.children[0], "slice bounds")
                       if item.children[0] is not None else Affine(0))
                 hi = (self.eval.offset(item.children[1], "slice bounds")
@@ -776,37 +829,60 @@ class Assembler:
                                            "the same register terms (e.g. r0*64 : r0*64+64)")
                 if width.const != int(width.const) or width.const <= 0:
                     raise self.error(item, f"empty or fractional slice (size {width.const})")
-                count, start, keep = -(-int(width.const) // step), lo, True
+                count, start = -(-int(width.const) // step), lo
                 if count == 1:
                     step = 1  # one element: the step never applies (and may be any size)
             else:
-                start, count, keep = self.eval.offset(item.children[0]), 1, on_chip and i == 0
-            count = int(count)
-            if item is not None:
-                regs_spec = tuple(sorted((int(r), int(c)) for r, c in start.regs.items() if c))
-                if item.data == "slice":
-                    spec.append(("slice", int(start.const), regs_spec, count, step))
-                else:
-                    spec.append(("index", int(start.const), regs_spec))
-            if start.is_const:
-                if start.const != int(start.const):
-                    raise self.error(item, "indices must be integers")
-                if start.const < 0 or start.const + (count - 1) * step + 1 > size:
-                    stop = int(start.const) + (count - 1) * step + 1
-                    raise self.error(item, f"index range {int(start.const)}:{stop} is out of "
-                                           f"bounds for dim {i} of '{symbol.name}' (size {size})")
+                start, count = self.eval.offset(item.children[0]), 1
+            if start.is_const and start.const != int(start.const):
+                raise self.error(item, "indices must be integers")
+            regs = tuple(sorted((int(r), int(c)) for r, c in start.regs.items() if c))
+            items.append((item.data if item.data == "slice" else "index", int(start.const), regs,
+                          int(count), step, item))
+        return self._view(symbol, items, node)
+
+    def _view(self, symbol, items, node) -> Tile:
+        """The tile of (uncompressed) ``symbol`` given per written dim as ``items``: (kind
+        "slice" or "index", constant start, register terms ((register, coefficient), ...),
+        count, step, where to report a problem), None for a whole dim; the dims not written
+        are whole. (Operand text after evaluation, or an NKI view: asm/direct.py.)"""
+        on_chip = isinstance(symbol, Allocation)
+        dims = symbol.shape
+        itemsize = dtypes.get(symbol.dtype).itemsize
+        strides = [math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))]
+        if on_chip:
+            strides[0] = 0  # partitions are rows, not bytes
+        base = symbol.offset
+        regs: dict[int, int] = {}
+        kept = []  # (dim, stride, count)
+        spec = []
+        partition_start = 0
+        for i, size in enumerate(dims):
+            item = items[i] if i < len(items) else None
+            if item is None:
+                start, terms, count, step, keep, where = 0, (), size, 1, True, node
             else:
-                self._check_register_slice(item, symbol, i, count, step, start.const * strides[i])
+                kind, start, terms, count, step, where = item
+                keep = kind == "slice" or on_chip and i == 0
+                spec.append((kind, start, terms, count, step) if kind == "slice"
+                            else (kind, start, terms))
+            if not terms:
+                if start < 0 or start + (count - 1) * step + 1 > size:
+                    stop = start + (count - 1) * step + 1
+                    raise self.error(where, f"index range {start}:{stop} is out of "
+                                            f"bounds for dim {i} of '{symbol.name}' (size {size})")
+            else:
+                self._check_register_slice(where, symbol, i, count, step, start * strides[i])
             if on_chip and i == 0:
-                if not start.is_const:
-                    raise self.error(item, "the partition range must be constant (registers may "
-                                           "offset free dims only)")
-                partition_start = int(start.const)
+                if terms:
+                    raise self.error(where, "the partition range must be constant (registers "
+                                            "may offset free dims only)")
+                partition_start = start
                 kept.append((i, 0, count))
                 continue
-            base += int(start.const) * strides[i]
-            for r, c in start.regs.items():
-                regs[r] = regs.get(r, 0) + int(c) * strides[i]
+            base += start * strides[i]
+            for r, c in terms:
+                regs[r] = regs.get(r, 0) + c * strides[i]
             if keep:
                 kept.append((i, strides[i] * step, count))
         if on_chip:
@@ -840,8 +916,7 @@ class Assembler:
         space = symbol.space if on_chip else "hbm"
         return Tile(space, symbol.dtype, symbol.name, base, partition_start, partitions, pitch,
                     tuple(merged), tuple(sorted(regs.items())), window,
-                    location_of(self.source, node.meta), tuple(spec))
-
+                    location_of(self.source, getattr(node, "meta", node)), tuple(spec))
 
     def _check_register_slice(self, item, symbol, dim: int, count: int, step: int,
                               offset: int) -> None:
@@ -1016,8 +1091,10 @@ def _moved_instruction(instruction: Instruction, located: list[str], line: int) 
     args = dict(instruction.args)
     for name in located:
         args[name] = _moved_value(args[name], line)
+    # the line's own text: an op identical to an earlier one came from another kernel line
+    # (asm/direct.py), and its line names that one in its comment
     return Instruction(instruction.definition, args, _moved(instruction.location, line),
-                       instruction.text)
+                       instruction.location.source.line(line).strip())
 
 
 def _is_integer(value: float) -> bool:
@@ -1039,6 +1116,9 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
             return False
         expected *= count
     return True
+
+
+_MADE = (Pending, Made)   # records carrying rows their plan lowered
 
 
 def lower(program: Program, same_as: list[int] | None = None,
@@ -1111,7 +1191,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
             continue
-        made = ins.made if type(ins) is Pending else lowered.get(id(ins)) if lowered else None
+        made = ins.made if type(ins) in _MADE else lowered.get(id(ins)) if lowered else None
         if made is not None:
             row, made_ops, made_imms, operand_slots, float_slots = made
             ops_from, imms_from = len(ops), len(imms)
@@ -1220,6 +1300,26 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
         if expanded is not None:
             expanded.relocate_program(program)
         return program
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def assemble_ops(header: str, ops: list[Op], filename: str, target: str | None,
+                 render) -> Program:
+    """Assemble the declarations ``header`` (assembly text) and ``ops``, instructions given as
+    values (asm/direct.py; their lines follow the header's: ``Op.line``), into a checked,
+    lowered ``Program``. ``render(op)`` is an op's line of the generated text, written only
+    when a diagnostic, a user or the debugger asks for it."""
+    from neuronemu.asm.parser import parse
+
+    source = GeneratedSource(filename, header, ops, render)
+    collector = Collector()
+    collecting = gc.isenabled()
+    gc.disable()   # (as in assemble)
+    try:
+        tree = parse(source.header, share=REUSE, collector=collector, templates=FAST)
+        return Assembler(source, target, load_isa(), collector).assemble(tree, ops)
     finally:
         if collecting:
             gc.enable()

@@ -148,7 +148,7 @@ class _Expr:
 # tiles they name and on the other arguments' values (enums, target): a line of a template
 # whose tiles have the partitions and free sizes of a line that passed them passes them too.
 # (Every other rule runs on every line.)
-_SHAPE_RULES = frozenset((
+SHAPE_RULES = frozenset((
     "same_shape", "same_partitions", "same_free", "max_partitions", "partitions_eq",
     "max_free", "free_eq", "min_free", "free_multiple", "divides", "column", "not_both_psum",
     "dtype", "same_dtype", "same_dtype_or_fp32", "matmul_operands", "hw_dge", "index_column",
@@ -223,9 +223,9 @@ class Plan:
         if any(dtypes.get(dtype).packs for dtype in tiles):
             raise _Unsure   # packed tiles: the ordinary path checks their uses
         self.shape_checks = [(RULES[c.rule], c.args) for c in definition.checks
-                             if c.rule in _SHAPE_RULES]
+                             if c.rule in SHAPE_RULES]
         self.other_checks = [(RULES[c.rule], c.args) for c in definition.checks
-                             if c.rule not in _SHAPE_RULES]
+                             if c.rule not in SHAPE_RULES]
         self.declarations = (asm.allocations, asm.tensors)
         self.lowering = None   # made from the first instruction this plan resolves
         self.fast = None       # (see _generate)

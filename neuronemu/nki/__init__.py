@@ -40,7 +40,9 @@ from neuronemu.nki._trace import (
     NkiUnsupported,
     Site,
     Tracer,
+    assembly_text,
     dtype_name,
+    render,
     map_error,
     map_location,
     user_site,
@@ -83,8 +85,10 @@ __all__ = [
 class KernelTrace:
     """A traced kernel: the generated assembly and where each of its lines came from."""
 
-    asm: str
-    """The generated ``.s`` text; every instruction ends with ``# kernel.py:LINE``."""
+    header: str
+    """The generated declarations (``.target``, ``.hbm``, ``.sbuf``, ``.psum`` lines)."""
+    ops: list
+    """The traced instructions (``neuronemu.asm.direct.Op``), assembled as they are."""
     asm_name: str
     source_map: dict[int, Site]
     """Generated line number -> the kernel's Python frame (file, line, function)."""
@@ -101,12 +105,18 @@ class KernelTrace:
     prints: list = field(default_factory=list)
     """(prefix, output name) of each ``nl.device_print``: printed when the run ends."""
 
+    @functools.cached_property
+    def asm(self) -> str:
+        """The generated ``.s`` text; every instruction ends with ``# kernel.py:LINE``."""
+        return assembly_text(self.header, self.ops)
+
     def assemble(self):
-        """The neuronemu ``Program`` (errors point at the kernel's Python line)."""
-        from neuronemu import api
+        """The neuronemu ``Program`` (errors point at the kernel's Python line). The
+        instructions go to the assembler as values, not as text to parse again."""
+        from neuronemu.asm.assembler import assemble_ops
 
         try:
-            return api.assemble(self.asm, filename=self.asm_name, target=self.target)
+            return assemble_ops(self.header, self.ops, self.asm_name, self.target, render)
         except NeuronemuError as error:
             map_error(error, self.asm_name, self.source_map)
             raise
@@ -294,11 +304,11 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
         if slot.role == "input" and slot.used_shape is not None:
             inputs[slot.name] = np.asarray(inputs[slot.name]).reshape(slot.used_shape)
     asm_name = f"{fn.__name__}.nki.s"
-    text, source_map = tr.assembly(asm_name, kernel_site)
+    header, ops, source_map = tr.assembly(asm_name, kernel_site)
     unreturned = [(slot.name, slot.site) for slot in tr.hbm
                   if slot.role == "scratch" and slot.used_shape is not None
                   and not slot.private]
-    return KernelTrace(text, asm_name, source_map, target, inputs, returned, names,
+    return KernelTrace(header, ops, asm_name, source_map, target, inputs, returned, names,
                        dict(tr.peak), callers, unreturned, list(tr.prints))
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 ALIGN = 4
 
 
-@dataclass
+@dataclass(slots=True)
 class Live:
     """A tile's live range and placement."""
 
@@ -37,10 +37,11 @@ class Live:
     end: int = -1                 # index of the last instruction naming it (-1: never used)
     fixed: int | None = None      # address=: the byte offset given by the kernel
     offset: int | None = None
-    size: int = field(init=False)  # bytes per partition (asked for millions of times)
+    size: int = -1                # bytes per partition (asked for millions of times)
 
     def __post_init__(self) -> None:
-        self.size = self.slot.bytes_per_partition
+        if self.size < 0:
+            self.size = self.slot.bytes_per_partition
 
 
 @dataclass

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuronemu.asm.direct import Op
 from neuronemu.errors import NeuronemuError
 from neuronemu.nki import _dynamic
 from neuronemu.nki._alloc import Live, Overflow, place
@@ -48,7 +49,6 @@ MAX_TRACED = 200_000
 unrolled assembly kernel may have (about 1 GB to assemble). An endless Python loop in a kernel
 stops here with a located error instead of growing the tracer's list without end."""
 
-_TILE_REF = re.compile("\x00(\\d+)\x00")
 """An on-chip tile's name in emitted text before placement: NUL, id(slot), NUL."""
 _ALIGN = 4
 
@@ -233,7 +233,7 @@ class Space:
         return f"nl.{self.name}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Slot:
     """One physical on-chip declaration (``.sbuf``/``.psum``) or HBM tensor."""
 
@@ -343,9 +343,14 @@ class NkiTensor(NKIObject):
     def __init__(self, buffer: Buffer, base_shape: tuple[int, ...], index=None,
                  broadcast: int | None = None):
         self._buffer = buffer
-        self._base_shape = tuple(base_shape)
-        self._index = (tuple([(0, n, 1) for n in base_shape]) if index is None
-                       else index if type(index) is tuple else tuple(index))
+        if type(base_shape) is not tuple:
+            base_shape = tuple(base_shape)
+        self._base_shape = base_shape
+        if index is None:
+            index = _WHOLE.get(base_shape)
+            if index is None:
+                index = _WHOLE[base_shape] = tuple([(0, n, 1) for n in base_shape])
+        self._index = index if type(index) is tuple else tuple(index)
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
         self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
@@ -1004,8 +1009,10 @@ class NkiTensor(NKIObject):
              "0.2+ dialect call nisa.nc_matmul(dst=psum_tile, ...) again (it accumulates) or "
              "nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.add)", unsupported=True)
 
-    # -- operand text
-    def operand(self, tracer: Tracer) -> str:
+    # -- operands
+    def operand(self, tracer: Tracer) -> TileRef:
+        """This view as an instruction operand (the tile's bytes and name are chosen after the
+        trace: the operand names the tile, not its text)."""
         slot = self._buffer.slot
         plain = self._ap is None and self._indirect is None and self._broadcast is None
         if not plain and 0 in self.shape:   # (a plain view is looked at below, on the way)
@@ -1014,13 +1021,10 @@ class NkiTensor(NKIObject):
             fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
         if slot.live is not None:   # on chip: live up to the instruction being emitted
             slot.live.end = len(tracer.instructions)
-        name = slot.name if slot.live is None else f"\x00{id(slot)}\x00"
         if self._ap is not None:
-            pairs, offset, dtype = self._ap
             if slot.kind == "hbm" and slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
-            text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
-            return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+            return TileRef(slot, None, self._ap)
         if slot.kind == "hbm":
             if slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
@@ -1037,27 +1041,18 @@ class NkiTensor(NKIObject):
                          unsupported=True)
                 if 0 in self.shape:
                     self._empty()
-                pairs, offset, dtype = self._pattern()
-                text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
-                return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+                return TileRef(slot, None, self._pattern())
         whole = _WHOLE.get(self._base_shape)
         if whole is None:
             whole = _WHOLE[self._base_shape] = tuple([(0, n, 1) for n in self._base_shape])
         if self._index == whole:
             if 0 in self._base_shape:
                 self._empty()
-            return name
-        parts = []
+            return TileRef(slot, None, None)
         for e in self._index:
-            if type(e) is not tuple:
-                parts.append(str(e))
-            else:
-                start, size, step = e
-                if size == 0:
-                    self._empty()
-                stop = start + (size - 1) * step + 1
-                parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
-        return f"{name}[{', '.join(parts)}]"
+            if type(e) is tuple and e[1] == 0:
+                self._empty()
+        return TileRef(slot, self._index, None)
 
     def _empty(self) -> None:
         fail(f"an empty view (shape {list(self.shape)}) cannot be an instruction's operand",
@@ -1163,20 +1158,90 @@ SPACES = {"sbuf": Space("sbuf", "sbuf"), "psum": Space("psum", "psum"),
 # the tracer
 
 
-@dataclass
-class Emitted:
-    text: str
-    site: Site
+class TileRef:
+    """An instruction operand naming a traced tensor, or a view of it: the assembler takes
+    its ``view()`` directly; ``str()`` is its assembly text. Both name the tensor's
+    declaration, which for an on-chip tile is chosen after the trace (``place_onchip``)."""
+
+    __slots__ = ("ap", "index", "slot")
+
+    def __init__(self, slot: Slot, index: tuple | None, ap: tuple | None) -> None:
+        self.slot, self.index, self.ap = slot, index, ap   # index None and ap None: whole
+
+    def __str__(self) -> str:
+        name = self.slot.name
+        if self.ap is not None:
+            pairs, offset, dtype = self.ap
+            text = ", ".join(f"[{st}, {c}]" for st, c in pairs)
+            return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
+        if self.index is None:
+            return name
+        parts = []
+        for e in self.index:
+            if type(e) is not tuple:
+                parts.append(str(e))
+            else:
+                start, size, step = e
+                stop = start + (size - 1) * step + 1
+                parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
+        return f"{name}[{', '.join(parts)}]"
+
+    __repr__ = __str__
+
+    def shape_key(self) -> tuple[tuple, list[int]] | None:
+        """(the view but for where it starts, its start in each written dim), or None when
+        a register offsets it (asm/direct.py)."""
+        if self.ap is not None:
+            view = self.view()
+            return None if view is None else ((view,), [])
+        if self.index is None:
+            return (self.slot.name,), []
+        shape = [self.slot.name]
+        starts = []
+        for e in self.index:
+            if type(e) is int:
+                shape.append(None)
+                starts.append(e)
+            elif type(e) is tuple and type(e[0]) is int:
+                shape.append(e[1:])
+                starts.append(e[0])
+            else:
+                return None
+        return tuple(shape), starts
+
+    def view(self) -> tuple | None:
+        """(declared name, the operand as ``Tile.spec`` writes it), or None when a register
+        offsets it (the assembler then reads its text)."""
+        if self.ap is not None:
+            pairs, offset, dtype = self.ap
+            if type(offset) is not int or any(type(st) is not int or type(c) is not int
+                                              for st, c in pairs):
+                return None
+            return self.slot.name, (("ap", offset, (), tuple(map(tuple, pairs)), dtype or ""),)
+        if self.index is None:
+            return self.slot.name, ()
+        spec = []
+        for e in self.index:
+            if type(e) is int:
+                spec.append(("index", e, ()))
+            elif type(e) is tuple and type(e[0]) is int:
+                start, size, step = e
+                spec.append(("slice", start, (), size, step if size > 1 else 1))
+            else:
+                return None
+        return self.slot.name, tuple(spec)
 
 
 @dataclass
 class Tracer:
     target: str = "trn2"
     dma_queues: tuple[int, ...] = tuple(range(16))
-    instructions: list[Emitted] = field(default_factory=list)
+    instructions: list[Op] = field(default_factory=list)
     hbm: list[Slot] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
     prefixes: dict = field(default_factory=dict)
+    tile_bytes: dict = field(default_factory=dict)
+    """(kind, dtype, shape) of on-chip tiles allocated so far -> bytes per partition."""
     peak: dict = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
     dma_count: int = 0
     names: set = field(default_factory=set)
@@ -1305,6 +1370,23 @@ class Tracer:
                name: str = "", address: int | None = None) -> NkiTensor:
         """A new on-chip tile; its bytes are chosen after the trace, by live range
         (``neuronemu.nki._alloc``). ``address``: a byte offset given by the kernel."""
+        size = self.tile_bytes.get((kind, dtype, shape))
+        if size is None:
+            size = self._tile_bytes(kind, dtype, shape)
+        key = (site.filename, site.line, site.column, kind)
+        if key not in self.prefixes:
+            tag = {"sbuf": "sb", "psum": "ps"}[kind]
+            self.prefixes[key] = [self.unique(f"{name or tag}_L{site.line}"), {}]
+        slot = Slot("", kind, dtype, shape, site)
+        slot.live = Live(slot, len(self.instructions), fixed=address, size=size)
+        if self.grid:
+            slot.program = self.program_index()
+        self.slots.append(slot)
+        return NkiTensor(Buffer(slot), shape)
+
+    def _tile_bytes(self, kind: str, dtype: str, shape: tuple[int, ...]) -> int:
+        """Bytes per partition of a new on-chip tile of this kind, dtype and shape (checked
+        once per such triple: every loop iteration allocates the same tiles)."""
         tdata = self.target_data
         if len(shape) < 2:
             fail(f"on-chip tensors are at least 2-D [partitions, free...], got {list(shape)}")
@@ -1315,21 +1397,15 @@ class Tracer:
                  f"(the first dim of an on-chip tensor is the partition dim)")
         if min(shape) <= 0:
             fail(f"tensor dims must be positive, got {list(shape)}")
-        key = (site.filename, site.line, site.column, kind)
-        if key not in self.prefixes:
-            tag = {"sbuf": "sb", "psum": "ps"}[kind]
-            self.prefixes[key] = [self.unique(f"{name or tag}_L{site.line}"), {}]
-        slot = Slot("", kind, dtype, tuple(shape), site)
+        size = math.prod(shape[1:]) * _itemsize(dtype)
         capacity = (tdata.sbuf_partition_bytes if kind == "sbuf"
                     else tdata.psum_partition_bytes)
-        if slot.bytes_per_partition > capacity:
+        if size > capacity:
             fail(f"{kind.upper()} overflow on {self.target}: this {list(shape)} {dtype} tile "
-                 f"needs {slot.bytes_per_partition} bytes per partition, more than the "
+                 f"needs {size} bytes per partition, more than the "
                  f"{capacity} a partition has")
-        slot.live = Live(slot, len(self.instructions), fixed=address)
-        slot.program = self.program_index()
-        self.slots.append(slot)
-        return NkiTensor(Buffer(slot), shape)
+        self.tile_bytes[(kind, dtype, shape)] = size
+        return size
 
     def interleave_programs(self, starts: list[int]) -> None:
         """The programs of a launch grid traced one after another (``starts``: where each
@@ -1465,13 +1541,11 @@ class Tracer:
                  f"one kernel may have (an endless Python loop?)",
                  "Python loops unroll when a kernel is traced (docs/nki.md): every iteration "
                  "adds its instructions; the limit is the assembler's for unrolled code")
-        if kwargs:
-            operands = (*operands, *[f"{k}={v}" for k, v in kwargs.items() if v is not None])
-        self.instructions.append(Emitted(f"{mnemonic} {', '.join(operands)}", user_site()))
+        self.instructions.append(Op(mnemonic, operands, kwargs, user_site()))
 
     def label(self, name: str) -> None:
         self.control_flow = True
-        self.instructions.append(Emitted(f"{name}:", user_site()))
+        self.instructions.append(Op(None, (), {}, user_site(), label=name))
 
     def new_label(self, base: str) -> str:
         self.label_count += 1
@@ -1497,7 +1571,10 @@ class Tracer:
         return q
 
     # -- the assembly file
-    def assembly(self, name: str, kernel_site: Site) -> tuple[str, dict[int, Site]]:
+    def assembly(self, name: str, kernel_site: Site) -> tuple[str, list[Op], dict[int, Site]]:
+        """(the declarations as assembly text, the instructions, generated line -> kernel
+        frame). The instructions' lines follow the declarations' (``Op.line``); their text,
+        ``assembly_text``, is written only when asked for."""
         header = (f"# generated by neuronemu.nki (NKI {NKI_VERSION} dialect) from "
                   f"{kernel_site.short()} ({kernel_site.function}); do not edit")
         policy = ("# DMA queue policy: round-robin over queues "
@@ -1526,20 +1603,22 @@ class Tracer:
             lines.append(f".{slot.kind} {slot.name} {slot.dtype}[{dims}] "
                          f"alias={pools[slot.kind]} at={slot.offset}    # {slot.site.short()}")
             source_map[len(lines)] = slot.site
-        names = {str(id(s)): s.name for s in self.slots}
+        line = len(lines)
+        for op in self.instructions:
+            line += 1
+            op.line = line
+            source_map[line] = op.site
+        return "\n".join(lines) + "\n", self.instructions, source_map
 
-        def name(match) -> str:
-            return names[match.group(1)]
 
-        append = lines.append
-        for ins in self.instructions:
-            text = ins.text
-            if "\x00" in text:   # tile names chosen after the trace
-                text = _TILE_REF.sub(name, text)
-            site = ins.site
-            append(f"    {text}    # {site.short()}")
-            source_map[len(lines)] = site
-        return "\n".join(lines) + "\n", source_map
+def render(op: Op) -> str:
+    """An instruction's line of the generated ``.s``: with the kernel line it came from."""
+    return f"    {op.text}    # {op.site.short()}"
+
+
+def assembly_text(header: str, ops: list[Op]) -> str:
+    """The whole generated ``.s``: the declarations, then every instruction's line."""
+    return header + "".join([render(op) + "\n" for op in ops])
 
 
 _CURRENT: list[Tracer] = []

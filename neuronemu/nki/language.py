@@ -24,6 +24,7 @@ from neuronemu.nki._trace import (
     DynSlice,
     NKIObject,  # noqa: F401 - nl.NKIObject, a base class of kernels
     NkiTensor,
+    Space,
     dtype_name,
     dtype_tables,
     fail,
@@ -172,6 +173,8 @@ def program_ndim() -> int:
 def _space(buffer):
     if buffer is None:
         return SPACES["sbuf"]
+    if type(buffer) is Space:
+        return buffer
     if isinstance(buffer, str) and buffer in SPACES:
         return SPACES[buffer]
     if isinstance(buffer, NkiTensor):
@@ -189,18 +192,20 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None) -> NkiTenso
     kernel returns it)."""
     if isinstance(shape, int):
         shape = (shape,)
-    shape = tuple(int(s) for s in shape)
+    else:
+        shape = tuple(map(int, shape))
     space = _space(buffer)
     tr = tracer()
     site = user_site()
+    dtype = dtype_name(dtype)
     if space.kind == "hbm":
         if space.name == "private_hbm":
-            t = tr.hbm_tensor(name or "scratch", dtype_name(dtype), shape, "scratch", site)
+            t = tr.hbm_tensor(name or "scratch", dtype, shape, "scratch", site)
             t._buffer.slot.private = True
             return t
-        return tr.shared_hbm_tensor(name or "out", dtype_name(dtype), shape, site)
-    return tr.onchip(space.kind, dtype_name(dtype), shape, site, name,
-                     _address(address, dtype_name(dtype)))
+        return tr.shared_hbm_tensor(name or "out", dtype, shape, site)
+    return tr.onchip(space.kind, dtype, shape, site, name,
+                     None if address is None else _address(address, dtype))
 
 
 def _address(address, dtype: str) -> int | None:

@@ -1,0 +1,396 @@
+"""Instructions given as values: how a front end (the NKI tracer) hands its instructions to the
+assembler without writing them as text and parsing that text again.
+
+A traced kernel's instructions arrive as ``Op`` records: a mnemonic, positional operands and
+keywords as Python values (numbers, words such as enum values, registers ``rN`` and labels),
+tiles as objects with ``view()`` -> (declared name, the operand as ``Tile.spec`` writes it).
+The declarations (a few lines) are still assembly text and go through the ordinary parser.
+
+Each op is resolved here from its values, through the assembler's own pieces (``_view`` for a
+tile, ``_default``, the table's checks, ``lower``), and an op identical to an earlier one
+reuses that one's instruction, as an identical line does. An op this path does not take (a
+register-offset or access-pattern tile, a value of an unexpected type) or one that fails a
+check is parsed from its own line and resolved the ordinary way instead, so its instruction,
+and every diagnostic, is the text path's: tests/asm/test_direct.py holds the two equal.
+
+The ``.s`` text stays an output (``GeneratedSource``): written when a user, a diagnostic or
+the debugger asks for a line of it, or for all of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cached_property
+
+from array import array
+
+from neuronemu.asm.checks import RULES, CheckContext
+from neuronemu.asm.fastresolve import SHAPE_RULES
+from neuronemu.errors import AsmError
+from neuronemu.isa.table import ArgDef, InstrDef
+from neuronemu.isa import dtypes
+from neuronemu.machine import layout as L
+from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
+from neuronemu.source import Location, SourceFile
+
+FP32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103   # as assembler.FP32_OVERFLOW
+INDENT = "    "   # an op's line: INDENT, its text (so its mnemonic starts at column 5), comment
+
+
+class Op:
+    """One instruction (or a label) as values. ``line``: its line in the generated text."""
+
+    __slots__ = ("keywords", "label", "line", "mnemonic", "operands", "site")
+
+    def __init__(self, mnemonic: str | None, operands: tuple, keywords: dict, site,
+                 label: str | None = None) -> None:
+        self.mnemonic, self.operands, self.keywords = mnemonic, operands, keywords
+        self.site, self.label, self.line = site, label, 0
+
+    @property
+    def text(self) -> str:
+        """The op as one line of assembly (without indentation or comment)."""
+        if self.label is not None:
+            return f"{self.label}:"
+        words = [_text(v) for v in self.operands]
+        words += [f"{k}={_text(v)}" for k, v in self.keywords.items() if v is not None]
+        return f"{self.mnemonic} {', '.join(words)}"
+
+
+def _text(value) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
+
+
+class GeneratedSource:
+    """A ``SourceFile`` (same interface) whose text is the declarations' text followed by one
+    line per op, ``render(op)``; a line is written when asked for, the whole text only when
+    that is asked for. Compared by identity (its text need not exist)."""
+
+    def __init__(self, name: str, header: str, ops: list[Op], render: Callable[[Op], str]):
+        self.name = name
+        self.header = SourceFile(name, header)   # (the declarations)
+        self._header_lines = self.header.line_count
+        self._ops = ops
+        self._render = render
+
+    @cached_property
+    def text(self) -> str:
+        return self.header.text + "".join([self._render(op) + "\n" for op in self._ops])
+
+    @property
+    def line_count(self) -> int:
+        return self._header_lines + len(self._ops)
+
+    def line(self, lineno: int) -> str:
+        if lineno <= self._header_lines:
+            return self.header.line(lineno)
+        index = lineno - self._header_lines - 1
+        return self._render(self._ops[index]) if index < len(self._ops) else ""
+
+    _line_starts = SourceFile._line_starts
+
+
+class _Skip(Exception):
+    """This op goes the text path (which resolves it, or reports its error exactly)."""
+
+
+def _location(source, line: int, column: int = len(INDENT) + 1) -> Location:
+    location = object.__new__(Location)   # (a frozen dataclass: no per-field __setattr__)
+    location.__dict__.update(source=source, line=line, column=column, end_column=None,
+                             expansion=None)
+    return location
+
+
+class Direct:
+    """Ops -> instructions for one ``Assembler`` after its declarations (pass 1)."""
+
+    def __init__(self, asm, broadcast_sources, moved_value, lower) -> None:
+        """``asm``: the Assembler after pass 1; ``broadcast_sources``, ``moved_value``,
+        ``lower``: the assembler's (which imports this module, so they are handed over)."""
+        self.asm = asm
+        self._broadcast_sources, self._moved_value = broadcast_sources, moved_value
+        self._lower = lower
+        self.symbols = {**asm.tensors, **asm.allocations}
+        self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
+        self.entries: dict[str, tuple] = {}    # mnemonic -> (InstrDef, positional, names)
+        self.plans: dict[tuple, _Plan | None] = {}   # shape key -> its plan (None: none)
+
+    @staticmethod
+    def keys(op: Op) -> tuple[tuple, list[int]] | None:
+        """(the op but for where its tiles start: its plan's key, those starts: one per
+        written dim of each tile, in order), or None when the op goes the text path. The two
+        together say everything about the op: equal, the ops are the same instruction."""
+        shape: list = [op.mnemonic]
+        starts: list[int] = []
+        for value in (*op.operands, *op.keywords.items()) if op.keywords else op.operands:
+            kind = type(value)
+            if kind is str:   # (most values: a word or a number as text)
+                shape.append(value)
+                continue
+            if kind is tuple and len(value) == 2 and type(value[0]) is str:   # a keyword
+                name, value = value
+                if value is None:
+                    continue
+                shape.append((name,))
+                kind = type(value)
+                if kind is str:
+                    shape.append(value)
+                    continue
+            key = getattr(value, "shape_key", None)
+            if key is not None:
+                found = key()
+                if found is None:
+                    return None
+                shape.append(found[0])
+                starts += found[1]
+            elif kind is int or kind is float or kind is bool:
+                shape.append((kind, value))
+            elif kind is list and all(type(v) is int for v in value):
+                shape.append((list, tuple(value)))
+            else:
+                return None
+        return tuple(shape), starts
+
+    def resolve(self, op: Op, shape: tuple) -> Instruction | None:
+        """``op``'s checked instruction (objects), or None when the text path must decide;
+        the first op of each ``shape`` also makes its plan (``_Plan``)."""
+        try:
+            instruction = self._instruction(op)
+        except (_Skip, AsmError):
+            return None
+        if shape not in self.plans:
+            self.plans[shape] = _Plan.of(self, op, instruction)
+        return instruction
+
+    def _entry(self, mnemonic: str) -> tuple:
+        entry = self.entries.get(mnemonic)
+        if entry is None:
+            d = self.asm.isa.instructions.get(mnemonic)
+            if d is None or d.targets and self.asm.target.name not in d.targets:
+                raise _Skip   # (the text path names what exists)
+            entry = self.entries[mnemonic] = (d, [a for a in d.args if not a.keyword],
+                                              {a.name: a for a in d.args})
+        return entry
+
+    def _instruction(self, op: Op) -> Instruction:
+        asm = self.asm
+        d, positional, by_name = self._entry(op.mnemonic)
+        location = _location(asm.source, op.line)
+        if len(op.operands) > len(positional):
+            raise _Skip
+        given = {a.name: v for a, v in zip(positional, op.operands)}
+        for name, value in op.keywords.items():
+            if value is None:
+                continue
+            if name not in by_name or name in given:
+                raise _Skip
+            given[name] = value
+        values = {}
+        for arg in d.args:
+            if arg.name in given:
+                values[arg.name] = self._value(d, arg, given[arg.name], location)
+            elif arg.required:
+                raise _Skip
+            elif arg.default is not None:
+                values[arg.name] = asm._default(arg, location)
+            else:
+                values[arg.name] = None
+        asm._check_bitvec_allowed(d, values, given)
+        asm._check_packed_dtypes(d, values)
+        self._broadcast_sources(d, values, self.symbols)
+        ctx = CheckContext(d, values, asm.target, location, None,
+                           (asm.allocations, asm.tensors))
+        for check in d.checks:
+            RULES[check.rule](ctx, *check.args)
+        return Instruction(d, values, location, asm.source.line(op.line).strip())
+
+    def _value(self, d: InstrDef, arg: ArgDef, value, location):
+        kind = arg.kind
+        view = getattr(value, "view", None)
+        if view is not None:
+            if kind not in ("tile", "scalar"):
+                raise _Skip
+            return self._tile(arg, view(), location)
+        if isinstance(value, str):
+            value = _word(value, kind)
+        if kind == "scalar" or kind == "number":
+            if type(value) not in (int, float):
+                raise _Skip
+            value = float(value)
+            if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
+                raise _Skip
+            return Immediate(value, location) if kind == "scalar" else value
+        if kind == "int":
+            low, high = arg.range or (-(2 ** 63), 2 ** 63 - 1)
+            if type(value) is not int or not low <= value <= high:
+                raise _Skip
+            return value
+        if kind == "bool":
+            if type(value) is not bool:
+                raise _Skip
+            return value
+        if kind == "enum":
+            code = self.asm.isa.enums[arg.enum].values.get(value)
+            if code is None:
+                raise _Skip
+            return code
+        if kind in ("reg", "reg_or_int"):
+            if type(value) is tuple:   # a register, from _word
+                return value
+            if kind == "reg_or_int" and type(value) is int and -(2 ** 63) <= value < 2 ** 63:
+                return ("int", value)
+            raise _Skip
+        if kind == "label":
+            pc = self.asm.labels.get(value)
+            if pc is None:
+                raise _Skip
+            return ("label", pc)
+        if kind == "int_list":
+            if not isinstance(value, (list, tuple)) or len(value) != arg.length or any(
+                    type(v) is not int or arg.range and not arg.range[0] <= v <= arg.range[1]
+                    for v in value):
+                raise _Skip
+            return tuple(("item", v) for v in value)
+        raise _Skip
+
+    def _tile(self, arg: ArgDef, view, location):
+        if view is None:
+            raise _Skip
+        name, spec = view
+        key = (id(arg), name, spec)
+        known = self.tiles.get(key)
+        if known is not None:
+            return self._moved_value(known, location)
+        symbol = self.symbols.get(name)
+        if symbol is None or getattr(symbol, "compressed", False) or arg.compressed == "yes":
+            raise _Skip
+        if spec and spec[0][0] == "ap" or len(spec) > len(symbol.shape):
+            raise _Skip
+        items = [(*item, location) if item[0] == "slice" else (*item, 1, 1, location)
+                 for item in spec]
+        tile = self.asm._view(symbol, items, location)
+        space = symbol.space if isinstance(symbol, Allocation) else "hbm"
+        if space not in arg.spaces:
+            raise _Skip
+        self.tiles[key] = tile
+        return tile
+
+
+def _word(text: str, kind: str):
+    """An operand given as a word: a number, true/false, a register; else the word itself
+    (an enum value or a label)."""
+    from neuronemu.asm.expr import register_number
+
+    if kind in ("scalar", "number"):
+        if text in ("nan", "inf", "-inf") or text[:1].isdigit() or text[:1] in "-.":
+            try:
+                return float(text)
+            except ValueError:
+                raise _Skip from None
+        raise _Skip
+    if kind in ("int", "reg_or_int") and (text.isdigit() or text[:1] == "-"
+                                          and text[1:].isdigit()):
+        return int(text)
+    if kind == "bool":
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise _Skip
+    if kind in ("reg", "reg_or_int"):
+        number = register_number(text)
+        if number is None:
+            raise _Skip
+        return ("reg", number)
+    return text
+
+
+class _Plan:
+    """How every op with one shape key lowers (``Direct.keys``: the same instruction but for
+    where its tiles start): the rows the first such op lowered to, in which each later op puts
+    its tiles' own base byte and first partition. Made only for an entry whose every check
+    depends on nothing but shapes, dtypes and the other values (fastresolve.SHAPE_RULES: the
+    first op passed them, so every op of the key does), and whose tiles were not turned into
+    partition broadcasts."""
+
+    __slots__ = ("definition", "imms", "ops", "row", "slots", "tiles")
+
+    @classmethod
+    def of(cls, direct: Direct, op: Op, instruction: Instruction) -> _Plan | None:
+        d = instruction.definition
+        if any(c.rule not in SHAPE_RULES for c in d.checks):
+            return None
+        values = instruction.args
+        plan = cls()
+        plan.definition = d
+        program = Program(direct.asm.source, direct.asm.target, {}, {}, [instruction], {})
+        direct._lower(program)
+        plan.row = array("q", program.instrs[0].tolist())
+        plan.ops = [array("q", r.tolist()) for r in program.ops]
+        plan.imms = [float(x) for x in program.imms[:-1]]
+        slots = range(L.I_ARGS, L.I_ARGS + 2 * len(d.args), 2)
+        plan.slots = ([k + 1 for k in slots if plan.row[k] == L.TAG_OPERAND],
+                      [k + 1 for k in slots if plan.row[k] == L.TAG_FLOAT])
+        # the tiles in the order ``keys`` lists their starts (operands, then keywords)
+        order = [a.name for a in d.args if not a.keyword][:len(op.operands)]
+        order += [k for k, v in op.keywords.items() if v is not None]
+        plan.tiles = []
+        for name in order:
+            tile = values.get(name)
+            if not isinstance(tile, Tile):
+                continue
+            if tile.broadcast or tile.regs or tile.spec and tile.spec[0][0] == "ap":
+                return None
+            k = next(k for k, a in enumerate(d.args) if a.name == name)
+            symbol = direct.symbols[tile.symbol]
+            dims = symbol.shape
+            itemsize = dtypes.get(symbol.dtype).itemsize
+            strides = [math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))]
+            if isinstance(symbol, Allocation):
+                strides[0] = 0   # (the first partition, OP_PSTART, is the start of dim 0)
+            # per written dim: (stride, size, last element of the view past its start)
+            written = tuple((strides[i], dims[i], (item[3] - 1) * item[4]
+                             if item[0] == "slice" else 0) for i, item in enumerate(tile.spec))
+            plan.tiles.append((plan.row[L.I_ARGS + 2 * k + 1], symbol.offset, written,
+                               isinstance(symbol, Allocation)))
+        return plan
+
+    def made(self, op: Op, starts: list[int]) -> tuple | None:
+        """``op``'s lowered rows (the record ``assembler.lower`` takes), or None when a tile
+        leaves its tensor (the ordinary path reports it)."""
+        ops = self.ops[:]
+        at = 0
+        for index, offset, written, on_chip in self.tiles:
+            base = offset
+            for stride, size, span in written:
+                start = starts[at]
+                at += 1
+                if start < 0 or start + span >= size:
+                    return None
+                base += start * stride
+            row = array("q", ops[index])
+            row[L.OP_BASE] = base
+            if on_chip and written:
+                row[L.OP_PSTART] = starts[at - len(written)]
+            ops[index] = row
+        row = array("q", self.row)
+        row[L.I_LINE] = op.line
+        return row, ops, self.imms, *self.slots
+
+
+class Made:
+    """An op its plan lowered without objects: ``made``, the rows; ``build()``, its
+    Instruction, made when someone asks (as fastresolve's ``Pending``)."""
+
+    __slots__ = ("definition", "direct", "made", "op")
+
+    def __init__(self, direct: Direct, op: Op, definition: InstrDef, made: tuple) -> None:
+        self.direct, self.op, self.definition, self.made = direct, op, definition, made
+
+    def build(self) -> Instruction:
+        return self.direct._instruction(self.op)   # (its plan's first op passed every check)

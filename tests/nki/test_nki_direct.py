@@ -1,0 +1,150 @@
+"""Traced kernels reach the assembler as values (neuronemu/asm/direct.py), not as text to parse
+again. The text path is the oracle: for the kernels of the other NKI test modules, the program
+assembled from the ops must be the one assembled from the generated ``.s`` (the same lowered
+rows, instruction locations and texts), and an op the direct path refuses must be reported as
+the text path reports it."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import test_nki_collectives
+import test_nki_control
+import test_nki_isa_surface
+import test_nki_kernels
+import test_nki_language_surface
+import test_nki_ops
+
+import neuronemu.nki.isa as nisa
+import neuronemu.nki.language as nl
+from neuronemu import api, nki
+from neuronemu.asm import direct
+from neuronemu.errors import AsmError
+from neuronemu.nki import KernelTrace
+
+
+def _same_program(a, b) -> None:
+    assert np.array_equal(a.instrs, b.instrs)
+    assert np.array_equal(a.ops, b.ops)
+    assert np.array_equal(a.imms, b.imms, equal_nan=True)
+    assert a.labels == b.labels
+    assert len(a.instructions) == len(b.instructions)
+    for x, y in zip(a.instructions, b.instructions):
+        assert x.definition is y.definition
+        assert (x.location.line, x.location.column) == (y.location.line, y.location.column)
+        assert x.text == y.text
+
+
+@pytest.fixture
+def both_paths(monkeypatch):
+    """Every trace assembled both ways and compared: the traces seen, and the comparisons
+    that failed (an AssertionError each)."""
+    seen = []
+    assemble = KernelTrace.assemble
+
+    def compared(trace):
+        program = assemble(trace)
+        try:
+            _same_program(program, api.assemble(trace.asm, filename=trace.asm_name,
+                                                target=trace.target))
+            seen.append(trace)
+        except AssertionError as error:   # (the case may catch it: kept for the test)
+            seen.append(error)
+            raise
+        return program
+
+    monkeypatch.setattr(KernelTrace, "assemble", compared)
+    return seen
+
+
+def _cases():
+    """(id, function) of every test function of the modules above that a plain call runs:
+    parametrized ones with their first values, none that needs a fixture."""
+    out = []
+    for module in (test_nki_isa_surface, test_nki_control, test_nki_kernels,
+                   test_nki_language_surface, test_nki_ops, test_nki_collectives):
+        for name, fn in vars(module).items():
+            if name.startswith("ex_") or name.startswith("test_") and inspect.isfunction(fn):
+                first = {}
+                for mark in getattr(fn, "pytestmark", []):
+                    if mark.name == "parametrize":
+                        names = [n.strip() for n in mark.args[0].split(",")] \
+                            if isinstance(mark.args[0], str) else list(mark.args[0])
+                        value = mark.args[1][0]
+                        value = getattr(value, "values", value)   # pytest.param(...)
+                        values = value if len(names) > 1 else (value,)
+                        first.update(zip(names, values))
+                params = inspect.signature(fn).parameters
+                if set(params) <= set(first):
+                    out.append(pytest.param(fn, {k: first[k] for k in params},
+                                            id=f"{module.__name__[9:]}.{name}"))
+    return out
+
+
+@pytest.mark.parametrize("fn, kwargs", _cases())
+def test_direct_path_assembles_what_the_text_path_does(fn, kwargs, both_paths):
+    try:
+        fn(**kwargs)
+    except Exception:   # noqa: BLE001 - the case's own expectations are its module's test
+        pass
+    if not both_paths:
+        pytest.skip("the case assembles no kernel")
+    differ = [e for e in both_paths if isinstance(e, AssertionError)]
+    assert not differ, differ[0]
+
+
+def _copy_kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    for i in range(x.shape[0] // 128):
+        nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
+    return out
+
+
+def test_most_ops_never_become_text(monkeypatch):
+    """The ops of an unrolled kernel are resolved from their values: no line of the generated
+    text is written, let alone parsed (only the one each plan lowers first is)."""
+    rendered = []
+    real = direct.GeneratedSource.line
+
+    def line(self, lineno):
+        rendered.append(lineno)
+        return real(self, lineno)
+
+    monkeypatch.setattr(direct.GeneratedSource, "line", line)
+    x = np.random.default_rng(0).standard_normal((64 * 128, 64)).astype(np.float32)
+    trace = nki.trace(_copy_kernel, x)
+    program = trace.assemble()
+    header = trace.header.count("\n")
+    ops_rendered = {n for n in rendered if n > header}
+    # the first op of each plan: (a load or a store) x 16 DMA queues, of 128 ops
+    assert len(ops_rendered) <= 32 < len(program.raw_instructions()) == 128
+    run = nki.run(_copy_kernel, x)
+    np.testing.assert_array_equal(run.outputs, x)
+
+
+def test_an_op_the_assembler_refuses_is_reported_at_its_text(monkeypatch):
+    """An op that fails a check goes the text path, which words the error and its columns."""
+    x = np.zeros((128, 64), np.float32)
+
+    def kernel(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    trace = nki.trace(kernel, x)
+    op = trace.ops[0]
+    op.keywords["queue"] = 99   # a queue that does not exist: the table's range check
+    with pytest.raises(AsmError) as direct_error:
+        trace.assemble()
+    with pytest.raises(AsmError) as text_error:
+        api.assemble(trace.asm, filename=trace.asm_name, target=trace.target)
+    assert direct_error.value.args[0] == text_error.value.args[0]
+    assert "queue" in direct_error.value.args[0]
+    # located at the kernel's line of the first dma_copy, as every traced error is
+    assert direct_error.value.location.line == kernel.__code__.co_firstlineno + 3
