@@ -20,16 +20,15 @@ the debugger asks for a line of it, or for all of it.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable
 from functools import cached_property
-
-from array import array
 
 from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.fastresolve import SHAPE_RULES
 from neuronemu.errors import AsmError
-from neuronemu.isa.table import ArgDef, InstrDef
 from neuronemu.isa import dtypes
+from neuronemu.isa.table import ArgDef, InstrDef
 from neuronemu.machine import layout as L
 from neuronemu.program import Allocation, Immediate, Instruction, Program, Tile
 from neuronemu.source import Location, SourceFile

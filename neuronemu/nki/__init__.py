@@ -42,9 +42,9 @@ from neuronemu.nki._trace import (
     Tracer,
     assembly_text,
     dtype_name,
-    render,
     map_error,
     map_location,
+    render,
     user_site,
 )
 

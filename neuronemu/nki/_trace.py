@@ -1346,8 +1346,6 @@ class Tracer:
 
     # -- naming
     def unique(self, base: str) -> str:
-        import re
-
         base = re.sub(r"[^A-Za-z0-9_]", "_", base) or "t"
         if base[0].isdigit() or re.fullmatch(r"r\d+", base) or base in (
                 "inf", "nan", "true", "false"):
