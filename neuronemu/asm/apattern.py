@@ -43,7 +43,6 @@ def access_pattern(asm, definition, arg, node) -> Tile:
     def fail(where, message, notes=()):
         return AsmError(message, location_of(source, getattr(where, "meta", where)), notes)
 
-    what = f"{definition.name} argument '{arg.name}'"
     params = list(node.children[1:])
     if not 2 <= len(params) <= 4:
         raise fail(node, f"ap takes 2 to 4 arguments, got {len(params)}; usage: {USAGE}")
@@ -59,60 +58,51 @@ def access_pattern(asm, definition, arg, node) -> Tile:
                        + (f"; did you mean '{close[0]}'?" if close else ""),
                        location_of(source, buffer.meta),
                        (f"declared tiles: {', '.join(symbols) or 'none'}",), symbol=name)
-    symbol = symbols[name]
-    on_chip = isinstance(symbol, Allocation)
-    space = symbol.space if on_chip else "hbm"
-    if getattr(symbol, "compressed", False):
-        raise fail(buffer, f"'{name}' is stored compressed: its bytes are blocks, not elements, "
-                           f"so it has no access pattern (slice whole blocks instead)")
-    if arg.compressed == "yes":
-        raise fail(node, f"{what} is compressed data; an access pattern addresses plain "
-                         f"elements (use a slice of a compressed tensor)")
-    if space not in arg.spaces:
-        where = " or ".join(s.upper() for s in arg.spaces)
-        raise fail(node, f"{what} must be in {where}, but '{name}' is in {space.upper()}")
-
-    # the element type the pattern counts in
-    dtype = symbol.dtype
+    view = None
     if len(params) == 4:
-        word = str(params[3].children[0]) if params[3].data == "name" else ""
-        if word not in dtypes.names():
-            raise fail(params[3], f"the fourth argument of ap is a dtype (a view of the bytes "
-                                  f"as that type), e.g. int32; got {repr(word) if word else 'an expression'}",
-                       (f"dtypes: {', '.join(dtypes.names())}",))
-        if word not in asm.target.dtypes:
-            raise fail(params[3], f"dtype {word} is not available on {asm.target.name}")
-        dtype = word
-    itemsize = dtypes.get(dtype).itemsize
-    # bytes of one partition on chip, of the whole tensor in HBM
-    row_bytes = symbol.bytes_per_partition if on_chip else symbol.nbytes
-    if row_bytes % itemsize:   # only a view can fail this
-        unit = "a partition of " if on_chip else ""
-        raise fail(params[3], f"{unit}'{name}' holds {row_bytes} bytes ({symbol.dtype}), not a "
-                              f"whole number of {dtype} elements ({itemsize} bytes each)")
-
+        view = str(params[3].children[0]) if params[3].data == "name" else ""
+    where = {"buffer": buffer, "offset": params[2] if len(params) >= 3 else node,
+             "dtype": params[3] if len(params) == 4 else node, "pattern": params[1],
+             "node": node}
+    _elements(asm, definition, arg, symbols[name], view, where, fail)
     pattern = _pattern(asm, params[1], fail)
     if len(params) >= 3:
         offset = asm.eval.offset(params[2], "the ap offset")
     else:
         from neuronemu.asm.expr import Affine
         offset = Affine(0)
-    start = int(offset.const)
-    if start < 0:
-        raise fail(params[2], f"the ap offset must be >= 0 (an element of '{name}'), got {start}")
     regs = tuple(sorted((int(r), int(c)) for r, c in offset.regs.items() if c))
+    where["pair"] = next(c for c in params[1].children if c is not None)
+    return pattern_tile(asm, definition, arg, symbols[name], pattern, int(offset.const), regs,
+                        view, where, fail)
+
+
+def pattern_tile(asm, definition, arg, symbol, pattern: list[tuple[int, int]], start: int,
+                 regs: tuple, view: str | None, where: dict, fail) -> Tile:
+    """The tile of ``ap(symbol, pattern, start + regs, view)`` for argument ``arg``: the
+    checks and the lowering shared by the operand text and a traced view (asm/direct.py).
+    ``where``: what to point a problem at, by part (buffer, offset, dtype, pair, pattern,
+    node); ``fail(where, message, notes)`` makes the error."""
+    name = symbol.name
+    node = where["node"]
+    what = f"{definition.name} argument '{arg.name}'"
+    on_chip = isinstance(symbol, Allocation)
+    space = symbol.space if on_chip else "hbm"
+    dtype, itemsize, row_bytes = _elements(asm, definition, arg, symbol, view, where, fail)
+    if start < 0:
+        raise fail(where["offset"], f"the ap offset must be >= 0 (an element of '{name}'), "
+                                    f"got {start}")
     if len(regs) > L.MAX_REG_TERMS:
-        raise fail(params[2], f"at most {L.MAX_REG_TERMS} registers may offset one tile")
+        raise fail(where["offset"], f"at most {L.MAX_REG_TERMS} registers may offset one tile")
     writes = "w" in arg.access
     (pstep, pcount), free = pattern[0], pattern[1:]
-    pattern_node = params[1]
-    pair_nodes = [c for c in pattern_node.children if c is not None]
+    pattern_node = where["pattern"]
 
     broadcast = pstep == 0 and pcount > 1
     if broadcast and not arg.broadcast:
         allowed = ("only DMA sources broadcast a row to every partition (docs/dma.md "
                    "\"Partition broadcast\")")
-        raise fail(pair_nodes[0], f"partition step 0 (broadcast) is not allowed for {what}: "
+        raise fail(where["pair"], f"partition step 0 (broadcast) is not allowed for {what}: "
                                   f"{allowed}")
 
     elements = row_bytes // itemsize   # per partition on chip, of the whole tensor in HBM
@@ -120,7 +110,7 @@ def access_pattern(asm, definition, arg, node) -> Tile:
     if on_chip:
         partition_start, column = divmod(start, elements)
         if pcount > 1 and not broadcast and pstep != elements:
-            raise fail(pair_nodes[0],
+            raise fail(where["pair"],
                        f"the partition step of {space.upper()} buffer '{name}' must be "
                        f"{elements} (one partition: its row of {elements} {dtype} elements) or 0 "
                        f"(broadcast, DMA sources only), got {pstep}",
@@ -167,9 +157,49 @@ def access_pattern(asm, definition, arg, node) -> Tile:
                                  f"{L.MAX_FREE_DIMS} are supported")
     byte_regs = tuple((r, c * itemsize) for r, c in regs)
     asm._check_register_bytes(node, (c for _, c in byte_regs))
-    spec = (("ap", start, regs, tuple(pattern), dtype if len(params) == 4 else ""),)
+    spec = (("ap", start, regs, tuple(pattern), view or ""),)
     return Tile(space, dtype, name, base, partition_start, pcount, pitch, tuple(merged),
-                byte_regs, window, location_of(source, node.meta), spec, broadcast=broadcast)
+                byte_regs, window, location_of(asm.source, getattr(node, "meta", node)), spec,
+                broadcast=broadcast)
+
+
+def _elements(asm, definition, arg, symbol, view: str | None, where: dict,
+              fail) -> tuple[str, int, int]:
+    """(the dtype the pattern counts in, its size, the bytes the pattern may address: of one
+    partition on chip, of the whole tensor in HBM), once the buffer may be read by pattern."""
+    name = symbol.name
+    what = f"{definition.name} argument '{arg.name}'"
+    on_chip = isinstance(symbol, Allocation)
+    space = symbol.space if on_chip else "hbm"
+    if getattr(symbol, "compressed", False):
+        raise fail(where["buffer"], f"'{name}' is stored compressed: its bytes are blocks, not "
+                                    f"elements, so it has no access pattern (slice whole "
+                                    f"blocks instead)")
+    if arg.compressed == "yes":
+        raise fail(where["node"], f"{what} is compressed data; an access pattern addresses "
+                                  f"plain elements (use a slice of a compressed tensor)")
+    if space not in arg.spaces:
+        allowed = " or ".join(s.upper() for s in arg.spaces)
+        raise fail(where["node"], f"{what} must be in {allowed}, but '{name}' is in "
+                                  f"{space.upper()}")
+    dtype = symbol.dtype
+    if view is not None:
+        if view not in dtypes.names():
+            raise fail(where["dtype"], f"the fourth argument of ap is a dtype (a view of the "
+                                       f"bytes as that type), e.g. int32; got "
+                                       f"{repr(view) if view else 'an expression'}",
+                       (f"dtypes: {', '.join(dtypes.names())}",))
+        if view not in asm.target.dtypes:
+            raise fail(where["dtype"], f"dtype {view} is not available on {asm.target.name}")
+        dtype = view
+    itemsize = dtypes.get(dtype).itemsize
+    row_bytes = symbol.bytes_per_partition if on_chip else symbol.nbytes
+    if row_bytes % itemsize:   # only a view can fail this
+        unit = "a partition of " if on_chip else ""
+        raise fail(where["dtype"], f"{unit}'{name}' holds {row_bytes} bytes ({symbol.dtype}), "
+                                   f"not a whole number of {dtype} elements ({itemsize} bytes "
+                                   f"each)")
+    return dtype, itemsize, row_bytes
 
 
 def _pattern(asm, node, fail) -> list[tuple[int, int]]:
@@ -199,6 +229,13 @@ def _pattern(asm, node, fail) -> list[tuple[int, int]]:
             raise fail(pair, f"[{step}, {count}] is too large (at most {_MAX})")
         out.append((step, count))
     return out
+
+
+def is_valid_pattern(pairs) -> bool:
+    """Whether ``pairs`` is a pattern ``_pattern`` accepts (a traced view's: asm/direct.py)."""
+    return 1 <= len(pairs) <= 1 + L.MAX_FREE_DIMS and all(
+        type(st) is int and type(c) is int and 0 <= st <= _MAX and 1 <= c <= _MAX
+        for st, c in pairs)
 
 
 def _check_distinct(pattern, node, fail, what) -> None:

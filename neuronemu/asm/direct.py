@@ -24,6 +24,7 @@ from array import array
 from collections.abc import Callable
 from functools import cached_property
 
+from neuronemu.asm.apattern import is_valid_pattern, pattern_tile
 from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.fastresolve import SHAPE_RULES
 from neuronemu.errors import AsmError
@@ -98,6 +99,10 @@ class _Skip(Exception):
     """This op goes the text path (which resolves it, or reports its error exactly)."""
 
 
+def _refuse(where, message, notes=()):
+    return _Skip(message)
+
+
 def _location(source, line: int, column: int = len(INDENT) + 1) -> Location:
     location = object.__new__(Location)   # (a frozen dataclass: no per-field __setattr__)
     location.__dict__.update(source=source, line=line, column=column, end_column=None,
@@ -126,33 +131,19 @@ class Direct:
         together say everything about the op: equal, the ops are the same instruction."""
         shape: list = [op.mnemonic]
         starts: list[int] = []
-        for value in (*op.operands, *op.keywords.items()) if op.keywords else op.operands:
-            kind = type(value)
-            if kind is str:   # (most values: a word or a number as text)
+        for value in op.operands:
+            if type(value) is str:   # (most values: a word or a number as text)
                 shape.append(value)
-                continue
-            if kind is tuple and len(value) == 2 and type(value[0]) is str:   # a keyword
-                name, value = value
-                if value is None:
-                    continue
-                shape.append((name,))
-                kind = type(value)
-                if kind is str:
-                    shape.append(value)
-                    continue
-            key = getattr(value, "shape_key", None)
-            if key is not None:
-                found = key()
-                if found is None:
-                    return None
-                shape.append(found[0])
-                starts += found[1]
-            elif kind is int or kind is float or kind is bool:
-                shape.append((kind, value))
-            elif kind is list and all(type(v) is int for v in value):
-                shape.append((list, tuple(value)))
-            else:
+            elif not _add(value, shape, starts):
                 return None
+        if op.keywords:
+            for name, value in op.keywords.items():
+                if type(value) is str:
+                    shape.append((name, value))
+                elif value is not None:
+                    shape.append(name)
+                    if not _add(value, shape, starts):
+                        return None
         return tuple(shape), starts
 
     def resolve(self, op: Op, shape: tuple) -> Instruction | None:
@@ -214,7 +205,7 @@ class Direct:
         if view is not None:
             if kind not in ("tile", "scalar"):
                 raise _Skip
-            return self._tile(arg, view(), location)
+            return self._tile(d, arg, view(), location)
         if isinstance(value, str):
             value = _word(value, kind)
         if kind == "scalar" or kind == "number":
@@ -257,7 +248,7 @@ class Direct:
             return tuple(("item", v) for v in value)
         raise _Skip
 
-    def _tile(self, arg: ArgDef, view, location):
+    def _tile(self, d: InstrDef, arg: ArgDef, view, location):
         if view is None:
             raise _Skip
         name, spec = view
@@ -268,16 +259,46 @@ class Direct:
         symbol = self.symbols.get(name)
         if symbol is None or getattr(symbol, "compressed", False) or arg.compressed == "yes":
             raise _Skip
-        if spec and spec[0][0] == "ap" or len(spec) > len(symbol.shape):
-            raise _Skip
-        items = [(*item, location) if item[0] == "slice" else (*item, 1, 1, location)
-                 for item in spec]
-        tile = self.asm._view(symbol, items, location)
-        space = symbol.space if isinstance(symbol, Allocation) else "hbm"
-        if space not in arg.spaces:
-            raise _Skip
+        if spec and spec[0][0] == "ap":
+            _, start, terms, pattern, view = spec[0]
+            if terms or not is_valid_pattern(pattern):
+                raise _Skip
+            where = dict.fromkeys(("buffer", "offset", "dtype", "pair", "pattern", "node"),
+                                  location)
+            tile = pattern_tile(self.asm, d, arg, symbol, list(pattern), start, (),
+                                view or None, where, _refuse)
+        else:
+            if len(spec) > len(symbol.shape):
+                raise _Skip
+            items = [(*item, location) if item[0] == "slice" else (*item, 1, 1, location)
+                     for item in spec]
+            tile = self.asm._view(symbol, items, location)
+            space = symbol.space if isinstance(symbol, Allocation) else "hbm"
+            if space not in arg.spaces:
+                raise _Skip
         self.tiles[key] = tile
         return tile
+
+
+def _add(value, shape: list, starts: list) -> bool:
+    """Put an operand that is not a word into a shape key and its tiles' starts (False: not
+    one this path takes)."""
+    key = getattr(value, "shape_key", None)
+    if key is not None:
+        found = key()
+        if found is None:
+            return False
+        shape.append(found[0])
+        starts += found[1]
+        return True
+    kind = type(value)
+    if kind is int or kind is float or kind is bool:
+        shape.append((kind, value))
+        return True
+    if kind is list and all(type(v) is int for v in value):
+        shape.append((list, tuple(value)))
+        return True
+    return False
 
 
 def _word(text: str, kind: str):

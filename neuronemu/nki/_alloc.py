@@ -122,6 +122,10 @@ def _offset(t: Live) -> int:
     return t.offset
 
 
+def _last_use(home: list[int]) -> int:
+    return home[1]
+
+
 def _end_byte(t: Live) -> int:
     return t.offset + t.size
 
@@ -159,7 +163,11 @@ class _Active:
         """The home of ``ring`` whose bytes no live tile holds, the one free the longest (the
         first in ring order among equals). A home whose own last tile is still live is not
         free, so only homes last used before this tile are looked at, oldest first."""
-        for home in sorted((h for h in ring if h[1] < tile.start), key=lambda h: h[1]):
+        start = tile.start
+        homes = [h for h in ring if h[1] < start]
+        if len(homes) > 1:
+            homes.sort(key=_last_use)
+        for home in homes:
             if not self.overlaps(home[0], home[0] + tile.size):
                 return home
         return None

@@ -18,6 +18,10 @@ def checked(namespace: str, func):
     """``func`` whose argument-binding errors are located NKI diagnostics (see module doc)."""
     if getattr(func, "_nki_checked", False):
         return func
+    params = list(inspect.signature(func).parameters.values())
+    if [p.kind for p in params] == [inspect.Parameter.VAR_POSITIONAL,
+                                    inspect.Parameter.VAR_KEYWORD]:
+        return func   # (*args, **kwargs): it binds them itself (the table-driven calls)
 
     @functools.wraps(func)
     def call(*args, **kwargs):
