@@ -1024,6 +1024,9 @@ class NkiTensor(NKIObject):
         if self._ap is not None:
             if slot.kind == "hbm" and slot.used_shape is None:
                 slot.used_shape, slot.used_site = self._base_shape, user_site()
+            pairs, offset, dtype = self._ap
+            if type(offset) is not int:   # a register's: its text now (see _frozen)
+                return TileRef(slot, None, (pairs, str(offset), dtype))
             return TileRef(slot, None, self._ap)
         if slot.kind == "hbm":
             if slot.used_shape is None:
@@ -1049,10 +1052,16 @@ class NkiTensor(NKIObject):
             if 0 in self._base_shape:
                 self._empty()
             return TileRef(slot, None, None)
-        for e in self._index:
-            if type(e) is tuple and e[1] == 0:
-                self._empty()
-        return TileRef(slot, self._index, None)
+        index = self._index
+        for e in index:
+            if type(e) is tuple:
+                if e[1] == 0:
+                    self._empty()
+                if type(e[0]) is not int:
+                    index = _frozen(index)
+            elif type(e) is not int:
+                index = _frozen(index)
+        return TileRef(slot, index, None)
 
     def _empty(self) -> None:
         fail(f"an empty view (shape {list(self.shape)}) cannot be an instruction's operand",
@@ -1158,6 +1167,21 @@ SPACES = {"sbuf": Space("sbuf", "sbuf"), "psum": Space("psum", "psum"),
 # the tracer
 
 
+def _frozen(index: tuple) -> tuple:
+    """An index with run-time (register) parts, those written as text now: an instruction
+    must not keep a register alive (the pool frees a register no variable refers to), and
+    the register's number is the one it has now."""
+    out = []
+    for e in index:
+        if type(e) is tuple and type(e[0]) is not int:
+            start, size, step = e
+            stop = start + (size - 1) * step + 1
+            out.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
+        else:
+            out.append(e if type(e) is int else str(e))
+    return tuple(out)
+
+
 class TileRef:
     """An instruction operand naming a traced tensor, or a view of it: the assembler takes
     its ``view()`` directly; ``str()`` is its assembly text. Both name the tensor's
@@ -1166,7 +1190,9 @@ class TileRef:
     __slots__ = ("ap", "index", "slot")
 
     def __init__(self, slot: Slot, index: tuple | None, ap: tuple | None) -> None:
-        self.slot, self.index, self.ap = slot, index, ap   # index None and ap None: whole
+        # index None and ap None: the whole tensor; a run-time (register) part of either is
+        # kept as its text (``_frozen``), and the view then goes the text path
+        self.slot, self.index, self.ap = slot, index, ap
 
     def __str__(self) -> str:
         name = self.slot.name

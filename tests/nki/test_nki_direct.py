@@ -147,3 +147,30 @@ def test_an_op_the_assembler_refuses_is_reported_at_its_text(monkeypatch):
     assert "queue" in direct_error.value.args[0]
     # located at the kernel's line of the first dma_copy, as every traced error is
     assert direct_error.value.location.line == kernel.__code__.co_firstlineno + 3
+
+
+def _windows(x, starts):
+    """out[k] = x[:, s_k : s_k + 16] for 80 run-time starts, one register each: more
+    registers over the kernel's life than the 64 the sequencer has."""
+    s_sb = nl.ndarray((1, starts.shape[1]), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s_sb, src=starts)
+    xs = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=x)
+    out = nl.ndarray((starts.shape[1], 128, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+    for k in range(starts.shape[1]):
+        reg = nisa.register_alloc(s_sb[0:1, k:k + 1])
+        w = nl.ndarray((128, 16), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=w, src=xs.ap([[x.shape[1], 128], [1, 16]], scalar_offset=reg,
+                                          indirect_dim=1))
+        nisa.dma_copy(dst=out[k], src=w)
+    return out
+
+
+def test_an_instruction_does_not_keep_its_register_alive():
+    """A register-offset view keeps its register's text, not the register: the pool frees a
+    register no variable refers to, so 80 windows in turn need no more than a few."""
+    x = np.random.default_rng(1).standard_normal((128, 64)).astype(np.float32)
+    starts = np.random.default_rng(2).integers(0, 48, (1, 80)).astype(np.int32)
+    got = nki.simulate(_windows)(x, starts)
+    for k, s in enumerate(starts[0]):
+        np.testing.assert_array_equal(got[k], x[:, s:s + 16])
