@@ -126,15 +126,19 @@ class Assembler:
             except AsmError as e:
                 collector.add(e)
                 collector.poison(_declared_name(item))
+        given = []   # the instructions given as values, after the text's
         for op in ops:
             if op.label is None:
-                statements.append(op)
+                given.append(op)
             elif op.label in self.labels:
                 collector.add(AsmError(f"label '{op.label}' is defined twice",
                                        Location(self.source, op.line, 5, None)))
             else:
-                self.labels[op.label] = len(statements)
+                self.labels[op.label] = len(statements) + len(given)
         instructions, same_as = self._instructions(statements)
+        if given:
+            Direct(self, _broadcast_sources, _moved_value, lower, Repeat).extend(
+                given, instructions, same_as)
         collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, warnings=self.warnings,
@@ -432,40 +436,8 @@ class Assembler:
         line_of = self.source.line
         resolver = Resolver(self, lower, _is_dense) if FAST else None
         plans = resolver.plans if FAST else {}
-        direct = None
         for pc, node in enumerate(statements):
-            if type(node) is Op:   # an instruction given as values (asm/direct.py)
-                if direct is None:
-                    direct = Direct(self, _broadcast_sources, _moved_value, lower)
-                keys = direct.keys(node)
-                instruction = None
-                if keys is not None:
-                    shape, starts = keys
-                    plan = direct.plans.get(shape)
-                    made = plan.made(node, starts) if plan else None
-                    if made is not None:   # (most ops of an unrolled kernel)
-                        same_as.append(pc)
-                        instructions.append(Made(direct, node, plan.definition, made))
-                        continue
-                    key = (shape, tuple(starts))
-                    first = resolved.get(key)
-                    if first is not None:
-                        same_as.append(first)
-                        instructions.append(Repeat(instructions, first, node.line))
-                        continue
-                    instruction = direct.resolve(node, shape)
-                if instruction is not None:
-                    resolved[key] = pc
-                    same_as.append(pc)
-                    instructions.append(instruction)
-                    continue
-                node = self._parsed(node)   # the text path: resolved or reported as text is
-                text, first = ("op", pc), None
-                if node is None:
-                    instructions.append(None)
-                    same_as.append(pc)
-                    continue
-            elif type(node) is TemplateLine:
+            if type(node) is TemplateLine:
                 text = node.text
                 first = resolved.get(text) if REUSE else None
                 if first is None and resolver is not None:   # (most lines of unrolled code)
@@ -515,22 +487,22 @@ class Assembler:
             instructions.append(instruction)
         return instructions, same_as
 
-    def _parsed(self, op: Op):
-        """The instruction node of ``op``'s own line of the generated text (None: its syntax
-        error is reported)."""
+    def text_op(self, op: Op) -> Instruction | None:
+        """``op`` resolved from its own line of the generated text, as a line of a file is
+        (None: its error is reported)."""
         from neuronemu.asm.fastparse import Reject, parse_line
         from neuronemu.asm.parser import parse_with_lark
 
         text = self.source.line(op.line)
         try:
-            items = parse_line(text, op.line)
-        except (Reject, IndexError, RecursionError):
             try:
+                items = parse_line(text, op.line)
+            except (Reject, IndexError, RecursionError):
                 items = parse_with_lark(self.source, "\n" * (op.line - 1) + text).children
-            except AsmError as e:
-                self.collector.add(e)
-                return None
-        return items[-1]
+            return self._instruction(items[-1])
+        except AsmError as e:
+            self.collector.add(e)
+            return None
 
     def _lookup(self, node) -> InstrDef:
         engine_tok, mnemonic_tok = node.children[0], node.children[1]

@@ -113,16 +113,52 @@ def _location(source, line: int, column: int = len(INDENT) + 1) -> Location:
 class Direct:
     """Ops -> instructions for one ``Assembler`` after its declarations (pass 1)."""
 
-    def __init__(self, asm, broadcast_sources, moved_value, lower) -> None:
+    def __init__(self, asm, broadcast_sources, moved_value, lower, repeat) -> None:
         """``asm``: the Assembler after pass 1; ``broadcast_sources``, ``moved_value``,
-        ``lower``: the assembler's (which imports this module, so they are handed over)."""
+        ``lower``, ``repeat``: the assembler's (which imports this module, so they are handed
+        over)."""
         self.asm = asm
         self._broadcast_sources, self._moved_value = broadcast_sources, moved_value
-        self._lower = lower
+        self._lower, self._repeat = lower, repeat
         self.symbols = {**asm.tensors, **asm.allocations}
         self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
         self.entries: dict[str, tuple] = {}    # mnemonic -> (InstrDef, positional, names)
         self.plans: dict[tuple, _Plan | None] = {}   # shape key -> its plan (None: none)
+
+    def extend(self, ops: list[Op], instructions: list, same_as: list[int]) -> None:
+        """Append the instruction of each op (an Instruction, a ``Made`` record, or a
+        ``Repeat`` of an identical earlier op; None where an error was reported) and its
+        ``same_as`` entry (as ``Assembler._instructions`` makes them for lines)."""
+        resolved: dict[tuple, int] = {}   # (shape, starts) -> pc of its first op
+        plans = self.plans
+        keys = self.keys
+        repeat = self._repeat
+        for op in ops:
+            pc = len(instructions)
+            found = keys(op)
+            if found is not None:
+                shape, starts = found
+                plan = plans.get(shape)
+                if plan:
+                    made = plan.made(op, starts)
+                    if made is not None:   # (most ops of an unrolled kernel)
+                        same_as.append(pc)
+                        instructions.append(Made(self, op, plan.definition, made))
+                        continue
+                key = (shape, tuple(starts))
+                first = resolved.get(key)
+                if first is not None:
+                    same_as.append(first)
+                    instructions.append(repeat(instructions, first, op.line))
+                    continue
+                instruction = self.resolve(op, shape)
+                if instruction is not None:
+                    resolved[key] = pc
+                    same_as.append(pc)
+                    instructions.append(instruction)
+                    continue
+            same_as.append(pc)
+            instructions.append(self.asm.text_op(op))
 
     @staticmethod
     def keys(op: Op) -> tuple[tuple, list[int]] | None:

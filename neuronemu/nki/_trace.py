@@ -1178,7 +1178,7 @@ def _frozen(index: tuple) -> tuple:
             stop = start + (size - 1) * step + 1
             out.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
         else:
-            out.append(e if type(e) is int else str(e))
+            out.append(e if type(e) in (int, tuple) else str(e))
     return tuple(out)
 
 
