@@ -123,7 +123,8 @@ class Direct:
         self.symbols = {**asm.tensors, **asm.allocations}
         self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
         self.entries: dict[str, tuple] = {}    # mnemonic -> (InstrDef, positional, names)
-        self.plans: dict[tuple, _Plan | None] = {}   # shape key -> its plan (None: none)
+        # shape key -> its plan (None: none; (op, instruction): its first op, no plan yet)
+        self.plans: dict[tuple, _Plan | tuple | None] = {}
 
     def extend(self, ops: list[Op], instructions: list, same_as: list[int]) -> None:
         """Append the instruction of each op (an Instruction, a ``Made`` record, or a
@@ -138,19 +139,22 @@ class Direct:
             found = keys(op)
             if found is not None:
                 shape, starts = found
-                plan = plans.get(shape)
-                if plan:
-                    made = plan.made(op, starts)
-                    if made is not None:   # (most ops of an unrolled kernel)
-                        same_as.append(pc)
-                        instructions.append(Made(self, op, plan.definition, made))
-                        continue
                 key = (shape, tuple(starts))
                 first = resolved.get(key)
-                if first is not None:
+                if first is not None:   # the same instruction as an earlier op
                     same_as.append(first)
                     instructions.append(repeat(instructions, first, op.line))
                     continue
+                plan = plans.get(shape)
+                if type(plan) is tuple:   # the second op of its shape: a plan now
+                    plan = plans[shape] = _Plan.of(self, *plan)
+                if plan:
+                    made = plan.made(op, starts)
+                    if made is not None:   # (most other ops of an unrolled kernel)
+                        resolved[key] = pc
+                        same_as.append(pc)
+                        instructions.append(Made(self, op, plan.definition, made))
+                        continue
                 instruction = self.resolve(op, shape)
                 if instruction is not None:
                     resolved[key] = pc
@@ -189,8 +193,14 @@ class Direct:
             instruction = self._instruction(op)
         except (_Skip, AsmError):
             return None
-        if shape not in self.plans:
-            self.plans[shape] = _Plan.of(self, op, instruction)
+        plans = self.plans
+        first = plans.get(shape, False)
+        if first is False:
+            # a plan costs about what resolving a few ops does, and after the exact repeats
+            # many shapes have one op: the plan is made from the first op when a second comes
+            plans[shape] = (op, instruction)
+        elif type(first) is tuple:
+            plans[shape] = _Plan.of(self, *first)
         return instruction
 
     def _entry(self, mnemonic: str) -> tuple:
@@ -366,6 +376,17 @@ def _word(text: str, kind: str):
     return text
 
 
+# Rules that look at no tile's place (its first byte, first partition or registers), only at
+# shapes, dtypes, written dims and the other values (each read for this): every op of a plan
+# passes them as its first op did. psum_banks, which looks at the first byte, is checked by
+# the plan itself (``_Plan.made``); an entry with any other rule has no plan.
+PLANNED_RULES = SHAPE_RULES | frozenset((
+    "pe_transpose_dtypes", "matmul_shape", "pe_tiling", "even_free", "transposed",
+    "free_ratio", "free_plus", "scan_op", "activation_reduce_op", "collective_op",
+    "engine_alu_ops", "compare_op", "activate2_ops", "mx_dst", "double_row", "shuffle_mask",
+    "psum_banks"))
+
+
 class _Plan:
     """How every op with one shape key lowers (``Direct.keys``: the same instruction but for
     where its tiles start): the rows the first such op lowered to, in which each later op puts
@@ -379,7 +400,7 @@ class _Plan:
     @classmethod
     def of(cls, direct: Direct, op: Op, instruction: Instruction) -> _Plan | None:
         d = instruction.definition
-        if any(c.rule not in SHAPE_RULES for c in d.checks):
+        if any(c.rule not in PLANNED_RULES for c in d.checks):
             return None
         values = instruction.args
         plan = cls()
@@ -412,16 +433,23 @@ class _Plan:
             # per written dim: (stride, size, last element of the view past its start)
             written = tuple((strides[i], dims[i], (item[3] - 1) * item[4]
                              if item[0] == "slice" else 0) for i, item in enumerate(tile.spec))
+            # psum_banks: the bank the tile's bytes must stay in (None: no such rule)
+            bank = direct.asm.target.psum_bank_bytes
+            banked = any(c.rule == "psum_banks" and c.args[0] == name for c in d.checks) and (
+                direct.asm.target.matmul_moving_fmax * 4 <= bank)
             plan.tiles.append((plan.row[L.I_ARGS + 2 * k + 1], symbol.offset, written,
-                               isinstance(symbol, Allocation)))
+                               isinstance(symbol, Allocation),
+                               (bank, tile.extent - 1) if banked else None))
         return plan
 
     def made(self, op: Op, starts: list[int]) -> tuple | None:
         """``op``'s lowered rows (the record ``assembler.lower`` takes), or None when a tile
         leaves its tensor (the ordinary path reports it)."""
-        ops = self.ops[:]
+        ops = self.ops   # (copied before the first tile placed elsewhere than the first op's)
         at = 0
-        for index, offset, written, on_chip in self.tiles:
+        for index, offset, written, on_chip, banked in self.tiles:
+            if not written:   # the whole tensor: where the first op's was
+                continue
             base = offset
             for stride, size, span in written:
                 start = starts[at]
@@ -429,10 +457,14 @@ class _Plan:
                 if start < 0 or start + span >= size:
                     return None
                 base += start * stride
+            if banked is not None and base // banked[0] != (base + banked[1]) // banked[0]:
+                return None   # (psum_banks: the ordinary path reports it)
             row = array("q", ops[index])
             row[L.OP_BASE] = base
-            if on_chip and written:
+            if on_chip:
                 row[L.OP_PSTART] = starts[at - len(written)]
+            if ops is self.ops:
+                ops = ops[:]
             ops[index] = row
         row = array("q", self.row)
         row[L.I_LINE] = op.line
