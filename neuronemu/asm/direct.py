@@ -121,6 +121,12 @@ class Direct:
         self._broadcast_sources, self._moved_value = broadcast_sources, moved_value
         self._lower, self._repeat = lower, repeat
         self.symbols = {**asm.tensors, **asm.allocations}
+        # each declaration's number (in the starts of ``keys``), and by number: the
+        # declaration and its layout (memory, dtype, shape)
+        self.numbers = {name: k for k, name in enumerate(self.symbols)}
+        self.declared = list(self.symbols.values())
+        self.layouts = [(s.space if isinstance(s, Allocation) else "hbm", s.dtype, s.shape,
+                         getattr(s, "compressed", False)) for s in self.declared]
         self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
         self.entries: dict[str, tuple] = {}    # mnemonic -> (InstrDef, positional, names)
         # shape key -> its plan (None: none; (op, instruction): its first op, no plan yet)
@@ -164,27 +170,64 @@ class Direct:
             same_as.append(pc)
             instructions.append(self.asm.text_op(op))
 
-    @staticmethod
-    def keys(op: Op) -> tuple[tuple, list[int]] | None:
-        """(the op but for where its tiles start: its plan's key, those starts: one per
-        written dim of each tile, in order), or None when the op goes the text path. The two
-        together say everything about the op: equal, the ops are the same instruction."""
+    def keys(self, op: Op) -> tuple[tuple, list[int]] | None:
+        """(the op but for its tiles' declarations and where they start and its DMA queue:
+        its plan's key; those, a tile's declaration as its number then its start in each
+        written dim, tile after tile, then the queue if it has one), or None when the op goes
+        the text path. The two together say everything about the op: equal, the ops are the
+        same instruction. A tile's declaration counts in the plan's key by its layout only
+        (memory, dtype, shape): tiles of a ring of buffers share plans."""
         shape: list = [op.mnemonic]
         starts: list[int] = []
         for value in op.operands:
             if type(value) is str:   # (most values: a word or a number as text)
                 shape.append(value)
-            elif not _add(value, shape, starts):
+            elif not self._add(value, shape, starts):
                 return None
+        queue = None
         if op.keywords:
             for name, value in op.keywords.items():
+                if name == "queue":   # a plan's variable too: a kernel spreads its DMAs
+                    queue = value if type(value) is int else (
+                        int(value) if type(value) is str and value.isdigit() else None)
+                    if queue is not None:
+                        shape.append(name)
+                        continue
                 if type(value) is str:
                     shape.append((name, value))
                 elif value is not None:
                     shape.append(name)
-                    if not _add(value, shape, starts):
+                    if not self._add(value, shape, starts):
                         return None
+        if queue is not None:
+            starts.append(queue)   # (after the tiles')
         return tuple(shape), starts
+
+    def _add(self, value, shape: list, starts: list) -> bool:
+        """Put an operand that is not a word into a plan's key and the starts (False: not one
+        this path takes)."""
+        key = getattr(value, "shape_key", None)
+        if key is not None:
+            found = key()
+            if found is None:
+                return False
+            name, dims, tile_starts = found
+            number = self.numbers.get(name)
+            if number is None:
+                return False   # (not declared: the text path reports it)
+            shape.append(self.layouts[number])
+            shape.append(dims)
+            starts.append(number)
+            starts += tile_starts
+            return True
+        kind = type(value)
+        if kind is int or kind is float or kind is bool:
+            shape.append((kind, value))
+            return True
+        if kind is list and all(type(v) is int for v in value):
+            shape.append((list, tuple(value)))
+            return True
+        return False
 
     def resolve(self, op: Op, shape: tuple) -> Instruction | None:
         """``op``'s checked instruction (objects), or None when the text path must decide;
@@ -326,27 +369,6 @@ class Direct:
         return tile
 
 
-def _add(value, shape: list, starts: list) -> bool:
-    """Put an operand that is not a word into a shape key and its tiles' starts (False: not
-    one this path takes)."""
-    key = getattr(value, "shape_key", None)
-    if key is not None:
-        found = key()
-        if found is None:
-            return False
-        shape.append(found[0])
-        starts += found[1]
-        return True
-    kind = type(value)
-    if kind is int or kind is float or kind is bool:
-        shape.append((kind, value))
-        return True
-    if kind is list and all(type(v) is int for v in value):
-        shape.append((list, tuple(value)))
-        return True
-    return False
-
-
 def _word(text: str, kind: str):
     """An operand given as a word: a number, true/false, a register; else the word itself
     (an enum value or a label)."""
@@ -395,7 +417,7 @@ class _Plan:
     first op passed them, so every op of the key does), and whose tiles were not turned into
     partition broadcasts."""
 
-    __slots__ = ("definition", "imms", "ops", "row", "slots", "tiles")
+    __slots__ = ("declared", "definition", "imms", "ops", "queue", "row", "slots", "tiles")
 
     @classmethod
     def of(cls, direct: Direct, op: Op, instruction: Instruction) -> _Plan | None:
@@ -416,6 +438,12 @@ class _Plan:
         # the tiles in the order ``keys`` lists their starts (operands, then keywords)
         order = [a.name for a in d.args if not a.keyword][:len(op.operands)]
         order += [k for k, v in op.keywords.items() if v is not None]
+        # the queue: its argument's slot in the row and its range (None: no queue given)
+        plan.queue = None
+        if op.keywords.get("queue") is not None:
+            k = next(k for k, a in enumerate(d.args) if a.name == "queue")
+            plan.queue = (L.I_ARGS + 2 * k + 1, d.args[k].range or (0, 15),
+                          d.engine in ("dma", "cc"))
         plan.tiles = []
         for name in order:
             tile = values.get(name)
@@ -428,7 +456,8 @@ class _Plan:
             dims = symbol.shape
             itemsize = dtypes.get(symbol.dtype).itemsize
             strides = [math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))]
-            if isinstance(symbol, Allocation):
+            on_chip = isinstance(symbol, Allocation)
+            if on_chip:
                 strides[0] = 0   # (the first partition, OP_PSTART, is the start of dim 0)
             # per written dim: (stride, size, last element of the view past its start)
             written = tuple((strides[i], dims[i], (item[3] - 1) * item[4]
@@ -437,18 +466,22 @@ class _Plan:
             bank = direct.asm.target.psum_bank_bytes
             banked = any(c.rule == "psum_banks" and c.args[0] == name for c in d.checks) and (
                 direct.asm.target.matmul_moving_fmax * 4 <= bank)
-            plan.tiles.append((plan.row[L.I_ARGS + 2 * k + 1], symbol.offset, written,
-                               isinstance(symbol, Allocation),
-                               (bank, tile.extent - 1) if banked else None))
+            window = tile.window[1] - tile.window[0]   # (the declaration's bytes: its layout's)
+            plan.tiles.append((plan.row[L.I_ARGS + 2 * k + 1], symbol.offset, written, on_chip,
+                               (bank, tile.extent - 1) if banked else None, window))
+        plan.declared = direct.declared
         return plan
 
     def made(self, op: Op, starts: list[int]) -> tuple | None:
         """``op``'s lowered rows (the record ``assembler.lower`` takes), or None when a tile
         leaves its tensor (the ordinary path reports it)."""
         ops = self.ops   # (copied before the first tile placed elsewhere than the first op's)
+        declared = self.declared
         at = 0
-        for index, offset, written, on_chip, banked in self.tiles:
-            if not written:   # the whole tensor: where the first op's was
+        for index, first, written, on_chip, banked, window in self.tiles:
+            offset = declared[starts[at]].offset
+            at += 1
+            if not written and offset == first:   # the whole tensor the first op named
                 continue
             base = offset
             for stride, size, span in written:
@@ -461,13 +494,23 @@ class _Plan:
                 return None   # (psum_banks: the ordinary path reports it)
             row = array("q", ops[index])
             row[L.OP_BASE] = base
-            if on_chip:
+            row[L.OP_LO] = offset
+            row[L.OP_HI] = offset + window
+            if on_chip and written:
                 row[L.OP_PSTART] = starts[at - len(written)]
             if ops is self.ops:
                 ops = ops[:]
             ops[index] = row
         row = array("q", self.row)
         row[L.I_LINE] = op.line
+        if self.queue is not None:
+            slot, (low, high), track = self.queue
+            queue = starts[-1]
+            if not low <= queue <= high:
+                return None
+            row[slot] = queue
+            if track:   # a DMA's track is its queue's (assembler.lower)
+                row[L.I_TRACK] = L.DMA_TRACK0 + queue
         return row, ops, self.imms, *self.slots
 
 

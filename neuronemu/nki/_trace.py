@@ -1214,15 +1214,16 @@ class TileRef:
 
     __repr__ = __str__
 
-    def shape_key(self) -> tuple[tuple, list[int]] | None:
-        """(the view but for where it starts, its start in each written dim), or None when
-        a register offsets it (asm/direct.py)."""
+    def shape_key(self) -> tuple[str, tuple, list[int]] | None:
+        """(the declared name, the view but for where it starts, its start in each written
+        dim), or None when a register offsets it (asm/direct.py)."""
+        name = self.slot.name
         if self.ap is not None:
             view = self.view()
-            return None if view is None else ((view,), [])
+            return None if view is None else (name, view[1], [])
         if self.index is None:
-            return (self.slot.name,), []
-        shape = [self.slot.name]
+            return name, (), []
+        shape = []
         starts = []
         for e in self.index:
             if type(e) is int:
@@ -1233,7 +1234,7 @@ class TileRef:
                 starts.append(e[0])
             else:
                 return None
-        return tuple(shape), starts
+        return name, tuple(shape), starts
 
     def view(self) -> tuple | None:
         """(declared name, the operand as ``Tile.spec`` writes it), or None when a register
