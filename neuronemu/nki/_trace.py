@@ -109,7 +109,7 @@ def user_site() -> Site:
     if frame is None:   # called from inside the package only (cannot happen from a kernel)
         return Site("<unknown>", 1, "<unknown>")
     code = frame.f_code
-    key = (code, frame.f_lasti, frame.f_lineno)
+    key = (code, frame.f_lasti)   # (the instruction offset fixes the line)
     site = _SITES.get(key)
     if site is not None:
         return site
@@ -406,6 +406,21 @@ class NkiTensor(NKIObject):
     def __getitem__(self, key) -> NkiTensor:
         if self._ap is not None or self._broadcast is not None:
             return self._index_pattern(key)
+        if type(key) is tuple and len(key) == len(self._index):
+            # the common case first: a slice of Python ints in every dim of a plain view
+            out = []
+            for k, e in zip(key, self._index):
+                if type(k) is not slice or type(e) is not tuple or k.step is not None:
+                    break
+                a, b = k.start, k.stop
+                start, size, step = e
+                a = 0 if a is None else a
+                b = size if b is None else b
+                if type(a) is not int or type(b) is not int or not 0 <= a <= b <= size:
+                    break
+                out.append((start + a * step, b - a, step))
+            else:
+                return NkiTensor(self._buffer, self._base_shape, tuple(out))
         if type(key) is not tuple:
             key = (key,)
         view_dims = [i for i, e in enumerate(self._index) if type(e) is tuple]
