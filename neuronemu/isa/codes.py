@@ -91,6 +91,8 @@ OP_CC_ALL_TO_ALL = 0x0806  # isa/cc.toml
 OP_CC_PERMUTE = 0x0807  # isa/cc.toml
 OP_CC_BARRIER = 0x0808  # isa/cc.toml
 OP_CC_SENDRECV = 0x0809  # isa/cc.toml
+OP_CC_ALL_TO_ALL_V = 0x080a  # isa/cc.toml
+OP_CC_ALL_GATHER_V = 0x080b  # isa/cc.toml
 
 ENGINE_TENSOR = 1
 ENGINE_SCALAR = 2

@@ -421,6 +421,7 @@ class Driver:
         ready = [stop.ready for stop in stops]
         handler = {"cc.all_reduce": self._all_reduce, "cc.reduce_scatter": self._reduce_scatter,
                    "cc.all_gather": self._all_gather, "cc.all_to_all": self._all_to_all,
+                   "cc.all_to_all_v": self._all_to_all_v, "cc.all_gather_v": self._all_gather_v,
                    "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
         self.timer = ((), None, False)
         done, nbytes = handler(ready)
@@ -578,6 +579,109 @@ class Driver:
             core.store("dst", np.concatenate([data[r][(i, r)] for i in range(self.world)],
                                              axis=dim))
         return done, block * self.world
+
+    # the variable collectives: counts and places read from a uint32 metadata tile at run time
+
+    def _metadata(self) -> tuple[dict[int, np.ndarray], bool]:
+        """Every rank's metadata (rank -> [rows, world] int64: send counts, send displacements,
+        receive counts, receive displacements) and whether row 3 places the chunks. The
+        ranks' rows are exchanged between partitions: every partition times every chunk."""
+        ins = self._instruction()
+        meta = ins.args["meta"]
+        rdispls = bool(ins.args.get("has_rdispls"))
+        n = self.world
+        total = meta.partitions * meta.free_size
+        rows = total // n
+        if total % n or not (4 if rdispls else 3) <= rows <= 4:
+            need = "4" if rdispls else "3 or 4"
+            raise RuntimeFault(f"{ins.definition.name}: the metadata '{meta.symbol}' has {total} "
+                               f"elements; with {n} ranks it needs {need} rows of {n} (send "
+                               f"counts, send displacements, receive counts"
+                               f"{', receive displacements' if rdispls else ''})", meta.location)
+        mine = {r: core.load("meta").reshape(rows, n) for r, core in self.cores.items()}
+        every: dict[int, np.ndarray] = {}
+        for part in self.comm.allgather(mine):
+            every.update(part)
+        return every, rdispls
+
+    def _chunks(self, meta, rdispls: bool, send, src, dst) -> dict[tuple[int, int], tuple]:
+        """(sender s, receiver d) -> (first element in s's src, count, first element in d's
+        dst), checked to lie inside both tiles. ``send(s, d)``: the column of s's rows 0 and 1
+        that describes what s sends d."""
+        ins = self._instruction()
+        n = self.world
+        src_size = src.partitions * src.free_size
+        dst_size = dst.partitions * dst.free_size
+        slot = dst_size // n
+        out = {}
+        for s in range(n):
+            for d in range(n):
+                column = send(s, d)
+                count, first = int(meta[s][0, column]), int(meta[s][1, column])
+                if first + count > src_size:
+                    raise RuntimeFault(
+                        f"{ins.definition.name}: rank {s} sends {count} elements from element "
+                        f"{first} of '{src.symbol}' (metadata rows 0 and 1, column {column}), "
+                        f"past its {src_size} elements", src.location)
+                at = int(meta[d][3, s]) if rdispls else s * slot
+                room = dst_size - at if rdispls else slot
+                if count > room:
+                    where = (f"at element {at} (row 3 of rank {d}'s metadata, column {s})"
+                             if rdispls else f"in its slot of {slot} elements (dst / {n} ranks)")
+                    raise RuntimeFault(
+                        f"{ins.definition.name}: rank {d} receives {count} elements from rank "
+                        f"{s} {where}; '{dst.symbol}' has room for {max(room, 0)} there",
+                        dst.location)
+                out[(s, d)] = (first, count, at)
+        return out
+
+    def _variable(self, ready, chunks, steps, keyed) -> tuple[list[float], int]:
+        """Move the chunks (``keyed(s, d)``: the data key of s's chunk for d) along ``steps``,
+        write each receiver's dst (senders in rank order) and, unless recv_counts_known, the
+        counts it received into row 2 of its metadata."""
+        ins = self._instruction()
+        src = self._tile("src")
+        n = self.world
+        itemsize = tile_itemsize(src)
+        data = {}
+        for r, core in self.cores.items():
+            flat = core.load("src").reshape(-1)
+            data[r] = {}
+            for d in range(n):
+                first, count, _ = chunks[(r, d)]
+                data[r][keyed(r, d)] = flat[first:first + count]
+        sizes = {keyed(s, d): count * itemsize for (s, d), (_, count, _) in chunks.items()}
+        done = self._steps(steps, data, sizes.__getitem__, ready, None)
+        known = bool(ins.args.get("recv_counts_known"))
+        for d, core in self.cores.items():
+            dst = core.load("dst").reshape(-1).copy()
+            for s in range(n):
+                _, count, at = chunks[(s, d)]
+                dst[at:at + count] = data[d][keyed(s, d)]
+            core.store("dst", dst.reshape(self._tile("dst").partitions, -1))
+            if not known:
+                meta = core.load("meta")
+                rows = meta.reshape(-1, n).copy()
+                rows[2] = [chunks[(s, d)][1] for s in range(n)]
+                core.store("meta", rows.reshape(meta.shape))
+        sent = max(sum(chunks[(s, d)][1] for d in range(n)) for s in range(n)) * itemsize
+        return done, sent
+
+    def _all_to_all_v(self, ready):
+        src, dst = self._tile("src"), self._tile("dst")
+        meta, rdispls = self._metadata()
+        chunks = self._chunks(meta, rdispls, lambda s, d: d, src, dst)
+        return self._variable(ready, chunks, C.all_to_all_steps(self.world), lambda s, d: (s, d))
+
+    def _all_gather_v(self, ready):
+        src, dst = self._tile("src"), self._tile("dst")
+        meta, rdispls = self._metadata()
+        chunks = self._chunks(meta, rdispls, lambda s, d: 0, src, dst)
+        total = sum(chunks[(s, 0)][1] for s in range(self.world)) * tile_itemsize(src)
+        algorithm = C.choose("auto", total, self.world)
+        steps = C.all_gather_steps(algorithm, self.order, self.cube)
+        done, _ = self._variable(ready, chunks, steps, lambda s, d: s)
+        return done, total
 
     def _permute(self, ready):
         src = self._tile("src")

@@ -225,19 +225,36 @@ def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=No
         _cc("all_to_all", dst=d, src=s, dim=collective_dim)
 
 
-def _variable(name: str):
-    def variable(*args, **kwargs):
-        fail(f"nki.collectives.{name} (variable counts from a metadata tensor) has no "
-             f"neuronemu instruction", f"with equal counts use nki.collectives."
-             f"{name[:-2]}; otherwise pad every rank's chunk to the largest",
-             unsupported=True)
+def _variable(what: str, srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls) -> None:
+    _world(replica_group)
+    record_sync(what)
+    pairs = _pairs(srcs, dsts, what)
+    if len(pairs) != 1:
+        fail(f"{what}: srcs and dsts hold exactly one tensor each (as in NKI), got "
+             f"{len(pairs)}")
+    if not isinstance(metadata_tensor, NkiTensor) or metadata_tensor.kind == "psum":
+        fail(f"{what}: metadata_tensor must be a uint32 HBM tensor (rows, world) or SBUF "
+             f"tile (1, rows, world), got {metadata_tensor!r}")
+    (s, d), = pairs
+    _cc(what, dst=d, src=s, meta=metadata_tensor, recv_counts_known=bool(recv_counts_known),
+        has_rdispls=bool(has_rdispls))
 
-    variable.__name__ = name
-    return variable
+
+def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None) -> None:
+    """Variable all-to-all of flat element buffers (``cc.all_to_all_v``): counts and
+    displacements from the uint32 ``metadata_tensor`` [rows, world] at run time."""
+    _variable("all_to_all_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls)
 
 
-all_gather_v = _variable("all_gather_v")
-all_to_all_v = _variable("all_to_all_v")
+def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None) -> None:
+    """Variable all-gather of flat element buffers (``cc.all_gather_v``): each rank's one
+    chunk (column 0 of metadata rows 0 and 1) lands in every rank's dst."""
+    _variable("all_gather_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls)
 
 
 def _shift(pairs, n_hint=None) -> int:

@@ -16,3 +16,4 @@ def _handled_by_driver(ins, ops, imms, mems, regs, fmt, table):
 
 send = recv = sendrecv = all_reduce = reduce_scatter = all_gather = all_to_all = permute = barrier = (
     _handled_by_driver)
+all_to_all_v = all_gather_v = _handled_by_driver

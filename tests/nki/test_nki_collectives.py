@@ -11,6 +11,7 @@ import neuronemu.nki.isa as nisa
 import neuronemu.nki.language as nl
 from neuronemu import nki
 from neuronemu.api import run_spmd
+from neuronemu.errors import AsmError, RuntimeFault
 from neuronemu.nki._collectives import check_identical_control_flow
 from neuronemu.nki._trace import _CURRENT, NkiError, NkiUnsupported, Tracer
 
@@ -84,12 +85,129 @@ def test_replica_groups_other_than_all_ranks_are_located_errors():
         nki.trace(perm, np.zeros((32, 64), np.float32))
 
 
-def test_variable_count_collectives_say_what_to_use():
-    def k(x):
-        ncc.all_to_all_v(srcs=[x], dsts=[x], replica_group=RG, metadata_tensor=x)
+SLOT = 32   # elements of dst per sending rank: [8, 64] = 512 elements over 16 ranks
 
-    with pytest.raises(NkiUnsupported, match="all_to_all_v .* has no neuronemu instruction"):
+
+def _filled(shape, value):
+    """A new HBM tensor holding ``value`` everywhere (so untouched elements are known)."""
+    out = nl.ndarray(shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = _sb(shape)
+    nisa.memset(t, value)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def _meta_out(meta):
+    """The metadata after the collective (row 2 written), as an output."""
+    t = _sb(meta.shape, nl.uint32)
+    nisa.dma_copy(dst=t, src=meta)
+    return _out(t)
+
+
+def variable_kernel(x, meta_a2a, meta_ag):
+    a2a = _filled((8, 64), -1.0)
+    ncc.all_to_all_v(srcs=[x], dsts=[a2a], replica_group=RG, metadata_tensor=meta_a2a)
+    ag = _filled((8, 64), -1.0)
+    ncc.all_gather_v(srcs=[x], dsts=[ag], replica_group=RG, metadata_tensor=meta_ag,
+                     has_rdispls=True)
+    return a2a, _meta_out(meta_a2a), ag, _meta_out(meta_ag)
+
+
+def _variable_inputs(rng, scale=1):
+    x = rng.standard_normal((WORLD, 8, 64)).astype(np.float32)
+    counts = rng.integers(0, SLOT + 1, (WORLD, WORLD)) * scale   # [sender, receiver]
+    displs = rng.integers(0, 512 - SLOT + 1, (WORLD, WORLD))
+    meta_a2a = np.zeros((WORLD, 3, WORLD), np.uint32)
+    meta_a2a[:, 0], meta_a2a[:, 1] = counts, displs
+    meta_ag = np.zeros((WORLD, 4, WORLD), np.uint32)
+    meta_ag[:, 0, 0], meta_ag[:, 1, 0] = counts[:, 0], displs[:, 0]
+    for d in range(WORLD):   # rank d puts sender s's chunk in slot (s + d) mod world
+        meta_ag[d, 3] = [((s + d) % WORLD) * SLOT for s in range(WORLD)]
+    return x, meta_a2a, meta_ag
+
+
+def test_variable_collectives_move_the_counts_the_metadata_gives():
+    """all_to_all_v and all_gather_v against numpy: chunks by the metadata's counts and
+    displacements, placed by slot or by row 3, the rest of dst untouched, row 2 written."""
+    x, meta_a2a, meta_ag = _variable_inputs(np.random.default_rng(11))
+    tr = nki.trace(variable_kernel, x[0], meta_a2a[0], meta_ag[0], target="trn2")
+    result = run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta_a2a": meta_a2a,
+                                                       "meta_ag": meta_ag})
+    a2a, meta_a2a_after, ag, meta_ag_after = (result.outputs[n] for n, _ in tr.output_names)
+    for d in range(WORLD):
+        want_a2a = np.full(512, -1.0, np.float32)
+        want_ag = np.full(512, -1.0, np.float32)
+        for s in range(WORLD):
+            c, first = meta_a2a[s, 0, d], meta_a2a[s, 1, d]
+            want_a2a[s * SLOT:s * SLOT + c] = x[s].ravel()[first:first + c]
+            c, first, at = meta_ag[s, 0, 0], meta_ag[s, 1, 0], meta_ag[d, 3, s]
+            want_ag[at:at + c] = x[s].ravel()[first:first + c]
+        np.testing.assert_array_equal(a2a[d].ravel(), want_a2a)
+        np.testing.assert_array_equal(ag[d].ravel(), want_ag)
+        np.testing.assert_array_equal(meta_a2a_after[d, 2], meta_a2a[:, 0, d])
+        np.testing.assert_array_equal(meta_ag_after[d, 2], meta_ag[:, 0, 0])
+        np.testing.assert_array_equal(meta_a2a_after[d, :2], meta_a2a[d, :2])
+    # the ranks spread over 3 partitions (each knows only its ranks' metadata): the same bits
+    # and the same time
+    split = run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta_a2a": meta_a2a,
+                                                      "meta_ag": meta_ag}, partitions=3)
+    for name, _ in tr.output_names:
+        np.testing.assert_array_equal(split.outputs[name], result.outputs[name])
+    assert split.time_ns == result.time_ns
+
+
+def test_variable_collectives_take_the_time_of_what_they_move():
+    """The same program with every count 0 and with full slots: the links carry the bytes
+    the metadata says, so moving nothing is faster."""
+    x, meta_a2a, meta_ag = _variable_inputs(np.random.default_rng(12))
+    tr = nki.trace(variable_kernel, x[0], meta_a2a[0], meta_ag[0], target="trn2")
+    times = []
+    for counts in (0, SLOT):
+        meta_a2a[:, 0] = counts
+        meta_ag[:, 0, 0] = counts
+        result = run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta_a2a": meta_a2a,
+                                                           "meta_ag": meta_ag})
+        times.append(result.time_ns)
+    assert times[0] < times[1]
+
+
+def test_a_variable_count_outside_its_tensor_is_a_run_time_fault():
+    x, meta_a2a, meta_ag = _variable_inputs(np.random.default_rng(13))
+    meta_a2a[5, 1, 2] = 500   # rank 5 sends 500 + count elements of a 512-element src
+    meta_a2a[5, 0, 2] = 20
+    tr = nki.trace(variable_kernel, x[0], meta_a2a[0], meta_ag[0], target="trn2")
+    with pytest.raises(RuntimeFault, match="rank 5 sends 20 elements from element 500 of "
+                                           "'x' .* past its 512 elements"):
+        run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta_a2a": meta_a2a,
+                                                  "meta_ag": meta_ag})
+    meta_a2a[5, 1, 2] = 0
+    meta_a2a[5, 0, 2] = SLOT + 1   # more than rank 2's slot for rank 5
+    with pytest.raises(RuntimeFault, match="rank 2 receives 33 elements from rank 5 in its "
+                                           "slot of 32 elements"):
+        run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta_a2a": meta_a2a,
+                                                  "meta_ag": meta_ag})
+
+
+def test_variable_collectives_take_one_tensor_and_a_metadata_tensor():
+    def k(x):
+        ncc.all_to_all_v(srcs=[x, x], dsts=[x, x], replica_group=RG, metadata_tensor=x)
+
+    with pytest.raises(NkiError, match="exactly one tensor each"):
         nki.trace(k, np.zeros((32, 64), np.float32))
+
+    def k2(x):
+        ncc.all_gather_v(srcs=[x], dsts=[x], replica_group=RG, metadata_tensor=3)
+
+    with pytest.raises(NkiError, match="metadata_tensor must be a uint32"):
+        nki.trace(k2, np.zeros((32, 64), np.float32))
+
+    def k3(x):
+        ncc.all_gather_v(srcs=[x], dsts=[x], replica_group=RG, metadata_tensor=x)
+
+    with pytest.raises(AsmError, match="meta has dtype float32; cc.all_gather_v accepts "
+                                       "uint32") as e:
+        nki.trace(k3, np.zeros((32, 64), np.float32)).assemble()
+    assert e.value.location.line == k3.__code__.co_firstlineno + 1   # the kernel's call
 
 
 def _sync_trace(branch: bool) -> Tracer:

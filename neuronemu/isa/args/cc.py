@@ -11,6 +11,14 @@ ALL_GATHER_DIM = 2
 ALL_GATHER_ALGORITHM = 3
 ALL_GATHER_QUEUE = 4
 
+# cc.all_gather_v: isa/cc.toml: [all_gather_v]
+ALL_GATHER_V_DST = 0
+ALL_GATHER_V_SRC = 1
+ALL_GATHER_V_META = 2
+ALL_GATHER_V_RECV_COUNTS_KNOWN = 3
+ALL_GATHER_V_HAS_RDISPLS = 4
+ALL_GATHER_V_QUEUE = 5
+
 # cc.all_reduce: isa/cc.toml: [all_reduce]
 ALL_REDUCE_DST = 0
 ALL_REDUCE_SRC = 1
@@ -23,6 +31,14 @@ ALL_TO_ALL_DST = 0
 ALL_TO_ALL_SRC = 1
 ALL_TO_ALL_DIM = 2
 ALL_TO_ALL_QUEUE = 3
+
+# cc.all_to_all_v: isa/cc.toml: [all_to_all_v]
+ALL_TO_ALL_V_DST = 0
+ALL_TO_ALL_V_SRC = 1
+ALL_TO_ALL_V_META = 2
+ALL_TO_ALL_V_RECV_COUNTS_KNOWN = 3
+ALL_TO_ALL_V_HAS_RDISPLS = 4
+ALL_TO_ALL_V_QUEUE = 5
 
 # cc.barrier: isa/cc.toml: [barrier]
 BARRIER_QUEUE = 0
