@@ -137,7 +137,7 @@ class Assembler:
                 self.labels[op.label] = len(statements) + len(given)
         instructions, same_as = self._instructions(statements)
         if given:
-            Direct(self, _broadcast_sources, _moved_value, lower, Repeat).extend(
+            Direct(self, _moved_value, lower, Repeat).extend(
                 given, instructions, same_as)
         collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
@@ -572,17 +572,24 @@ class Assembler:
                 values[arg.name] = self._default(arg, location)
             else:
                 values[arg.name] = None
-        self._check_bitvec_allowed(definition, values, given)
-        self._check_packed_dtypes(definition, values)
         arg_locations = {name: location_of(self.source, node.meta) for name, node in given.items()
                          if getattr(node, "meta", None) is not None and not node.meta.empty}
-        _broadcast_sources(definition, values, self._tile_symbols())
+        self.check(definition, values, given, location, arg_locations, self._tile_symbols())
+        line_text = self.source.line(location.line).strip()
+        return Instruction(definition, values, location, line_text)
+
+    def check(self, definition: InstrDef, values: dict, given: dict, location,
+              arg_locations: dict | None, symbols: dict) -> None:
+        """Every check of an instruction whose arguments are resolved (``values``; ``given``:
+        those written, as the values or nodes they came from): the operators and packed tiles
+        it may take, partition broadcast of its sources, then the table's rules."""
+        self._check_bitvec_allowed(definition, values, given)
+        self._check_packed_dtypes(definition, values)
+        _broadcast_sources(definition, values, symbols)
         ctx = CheckContext(definition, values, self.target, location, arg_locations,
                            (self.allocations, self.tensors))
         for check in definition.checks:
             RULES[check.rule](ctx, *check.args)
-        line_text = self.source.line(location.line).strip()
-        return Instruction(definition, values, location, line_text)
 
     def _check_packed_dtypes(self, definition: InstrDef, values: dict) -> None:
         """x4-packed tiles (four fp8 or fp4 values per element) are read as such only by the MX

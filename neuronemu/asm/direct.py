@@ -6,12 +6,15 @@ keywords as Python values (numbers, words such as enum values, registers ``rN`` 
 tiles as objects with ``view()`` -> (declared name, the operand as ``Tile.spec`` writes it).
 The declarations (a few lines) are still assembly text and go through the ordinary parser.
 
-Each op is resolved here from its values, through the assembler's own pieces (``_view`` for a
-tile, ``_default``, the table's checks, ``lower``), and an op identical to an earlier one
-reuses that one's instruction, as an identical line does. An op this path does not take (a
-register-offset or access-pattern tile, a value of an unexpected type) or one that fails a
-check is parsed from its own line and resolved the ordinary way instead, so its instruction,
-and every diagnostic, is the text path's: tests/asm/test_direct.py holds the two equal.
+Each op is resolved here from its values, through the assembler's own pieces (``_view`` and
+``apattern.pattern_tile`` for a tile, ``_default``, ``Assembler.check``, ``lower``); an op
+identical to an earlier one reuses that one's instruction, as an identical line does; and ops
+that differ only in where their tiles start, which declaration of a layout they name and their
+DMA queue share a plan (``_Plan``): the first one's lowered rows, in which each puts its own
+numbers, so most ops of an unrolled kernel make no objects at all. An op this path does not
+take (a register-offset tile, a value of an unexpected type) or one that fails a check is
+parsed from its own line and resolved the ordinary way instead, so its instruction, and every
+diagnostic, is the text path's: tests/nki/test_nki_direct.py holds the two equal.
 
 The ``.s`` text stays an output (``GeneratedSource``): written when a user, a diagnostic or
 the debugger asks for a line of it, or for all of it.
@@ -25,7 +28,6 @@ from collections.abc import Callable
 from functools import cached_property
 
 from neuronemu.asm.apattern import is_valid_pattern, pattern_tile
-from neuronemu.asm.checks import RULES, CheckContext
 from neuronemu.asm.fastresolve import SHAPE_RULES
 from neuronemu.errors import AsmError
 from neuronemu.isa import dtypes
@@ -113,13 +115,11 @@ def _location(source, line: int, column: int = len(INDENT) + 1) -> Location:
 class Direct:
     """Ops -> instructions for one ``Assembler`` after its declarations (pass 1)."""
 
-    def __init__(self, asm, broadcast_sources, moved_value, lower, repeat) -> None:
-        """``asm``: the Assembler after pass 1; ``broadcast_sources``, ``moved_value``,
-        ``lower``, ``repeat``: the assembler's (which imports this module, so they are handed
-        over)."""
+    def __init__(self, asm, moved_value, lower, repeat) -> None:
+        """``asm``: the Assembler after pass 1; ``moved_value``, ``lower``, ``repeat``: the
+        assembler's (which imports this module, so they are handed over)."""
         self.asm = asm
-        self._broadcast_sources, self._moved_value = broadcast_sources, moved_value
-        self._lower, self._repeat = lower, repeat
+        self._moved_value, self._lower, self._repeat = moved_value, lower, repeat
         self.symbols = {**asm.tensors, **asm.allocations}
         # each declaration's number (in the starts of ``keys``), and by number: the
         # declaration and its layout (memory, dtype, shape)
@@ -187,16 +187,17 @@ class Direct:
         queue = None
         if op.keywords:
             for name, value in op.keywords.items():
+                # (a keyword's name goes in as a 1-tuple: no operand is one)
                 if name == "queue":   # a plan's variable too: a kernel spreads its DMAs
                     queue = value if type(value) is int else (
                         int(value) if type(value) is str and value.isdigit() else None)
                     if queue is not None:
-                        shape.append(name)
+                        shape.append((name,))
                         continue
                 if type(value) is str:
                     shape.append((name, value))
                 elif value is not None:
-                    shape.append(name)
+                    shape.append((name,))
                     if not self._add(value, shape, starts):
                         return None
         if queue is not None:
@@ -279,13 +280,7 @@ class Direct:
                 values[arg.name] = asm._default(arg, location)
             else:
                 values[arg.name] = None
-        asm._check_bitvec_allowed(d, values, given)
-        asm._check_packed_dtypes(d, values)
-        self._broadcast_sources(d, values, self.symbols)
-        ctx = CheckContext(d, values, asm.target, location, None,
-                           (asm.allocations, asm.tensors))
-        for check in d.checks:
-            RULES[check.rule](ctx, *check.args)
+        asm.check(d, values, given, location, None, self.symbols)
         return Instruction(d, values, location, asm.source.line(op.line).strip())
 
     def _value(self, d: InstrDef, arg: ArgDef, value, location):
