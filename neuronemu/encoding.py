@@ -130,7 +130,8 @@ def encode(program: Program) -> bytes:
     flags = (_SYNC_EXPLICIT if program.sync_mode == "explicit" else 0) | (
         _TOPOLOGY if program.topology is not None else 0)
     w.pack("HH", VERSION, flags)
-    w.text(program.target.name)
+    cores = getattr(program.target, "cores", 1)
+    w.text(program.target.name + (f" cores={cores}" if cores > 1 else ""))
     if program.topology is not None:
         w.text(program.topology)
         w.pack("I", program.ranks_per_chip)
@@ -274,7 +275,8 @@ def disassemble(data: bytes, name: str = "<bytes>") -> str:
         raise r.fail(f"unknown header flags {flags & ~_FLAGS:#x}", 6)
     at = r.offset
     target = r.text("the target name")
-    if target not in isa.targets:
+    name, _, cores = target.partition(" cores=")
+    if name not in isa.targets or cores and not (cores.isdigit() and 1 <= int(cores) <= 8):
         raise r.fail(f"unknown target {_short(target)}", at)
     lines = [f"# disassembled by neuronemu (encoding v{version})", f".target {target}"]
     if flags & _TOPOLOGY:

@@ -82,6 +82,7 @@ class Assembler:
         self.isa = isa
         self.target_override = target
         self.target = None
+        self.cores = 1   # .target NAME cores=N
         self.constants: dict[str, float | int] = {}
         self.tensors: dict[str, HbmTensor] = {}
         self.allocations: dict[str, Allocation] = {}
@@ -202,8 +203,11 @@ class Assembler:
         for item in items:
             if item.data == "directive" and str(item.children[0]) == "target":
                 args = item.children[1:]
+                if len(args) == 2 and getattr(args[1], "data", None) == "kwarg":
+                    self.cores = self._cores(args[1])
+                    args = args[:1]
                 if len(args) != 1 or getattr(args[0], "data", None) != "name":
-                    raise self.error(item, "usage: .target trn1|trn2|trn3")
+                    raise self.error(item, "usage: .target trn1|trn2|trn3 [cores=N]")
                 name = str(args[0].children[0])
                 if name not in self.isa.targets:
                     raise self.error(args[0], f"unknown target '{name}'; targets: "
@@ -217,7 +221,18 @@ class Assembler:
         name = self.target_override or chosen or from_topology or DEFAULT_TARGET
         if name not in self.isa.targets:
             raise AsmError(f"unknown target '{name}'; targets: {', '.join(self.isa.targets)}")
-        self.target = self.isa.targets[name]
+        self.target = logical_core(self.isa.targets[name], self.cores)
+
+    def _cores(self, node) -> int:
+        """``cores=N`` of ``.target``: a logical core of N cores' SBUF and PSUM (1 to 8)."""
+        key, value = node.children
+        if str(key) != "cores":
+            raise self.error(node, f"unknown option '{key}' for .target (options: cores=N)")
+        cores = self.eval.integer(value)
+        if not 1 <= cores <= MAX_CORES:
+            raise self.error(value, f"cores={cores}: a logical core joins 1 to {MAX_CORES} "
+                                    f"cores' on-chip memories")
+        return cores
 
     def _directive(self, node):
         name_tok, *args = node.children
@@ -1282,6 +1297,28 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
     finally:
         if collecting:
             gc.enable()
+
+
+MAX_CORES = 8
+
+
+def logical_core(target, cores: int):
+    """``target`` as a logical core of ``cores`` cores' on-chip memories side by side (an
+    SPMD launch whose programs each have a core of their own on the hardware, traced onto one
+    core: core k's SBUF and PSUM bytes follow core k - 1's); its engines are one core's.
+    ``target.cores`` is the count and ``core_*`` the one core's sizes (``target`` itself
+    for one core)."""
+    from neuronemu.isa.table import Target
+
+    if cores == 1:
+        return target
+    data = dict(target.data)
+    data["core_sbuf_partition_bytes"] = target.sbuf_partition_bytes
+    data["core_psum_partition_bytes"] = target.psum_partition_bytes
+    data["cores"] = cores
+    data["sbuf_partition_bytes"] = target.sbuf_partition_bytes * cores
+    data["psum_partition_bytes"] = target.psum_partition_bytes * cores
+    return Target(target.name, data)
 
 
 def assemble_ops(header: str, ops: list[Op], filename: str, target: str | None,

@@ -52,6 +52,11 @@ def _param(ctx, word: str) -> int:
     return int(word)
 
 
+def _core_psum(ctx) -> int:
+    """PSUM bytes per partition of one core (of a logical core's several: .target cores=N)."""
+    return getattr(ctx.target, "core_psum_partition_bytes", ctx.target.psum_partition_bytes)
+
+
 def _fail(tile_or_ctx, message: str, notes=()):
     location = getattr(tile_or_ctx, "location", None)
     raise AsmError(message, location, notes)
@@ -328,7 +333,7 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
                  f"{mode_note}; {dst} is {d.dtype}")
     n_max = ctx.target.matmul_moving_fmax
     if n_max > 512:  # v4: the whole PSUM partition, in dst's element size (fp8 lands as 16 bits)
-        n_max = ctx.target.psum_partition_bytes // max(dtypes.get(d.dtype).itemsize, 2)
+        n_max = _core_psum(ctx) // max(dtypes.get(d.dtype).itemsize, 2)
     if n_size > n_max:
         _fail(m, f"{moving} has {n_size} elements per partition{what}; {ctx.definition.name} "
                  f"allows at most {n_max} with a {d.dtype} dst on {ctx.target.name}")
@@ -673,7 +678,7 @@ def mx_dst(ctx, dst, stationary, moving):
     tiles = dict(_tiles(ctx, [dst, stationary, moving]))
     if len(tiles) == 3:
         d, s, m = tiles[dst], tiles[stationary], tiles[moving]
-        n_max = ctx.target.psum_partition_bytes // dtypes.get(d.dtype).itemsize
+        n_max = _core_psum(ctx) // dtypes.get(d.dtype).itemsize
         if m.free_size > n_max:
             _fail(m, f"{moving} has {m.free_size} elements per partition; "
                      f"{ctx.definition.name} allows at most {n_max} with a {d.dtype} dst")

@@ -31,7 +31,7 @@ import numpy as np
 from neuronemu.asm.direct import Op
 from neuronemu.errors import NeuronemuError
 from neuronemu.nki import _dynamic
-from neuronemu.nki._alloc import Live, Overflow, place
+from neuronemu.nki._alloc import Live, Overflow, Placement, place
 from neuronemu.nki._dynamic import RegExpr
 from neuronemu.nki.versions import describe_missing
 from neuronemu.source import Location, SourceFile
@@ -1300,6 +1300,9 @@ class Tracer:
     sync_points: list = field(default_factory=list)
     lockstep: object = None
     """While the programs of a grid are traced in lockstep: the ``_lockstep.Lockstep``."""
+    cores: int = 1
+    """Cores whose memories the programs are placed in (``.target NAME cores=N``): 1, or the
+    launch's program count when programs traced in lockstep do not fit one core together."""
     lockstep_used: bool = False
     """Whether the programs were traced in lockstep or interleaved afterwards (their tiles
     may be live together)."""
@@ -1529,14 +1532,26 @@ class Tracer:
         call site that land on the same bytes with the same type share a declaration."""
         tdata = self.target_data
         capacity = {"sbuf": tdata.sbuf_partition_bytes, "psum": tdata.psum_partition_bytes}
+        fixed = [(s.live, s.live.fixed) for s in self.slots if s.live.fixed is not None]
         try:
-            self._separate_programs(capacity)
-            placement = place([s.live for s in self.slots], capacity, tdata.psum_bank_bytes)
+            if self.cores > 1:
+                placement = self._place_per_core(capacity, tdata.psum_bank_bytes)
+            else:
+                self._separate_programs(capacity)
+                placement = place([s.live for s in self.slots], capacity,
+                                  tdata.psum_bank_bytes)
         except (Overflow, NkiUnsupported) as error:
+            for live, at in fixed:
+                live.fixed = at
             if self.sequential is not None:
                 # merged, the programs' tiles do not fit in one core together (each program
                 # has a core of its own on the hardware): keep them one after the other
                 self._unmerge()
+                return self.place_onchip()
+            if self.lockstep_used and self.cores == 1 and math.prod(self.grid) > 1:
+                # programs traced in lockstep cannot go one after the other: each gets the
+                # memory of a core of its own, in a logical core of as many (.target cores=)
+                self.cores = math.prod(self.grid)
                 return self.place_onchip()
             if isinstance(error, Overflow):
                 self._overflow(error)
@@ -1555,6 +1570,22 @@ class Tracer:
                 self.declared.append(slot)
             slot.name = names[key]
             slot.offset = live.offset
+
+    def _place_per_core(self, capacity: dict[str, int], bank: int) -> Placement:
+        """Program p's tiles in core p's SBUF and PSUM, which follow core p - 1's in the
+        logical core's (each program placed as if alone, its address= tiles where it put
+        them in its own core)."""
+        out = Placement()
+        for p in range(self.cores):
+            mine = place([s.live for s in self.slots if s.program == p], capacity, bank)
+            for live in mine.placed:
+                live.offset += p * capacity[live.slot.kind]
+            out.placed += mine.placed
+            for kind, peak in mine.pool_bytes.items():
+                if peak:
+                    out.pool_bytes[kind] = max(out.pool_bytes.get(kind, 0),
+                                               p * capacity[kind] + peak)
+        return out
 
     def _overflow(self, over: Overflow):
         tile, live, capacity = over.tile, over.live, over.capacity
@@ -1631,6 +1662,9 @@ class Tracer:
             lines.append(f".hbm {slot.name} {slot.dtype}[{dims}] {slot.role}")
             source_map[len(lines)] = slot.site
         self.place_onchip()
+        if self.cores > 1:   # each program in a core of its own: a logical core of them all
+            lines[2] = (f".target {self.target} cores={self.cores}    # one core's SBUF and "
+                        f"PSUM for each program of the launch")
         pools = {}
         for kind in ("sbuf", "psum"):
             if self.peak[kind]:

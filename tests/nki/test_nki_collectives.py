@@ -410,3 +410,35 @@ def test_programs_whose_tiles_do_not_fit_together_run_one_after_the_other():
     body = [line.split("#")[0].split()[0] for line in run.asm.splitlines()
             if line.startswith("    ")]
     assert body[0] == "vector.memset" and body[1] != "vector.memset"   # not merged
+
+
+def lnc2_whole_psum(x):
+    """Each program of kernel[2] takes the whole PSUM (8 banks) and most of SBUF by address=,
+    as nki-library's allocators do, and the programs meet at a barrier: together they need
+    two cores' memories."""
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    big = nl.ndarray((128, 200 * 256), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 200 * 1024))
+    nisa.dma_copy(dst=t, src=x[pid])
+    nisa.memset(big[:, 0:512], value=float(pid))
+    acc = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 2048 * b))
+           for b in range(8)]
+    nisa.tensor_tensor(dst=acc[7], data1=t, data2=big[:, 0:512], op=nl.add)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    r = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 202 * 1024))
+    nisa.tensor_copy(dst=r, src=acc[7])
+    nisa.dma_copy(dst=out[pid], src=r)
+    return out
+
+
+def test_lnc2_programs_that_each_fill_a_core_get_a_core_each():
+    """On one core the two programs' hand-placed PSUM tiles would need 32 KiB of its 16: the
+    launch is placed in a logical core of two cores' memories (.target trn2 cores=2), each
+    program in its own, and each program's values are its own."""
+    x = np.random.default_rng(5).standard_normal((2, 128, 512)).astype(np.float32)
+    run = nki.run(lnc2_whole_psum, x, grid=(2,))
+    np.testing.assert_array_equal(run.outputs, np.stack([x[0], x[1] + 1]))
+    assert ".target trn2 cores=2" in run.asm
+    assert "cores=" not in nki.trace(lnc2_exchange, np.zeros((2, 128, 4), np.float32),
+                                     grid=(2,)).asm   # (it fits one core: no change)
