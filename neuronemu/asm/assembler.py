@@ -7,6 +7,7 @@ table's checks. Nothing is lowered unless every line is valid.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import gc
 import math
@@ -1275,12 +1276,7 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
 
     source = SourceFile(filename, text)
     collector = Collector()
-    # Assembly makes millions of small acyclic objects (tree nodes, tokens, rows) that stay
-    # alive until it ends; the cyclic garbage collector would traverse all of them again and
-    # again (it tripled the time of a 16,000-line kernel) and could free none of them.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cyclic_collection():
         # .rept / .macro: expanded as text before parsing (None: the file uses neither)
         expanded = macros.expand(source, collector)
         work = source if expanded is None else expanded.source
@@ -1294,6 +1290,18 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
         if expanded is not None:
             expanded.relocate_program(program)
         return program
+
+
+@contextlib.contextmanager
+def no_cyclic_collection():
+    """The cyclic garbage collector off for the block (as it was after). Assembling (and
+    tracing an NKI kernel) makes millions of small acyclic objects (tree nodes, tokens, rows,
+    tiles, instructions) that stay alive until it ends; the collector would traverse all of
+    them again and again (it tripled the time of a 16,000-line kernel) and free none."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if collecting:
             gc.enable()
@@ -1331,14 +1339,9 @@ def assemble_ops(header: str, ops: list[Op], filename: str, target: str | None,
 
     source = GeneratedSource(filename, header, ops, render)
     collector = Collector()
-    collecting = gc.isenabled()
-    gc.disable()   # (as in assemble)
-    try:
+    with no_cyclic_collection():
         tree = parse(source.header, share=REUSE, collector=collector, templates=FAST)
         return Assembler(source, target, load_isa(), collector).assemble(tree, ops)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _tensor_flags(args, target, isa) -> int:

@@ -19,7 +19,6 @@ See docs/nki.md for the supported subset.
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import os
 import sys
@@ -231,19 +230,15 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
     (as ``kernel[grid](...)``): the programs are traced one after another, each with its
     ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors; programs that meet at
     ``nisa.core_barrier`` are traced in lockstep between barriers (neuronemu/nki/_lockstep.py)."""
-    # Tracing makes many small objects (tiles, views, operands, instructions) that stay alive
-    # until it ends: the cyclic garbage collector would traverse them again and again and
-    # could free none of them (10-30% of a large kernel's trace, measured), as in the
-    # assembler. Cycles the kernel itself drops are collected once tracing is over.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=False)
-    except NeedsLockstep:
-        return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=True)
-    finally:
-        if collecting:
-            gc.enable()
+    from neuronemu.asm.assembler import no_cyclic_collection
+
+    # (8-30% of a large kernel's trace, measured; cycles the kernel itself drops are
+    # collected once tracing is over)
+    with no_cyclic_collection():
+        try:
+            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=False)
+        except NeedsLockstep:
+            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=True)
 
 
 def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) -> KernelTrace:

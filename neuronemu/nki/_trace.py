@@ -49,7 +49,6 @@ MAX_TRACED = 200_000
 unrolled assembly kernel may have (about 1 GB to assemble). An endless Python loop in a kernel
 stops here with a located error instead of growing the tracer's list without end."""
 
-"""An on-chip tile's name in emitted text before placement: NUL, id(slot), NUL."""
 _ALIGN = 4
 
 
@@ -260,6 +259,14 @@ _WHOLE: dict[tuple, tuple] = {}     # a shape -> the index of a whole view of it
 _PLAIN = (int, type(None))
 
 
+def _whole(shape: tuple[int, ...]) -> tuple:
+    """The index of a whole view of a tensor of ``shape`` (one per shape: made per tile)."""
+    index = _WHOLE.get(shape)
+    if index is None:
+        index = _WHOLE[shape] = tuple([(0, n, 1) for n in shape])
+    return index
+
+
 def _itemsize(dtype: str) -> int:
     size = _ITEMSIZES.get(dtype)
     if size is None:
@@ -347,9 +354,7 @@ class NkiTensor(NKIObject):
             base_shape = tuple(base_shape)
         self._base_shape = base_shape
         if index is None:
-            index = _WHOLE.get(base_shape)
-            if index is None:
-                index = _WHOLE[base_shape] = tuple([(0, n, 1) for n in base_shape])
+            index = _whole(base_shape)
         self._index = index if type(index) is tuple else tuple(index)
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
@@ -1060,10 +1065,7 @@ class NkiTensor(NKIObject):
                 if 0 in self.shape:
                     self._empty()
                 return TileRef(slot, None, self._pattern())
-        whole = _WHOLE.get(self._base_shape)
-        if whole is None:
-            whole = _WHOLE[self._base_shape] = tuple([(0, n, 1) for n in self._base_shape])
-        if self._index == whole:
+        if self._index == _whole(self._base_shape):
             if 0 in self._base_shape:
                 self._empty()
             return TileRef(slot, None, None)
@@ -1182,19 +1184,21 @@ SPACES = {"sbuf": Space("sbuf", "sbuf"), "psum": Space("psum", "psum"),
 # the tracer
 
 
+def _dim_text(e) -> str:
+    """One dim of an index as operand text: an index, or a slice (start, size, step)."""
+    if type(e) is not tuple:
+        return str(e)
+    start, size, step = e
+    stop = start + (size - 1) * step + 1
+    return f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}"
+
+
 def _frozen(index: tuple) -> tuple:
     """An index with run-time (register) parts, those written as text now: an instruction
     must not keep a register alive (the pool frees a register no variable refers to), and
     the register's number is the one it has now."""
-    out = []
-    for e in index:
-        if type(e) is tuple and type(e[0]) is not int:
-            start, size, step = e
-            stop = start + (size - 1) * step + 1
-            out.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
-        else:
-            out.append(e if type(e) in (int, tuple) else str(e))
-    return tuple(out)
+    return tuple([e if type(e) is int or type(e) is tuple and type(e[0]) is int
+                  else _dim_text(e) for e in index])
 
 
 class TileRef:
@@ -1217,15 +1221,7 @@ class TileRef:
             return f"ap({name}, [{text}], {offset}" + (f", {dtype})" if dtype else ")")
         if self.index is None:
             return name
-        parts = []
-        for e in self.index:
-            if type(e) is not tuple:
-                parts.append(str(e))
-            else:
-                start, size, step = e
-                stop = start + (size - 1) * step + 1
-                parts.append(f"{start}:{stop}" if step == 1 else f"{start}:{stop}:{step}")
-        return f"{name}[{', '.join(parts)}]"
+        return f"{name}[{', '.join(map(_dim_text, self.index))}]"
 
     __repr__ = __str__
 
