@@ -16,10 +16,13 @@ from neuronemu.errors import AsmError, EncodingError
 from neuronemu.program import Immediate, Program, Tile
 
 MAGIC = b"NEO\x00"
-VERSION = 3
+VERSION = 4
 # Arguments added to an instruction's table entry since a version: a file of an older version
 # has no field for them, and they take their defaults (so older binaries keep loading).
-_ADDED_IN = {2: {"dma.copy": ("oob",)}, 3: {"dma.gather": ("oob",), "dma.scatter": ("oob",)}}
+_ADDED_IN = {2: {"dma.copy": ("oob",)}, 3: {"dma.gather": ("oob",), "dma.scatter": ("oob",)},
+             4: {f"cc.{name}": ("group_size", "group_stride")
+                 for name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                              "all_to_all_v", "all_gather_v", "permute")}}
 
 # argument field tags
 _ABSENT, _TILE, _INT, _FLOAT, _REG, _LABEL, _IMMEDIATE, _INT_LIST = range(8)

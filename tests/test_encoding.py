@@ -205,3 +205,32 @@ def test_version_2_gathers_load_with_oob_error(monkeypatch):
     table = np.arange(64, dtype=np.float32).reshape(16, 4)
     with pytest.raises(neuronemu.RuntimeFault):
         neuronemu.run(neuronemu.assemble(text, "v2.neo"), inputs={"table": table, "ids": ids})
+
+
+def test_version_3_collectives_load_as_one_group_of_every_rank(monkeypatch):
+    """The collectives gained group_size= and group_stride= in version 4: a version 3 file's
+    records of them have no fields for them and load with the defaults (one group)."""
+    src = """\
+.target trn2
+.hbm x float32[8, 64] input
+.hbm y float32[8, 64] output
+.hbm z float32[32, 64] output
+    cc.all_reduce y, x, op=maximum, group_size=4
+    cc.all_gather z, x, dim=0, group_size=2, group_stride=2
+"""
+    program = neuronemu.assemble(src, "v3.s")
+    write_field = encoding._encode_arg
+
+    def without_groups(w, arg, value, symbols, isa):
+        if arg.name not in ("group_size", "group_stride"):
+            write_field(w, arg, value, symbols, isa)
+
+    monkeypatch.setattr(encoding, "_encode_arg", without_groups)
+    monkeypatch.setattr(encoding, "VERSION", 3)
+    old = encoding.encode(program)
+    monkeypatch.undo()
+    text = encoding.disassemble(old, "v3.neo")
+    assert "encoding v3" in text and "group" not in text
+    assert "cc.all_reduce y, x, op=maximum" in text
+    now = encoding.disassemble(encoding.encode(program), "v4.neo")
+    assert "group_size=4" in now and "group_size=2, group_stride=2" in now

@@ -76,6 +76,53 @@ def _gray_position(g: int, bits: int) -> int:
     return p % (1 << bits) if bits else 0
 
 
+class Groups:
+    """The replica groups of a collective: ``group_size`` s and ``group_stride`` t split the
+    world into blocks of s t ranks, and each block into t groups of s ranks t apart (t = 1:
+    consecutive ranks); s = 0 is one group of every rank. Within a group, ranks are members
+    0 .. s - 1 in rank order: member i's block of an all-gather is block i of the result."""
+
+    def __init__(self, world: int, size: int, stride: int):
+        if size == 0:
+            if stride > 1:
+                raise ValueError(f"group_stride={stride} needs a group_size")
+            size = world
+        span = size * stride
+        if world % span:
+            raise ValueError(f"group_size={size} x group_stride={stride} = {span} ranks does "
+                             f"not divide the world of {world} ranks")
+        self.size = size
+        self.groups = [[block + j + k * stride for k in range(size)]
+                       for block in range(0, world, span) for j in range(stride)]
+        self.member = [0] * world      # rank -> its index in its group
+        self.group_of = [0] * world    # rank -> the index of its group
+        for g, ranks in enumerate(self.groups):
+            for i, r in enumerate(ranks):
+                self.member[r], self.group_of[r] = i, g
+
+    def steps(self, make, order: list[int], cube: list[int],
+              rename=None) -> list[list[Message]]:
+        """The steps of every group at once: ``make(order, cube, g)`` builds group g's steps
+        on members 0 .. size - 1 (``order``, ``cube``: the world's ring and hypercube orders
+        restricted to the group); their messages are renamed to ranks (and each key k to
+        ``rename(g, k)`` if given: keys that must differ between groups) and step k of every
+        group is one step, so the groups run side by side on the links."""
+        merged: list[list[Message]] = []
+        for g, ranks in enumerate(self.groups):
+            mine = set(ranks)
+            local_order = [self.member[r] for r in order if r in mine]
+            local_cube = [self.member[r] for r in cube if r in mine]
+            for k, step in enumerate(make(local_order, local_cube, g)):
+                if k == len(merged):
+                    merged.append([])
+                merged[k].extend(
+                    Message(ranks[m.src], ranks[m.dst],
+                            m.keys if rename is None else tuple(rename(g, key) for key in m.keys),
+                            m.reduce)
+                    for m in step)
+        return merged
+
+
 def reduce_scatter_steps(algorithm: str, order: list[int], cube: list[int]) -> list[list[Message]]:
     """Block q (a rank id) ends fully reduced on rank q."""
     n = len(order)

@@ -70,7 +70,7 @@ class _Message:
 
 class _Collective:
     """What the explicit replay needs to re-time one collective: its steps and chunk sizes
-    (or a one-rank local copy of ``nbytes``, or a barrier)."""
+    (or, in groups of one rank, each rank's local copy of ``nbytes``; or a barrier)."""
 
     __slots__ = ("barrier", "local", "nbytes", "nbytes_of", "steps")
 
@@ -83,7 +83,7 @@ class _Collective:
         if self.barrier:
             return C.time_steps(self.steps, lambda k: 0, [max(ready)] * len(ready), network)
         if self.local:
-            return [ready[0] + self.nbytes / network.local_gb_s]
+            return [r + self.nbytes / network.local_gb_s for r in ready]
         return C.time_steps(self.steps, self.nbytes_of, ready, network)
 
 
@@ -424,11 +424,12 @@ class Driver:
                    "cc.all_to_all_v": self._all_to_all_v, "cc.all_gather_v": self._all_gather_v,
                    "cc.permute": self._permute, "cc.barrier": self._barrier}[name]
         self.timer = ((), None, False)
-        done, nbytes = handler(ready)
-        local = self.world == 1 and name != "cc.barrier"
+        groups = None if name == "cc.barrier" else self._groups()
+        done, nbytes = handler(ready, groups)
+        local = groups is not None and groups.size == 1
         if local:
-            # nothing crosses a link: the data is copied from src to dst by the core's DMA
-            done = [ready[0] + nbytes / self.network.local_gb_s]
+            # nothing crosses a link: the data is copied from src to dst by each core's DMA
+            done = [r + nbytes / self.network.local_gb_s for r in ready]
         if self.logging:
             record = ("collective", _Collective(*self.timer, local, nbytes))
             for log in self.log:
@@ -467,17 +468,30 @@ class Driver:
     def _instruction(self):
         return self.program.instruction(self.stops[0].pc)
 
-    def _algorithm(self, nbytes: int) -> str:
+    def _groups(self) -> C.Groups:
+        """The replica groups of the collective at the stop (group_size, group_stride)."""
+        ins = self._instruction()
+        size = int(ins.args.get("group_size", 0))
+        stride = max(1, int(ins.args.get("group_stride", 0)))   # 0 (the default) is 1
+        try:
+            return C.Groups(self.world, size, stride)
+        except ValueError as e:
+            raise RuntimeFault(f"{ins.definition.name}: {e}", ins.location,
+                               notes=(("the world must be whole blocks of group_size x "
+                                       "group_stride ranks (docs/multichip.md)"),)) from None
+
+    def _algorithm(self, nbytes: int, n: int) -> str:
+        """The algorithm for ``nbytes`` per rank in groups of ``n`` ranks."""
         from neuronemu.isa.table import load_isa
 
         ins = self._instruction()
         code = ins.args.get("algorithm", 0)
         chosen = load_isa().enums["collective_algorithm"].name_of(code)
-        algorithm = C.choose(chosen, nbytes, self.world)
-        if algorithm == "rdh" and self.world & (self.world - 1):
+        algorithm = C.choose(chosen, nbytes, n)
+        if algorithm == "rdh" and n & (n - 1):
+            what = "the world has" if n == self.world else "its groups have"
             raise RuntimeFault(f"{ins.definition.name} algorithm=rdh needs a power-of-two number "
-                               f"of ranks, but the world has {self.world}; use ring or mesh",
-                               ins.location)
+                               f"of ranks, but {what} {n}; use ring or mesh", ins.location)
         return algorithm
 
     def _op(self) -> str:
@@ -491,8 +505,8 @@ class Driver:
     def _dim(self) -> int:
         return int(self._instruction().args.get("dim", 0))
 
-    def _all_reduce(self, ready):
-        n = self.world
+    def _all_reduce(self, ready, groups: C.Groups):
+        n = groups.size
         src = self._tile("src")
         reducer = C.Reducer(src.dtype, self._op())
         itemsize = tile_itemsize(src)
@@ -502,100 +516,109 @@ class Driver:
             flat = reducer.values(core.load("src").ravel())
             data[r] = {q: flat[bounds[q]: bounds[q + 1]] for q in range(n)}
         nbytes = src.partitions * src.free_size * itemsize
-        algorithm = self._algorithm(nbytes)
+        algorithm = self._algorithm(nbytes, n)
         sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
-        steps = (C.reduce_scatter_steps(algorithm, self.order, self.cube)
-                 + C.all_gather_steps(algorithm, self.order, self.cube))
+        steps = groups.steps(lambda order, cube, _: (C.reduce_scatter_steps(algorithm, order, cube)
+                                                     + C.all_gather_steps(algorithm, order, cube)),
+                             self.order, self.cube)
         done = self._steps(steps, data, sizes.__getitem__, ready, reducer.combine)
         for r, core in self.cores.items():
             flat = np.concatenate([data[r][q] for q in range(n)])
             core.store("dst", reducer.bits(flat).reshape(src.partitions, src.free_size))
         return done, nbytes
 
-    def _blocks(self, bits: np.ndarray, dim: int) -> list[np.ndarray]:
-        return np.split(bits, self.world, axis=dim)
-
-    def _check_split(self, big, small, dim: int, what: str) -> None:
-        n = self.world
+    def _check_split(self, big, small, dim: int, what: str, n: int) -> None:
         sizes = (big.partitions, big.free_size), (small.partitions, small.free_size)
         other = 1 - dim
         if sizes[0][dim] != n * sizes[1][dim] or sizes[0][other] != sizes[1][other]:
             ins = self._instruction()
             axis = "partitions" if dim == 0 else "free elements"
+            ranks = "the world" if n == self.world else "a group's ranks"
             raise RuntimeFault(
                 f"{ins.definition.name} dim={dim}: {what} needs '{big.symbol}' to be "
-                f"'{small.symbol}' with {n} (the world) times its {axis}: "
+                f"'{small.symbol}' with {n} ({ranks}) times its {axis}: "
                 f"[{n * sizes[1][0] if dim == 0 else sizes[1][0]}, "
                 f"{n * sizes[1][1] if dim == 1 else sizes[1][1]}], not [{sizes[0][0]}, "
                 f"{sizes[0][1]}]", big.location)
 
-    def _reduce_scatter(self, ready):
+    def _reduce_scatter(self, ready, groups: C.Groups):
+        n = groups.size
         src, dst = self._tile("src"), self._tile("dst")
         dim = self._dim()
-        self._check_split(src, dst, dim, "reduce_scatter")
+        self._check_split(src, dst, dim, "reduce_scatter", n)
         reducer = C.Reducer(src.dtype, self._op())
-        data = {r: {q: reducer.values(b) for q, b in enumerate(self._blocks(core.load("src"),
-                                                                            dim))}
+        data = {r: {q: reducer.values(b) for q, b in enumerate(np.split(core.load("src"), n,
+                                                                        axis=dim))}
                 for r, core in self.cores.items()}
         itemsize = tile_itemsize(src)
         nbytes = src.partitions * src.free_size * itemsize
         block = dst.partitions * dst.free_size * itemsize
-        steps = C.reduce_scatter_steps(self._algorithm(nbytes), self.order, self.cube)
+        algorithm = self._algorithm(nbytes, n)
+        steps = groups.steps(lambda order, cube, _: C.reduce_scatter_steps(algorithm, order,
+                                                                           cube),
+                             self.order, self.cube)
         done = self._steps(steps, data, lambda q: block, ready, reducer.combine)
         for r, core in self.cores.items():
-            core.store("dst", reducer.bits(data[r][r]))
+            core.store("dst", reducer.bits(data[r][groups.member[r]]))
         return done, nbytes
 
-    def _all_gather(self, ready):
+    def _all_gather(self, ready, groups: C.Groups):
+        n = groups.size
         src, dst = self._tile("src"), self._tile("dst")
         dim = self._dim()
-        self._check_split(dst, src, dim, "all_gather")
-        data = {r: {r: core.load("src")} for r, core in self.cores.items()}
+        self._check_split(dst, src, dim, "all_gather", n)
+        data = {r: {groups.member[r]: core.load("src")} for r, core in self.cores.items()}
         itemsize = tile_itemsize(src)
         block = src.partitions * src.free_size * itemsize
-        steps = C.all_gather_steps(self._algorithm(block * self.world), self.order, self.cube)
+        algorithm = self._algorithm(block * n, n)
+        steps = groups.steps(lambda order, cube, _: C.all_gather_steps(algorithm, order, cube),
+                             self.order, self.cube)
         done = self._steps(steps, data, lambda q: block, ready, None)
         for r, core in self.cores.items():
-            core.store("dst", np.concatenate([data[r][q] for q in range(self.world)], axis=dim))
-        return done, block * self.world
+            core.store("dst", np.concatenate([data[r][q] for q in range(n)], axis=dim))
+        return done, block * n
 
-    def _all_to_all(self, ready):
+    def _all_to_all(self, ready, groups: C.Groups):
+        n = groups.size
         src = self._tile("src")
         dim = self._dim()
         size = (src.partitions, src.free_size)[dim]
-        if size % self.world:
+        if size % n:
+            ranks = "ranks" if n == self.world else "ranks of a group"
             raise RuntimeFault(f"cc.all_to_all dim={dim}: '{src.symbol}' has {size} "
                                f"{'partitions' if dim == 0 else 'free elements'}, which the "
-                               f"{self.world} ranks cannot split evenly", src.location)
+                               f"{n} {ranks} cannot split evenly", src.location)
         data = {}
         for r, core in self.cores.items():
-            blocks = self._blocks(core.load("src"), dim)
-            data[r] = {(r, j): b for j, b in enumerate(blocks)}
+            me = groups.member[r]
+            data[r] = {(me, j): b for j, b in enumerate(np.split(core.load("src"), n, axis=dim))}
         itemsize = tile_itemsize(src)
-        block = src.partitions * src.free_size * itemsize // self.world
-        steps = C.all_to_all_steps(self.world)
+        block = src.partitions * src.free_size * itemsize // n
+        steps = groups.steps(lambda order, cube, _: C.all_to_all_steps(len(order)),
+                             self.order, self.cube)
         done = self._steps(steps, data, lambda k: block, ready, None)
         for r, core in self.cores.items():
-            core.store("dst", np.concatenate([data[r][(i, r)] for i in range(self.world)],
-                                             axis=dim))
-        return done, block * self.world
+            me = groups.member[r]
+            core.store("dst", np.concatenate([data[r][(i, me)] for i in range(n)], axis=dim))
+        return done, block * n
 
     # the variable collectives: counts and places read from a uint32 metadata tile at run time
 
-    def _metadata(self) -> tuple[dict[int, np.ndarray], bool]:
-        """Every rank's metadata (rank -> [rows, world] int64: send counts, send displacements,
-        receive counts, receive displacements) and whether row 3 places the chunks. The
-        ranks' rows are exchanged between partitions: every partition times every chunk."""
+    def _metadata(self, n: int) -> tuple[dict[int, np.ndarray], bool]:
+        """Every rank's metadata (rank -> [rows, n] int64, n the ranks of a group: send
+        counts, send displacements, receive counts, receive displacements) and whether row 3
+        places the chunks. The ranks' rows are exchanged between partitions: every partition
+        times every chunk."""
         ins = self._instruction()
         meta = ins.args["meta"]
         rdispls = bool(ins.args.get("has_rdispls"))
-        n = self.world
         total = meta.partitions * meta.free_size
         rows = total // n
         if total % n or not (4 if rdispls else 3) <= rows <= 4:
             need = "4" if rdispls else "3 or 4"
+            ranks = f"{n} ranks" if n == self.world else f"groups of {n} ranks"
             raise RuntimeFault(f"{ins.definition.name}: the metadata '{meta.symbol}' has {total} "
-                               f"elements; with {n} ranks it needs {need} rows of {n} (send "
+                               f"elements; with {ranks} it needs {need} rows of {n} (send "
                                f"counts, send displacements, receive counts"
                                f"{', receive displacements' if rdispls else ''})", meta.location)
         mine = {r: core.load("meta").reshape(rows, n) for r, core in self.cores.items()}
@@ -604,97 +627,119 @@ class Driver:
             every.update(part)
         return every, rdispls
 
-    def _chunks(self, meta, rdispls: bool, send, src, dst) -> dict[tuple[int, int], tuple]:
+    def _chunks(self, meta, rdispls: bool, send, src, dst,
+                groups: C.Groups) -> dict[tuple[int, int], tuple]:
         """(sender s, receiver d) -> (first element in s's src, count, first element in d's
-        dst), checked to lie inside both tiles. ``send(s, d)``: the column of s's rows 0 and 1
-        that describes what s sends d."""
+        dst) for every two ranks of a group, checked to lie inside both tiles. ``send(i, j)``:
+        the column of member i's rows 0 and 1 that describes what i sends member j."""
         ins = self._instruction()
-        n = self.world
+        n = groups.size
         src_size = src.partitions * src.free_size
         dst_size = dst.partitions * dst.free_size
         slot = dst_size // n
         out = {}
-        for s in range(n):
-            for d in range(n):
-                column = send(s, d)
-                count, first = int(meta[s][0, column]), int(meta[s][1, column])
-                if first + count > src_size:
-                    raise RuntimeFault(
-                        f"{ins.definition.name}: rank {s} sends {count} elements from element "
-                        f"{first} of '{src.symbol}' (metadata rows 0 and 1, column {column}), "
-                        f"past its {src_size} elements", src.location)
-                at = int(meta[d][3, s]) if rdispls else s * slot
-                room = dst_size - at if rdispls else slot
-                if count > room:
-                    where = (f"at element {at} (row 3 of rank {d}'s metadata, column {s})"
-                             if rdispls else f"in its slot of {slot} elements (dst / {n} ranks)")
-                    raise RuntimeFault(
-                        f"{ins.definition.name}: rank {d} receives {count} elements from rank "
-                        f"{s} {where}; '{dst.symbol}' has room for {max(room, 0)} there",
-                        dst.location)
-                out[(s, d)] = (first, count, at)
+        for ranks in groups.groups:
+            for i, s in enumerate(ranks):
+                for j, d in enumerate(ranks):
+                    column = send(i, j)
+                    count, first = int(meta[s][0, column]), int(meta[s][1, column])
+                    if first + count > src_size:
+                        raise RuntimeFault(
+                            f"{ins.definition.name}: rank {s} sends {count} elements from "
+                            f"element {first} of '{src.symbol}' (metadata rows 0 and 1, column "
+                            f"{column}), past its {src_size} elements", src.location)
+                    at = int(meta[d][3, i]) if rdispls else i * slot
+                    room = dst_size - at if rdispls else slot
+                    if count > room:
+                        where = (f"at element {at} (row 3 of rank {d}'s metadata, column {i})"
+                                 if rdispls else
+                                 f"in its slot of {slot} elements (dst / {n} ranks)")
+                        raise RuntimeFault(
+                            f"{ins.definition.name}: rank {d} receives {count} elements from "
+                            f"rank {s} {where}; '{dst.symbol}' has room for {max(room, 0)} "
+                            f"there", dst.location)
+                    out[(s, d)] = (first, count, at)
         return out
 
-    def _variable(self, ready, chunks, steps, keyed) -> tuple[list[float], int]:
-        """Move the chunks (``keyed(s, d)``: the data key of s's chunk for d) along ``steps``,
-        write each receiver's dst (senders in rank order) and, unless recv_counts_known, the
+    def _variable(self, ready, chunks, groups: C.Groups, make,
+                  keyed) -> tuple[list[float], int]:
+        """Move the chunks along the steps ``make`` builds for a group (``keyed(i, j)``: the
+        data key of member i's chunk for member j; keys are made unique per group), write
+        each receiver's dst (senders in the group's order) and, unless recv_counts_known, the
         counts it received into row 2 of its metadata."""
         ins = self._instruction()
         src = self._tile("src")
-        n = self.world
+        n = groups.size
         itemsize = tile_itemsize(src)
+
+        def key(s: int, d: int):
+            return groups.group_of[s], keyed(groups.member[s], groups.member[d])
+
         data = {}
         for r, core in self.cores.items():
             flat = core.load("src").reshape(-1)
             data[r] = {}
-            for d in range(n):
+            for d in groups.groups[groups.group_of[r]]:
                 first, count, _ = chunks[(r, d)]
-                data[r][keyed(r, d)] = flat[first:first + count]
-        sizes = {keyed(s, d): count * itemsize for (s, d), (_, count, _) in chunks.items()}
+                data[r][key(r, d)] = flat[first:first + count]
+        sizes = {key(s, d): count * itemsize for (s, d), (_, count, _) in chunks.items()}
+        steps = groups.steps(make, self.order, self.cube, rename=lambda g, k: (g, k))
         done = self._steps(steps, data, sizes.__getitem__, ready, None)
         known = bool(ins.args.get("recv_counts_known"))
         for d, core in self.cores.items():
+            ranks = groups.groups[groups.group_of[d]]
             dst = core.load("dst").reshape(-1).copy()
-            for s in range(n):
+            for s in ranks:
                 _, count, at = chunks[(s, d)]
-                dst[at:at + count] = data[d][keyed(s, d)]
+                dst[at:at + count] = data[d][key(s, d)]
             core.store("dst", dst.reshape(self._tile("dst").partitions, -1))
             if not known:
                 meta = core.load("meta")
                 rows = meta.reshape(-1, n).copy()
-                rows[2] = [chunks[(s, d)][1] for s in range(n)]
+                rows[2] = [chunks[(s, d)][1] for s in ranks]
                 core.store("meta", rows.reshape(meta.shape))
-        sent = max(sum(chunks[(s, d)][1] for d in range(n)) for s in range(n)) * itemsize
+        sent = max(sum(chunks[(s, d)][1] for d in groups.groups[groups.group_of[s]])
+                   for s in range(self.world)) * itemsize
         return done, sent
 
-    def _all_to_all_v(self, ready):
+    def _all_to_all_v(self, ready, groups: C.Groups):
         src, dst = self._tile("src"), self._tile("dst")
-        meta, rdispls = self._metadata()
-        chunks = self._chunks(meta, rdispls, lambda s, d: d, src, dst)
-        return self._variable(ready, chunks, C.all_to_all_steps(self.world), lambda s, d: (s, d))
+        meta, rdispls = self._metadata(groups.size)
+        chunks = self._chunks(meta, rdispls, lambda i, j: j, src, dst, groups)
+        return self._variable(ready, chunks, groups,
+                              lambda order, cube, _: C.all_to_all_steps(len(order)),
+                              lambda i, j: (i, j))
 
-    def _all_gather_v(self, ready):
+    def _all_gather_v(self, ready, groups: C.Groups):
         src, dst = self._tile("src"), self._tile("dst")
-        meta, rdispls = self._metadata()
-        chunks = self._chunks(meta, rdispls, lambda s, d: 0, src, dst)
-        total = sum(chunks[(s, 0)][1] for s in range(self.world)) * tile_itemsize(src)
-        algorithm = C.choose("auto", total, self.world)
-        steps = C.all_gather_steps(algorithm, self.order, self.cube)
-        done, _ = self._variable(ready, chunks, steps, lambda s, d: s)
-        return done, total
+        meta, rdispls = self._metadata(groups.size)
+        chunks = self._chunks(meta, rdispls, lambda i, j: 0, src, dst, groups)
+        itemsize = tile_itemsize(src)
+        # each group's runtime chooses by what its own ranks send
+        totals = [sum(chunks[(s, ranks[0])][1] for s in ranks) * itemsize
+                  for ranks in groups.groups]
 
-    def _permute(self, ready):
+        def make(order, cube, g):
+            algorithm = C.choose("auto", totals[g], groups.size)
+            return C.all_gather_steps(algorithm, order, cube)
+
+        done, _ = self._variable(ready, chunks, groups, make, lambda i, j: i)
+        return done, max(totals)
+
+    def _permute(self, ready, groups: C.Groups):
+        n = groups.size
         src = self._tile("src")
         shift = next(part[1] for part in self.stops[0].signature[1:] if part[0] == "shift")
-        data = {r: {r: core.load("src")} for r, core in self.cores.items()}
+        data = {r: {groups.member[r]: core.load("src")} for r, core in self.cores.items()}
         nbytes = src.partitions * src.free_size * tile_itemsize(src)
-        steps = C.permute_steps(self.world, shift)
+        steps = groups.steps(lambda order, cube, _: C.permute_steps(n, shift),
+                             self.order, self.cube)
         done = self._steps(steps, data, lambda k: nbytes, ready, None)
         for r, core in self.cores.items():
-            core.store("dst", data[r][(r - shift) % self.world])
+            core.store("dst", data[r][(groups.member[r] - shift) % n])
         return done, nbytes
 
-    def _barrier(self, ready):
+    def _barrier(self, ready, _groups: None):
         latest = max(ready)
         steps = C.barrier_steps(self.world)
         done = self._steps(steps, {r: {} for r in self.cores}, lambda k: 0,
@@ -872,6 +917,8 @@ def _describe(signature: tuple) -> str:
     for part in parts:
         if len(part) == 4:
             text.append(f"{part[0]} {part[1]}[{part[2]}, {part[3]}]")
+        elif part[0] in ("group_size", "group_stride") and part[1] == 0:
+            continue   # the default: one group of every rank
         else:
             text.append(f"{part[0]}={part[1]}")
     return f"{name} {', '.join(text)}"

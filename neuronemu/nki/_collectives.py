@@ -2,10 +2,11 @@
 ``nki.collectives`` functions, ``nisa.core_barrier`` and the record that lets SPMD launches
 check that every core reaches the same barriers and collectives in the same order.
 
-Every rank runs the same program (docs/multichip.md); a ``cc.*`` instruction involves every
-rank of the run, so a ``ReplicaGroup`` must be the one group of all ranks ``[[0, 1, ..., n-1]]``
-(the run then needs n ranks: ``neuronemu.api.run_spmd``). Uniform ring shifts lower to
-``cc.permute``; ranks are ``ctrl.rank`` registers.
+Every rank runs the same program (docs/multichip.md). A ``ReplicaGroup`` is lowered to the
+``group_size`` / ``group_stride`` operands of the ``cc.*`` instruction: its groups must cover
+ranks 0 .. n - 1 (the run then needs n ranks: ``neuronemu.api.run_spmd``) as blocks of
+consecutive ranks (``[[0, 1], [2, 3]]``) or of ranks a fixed distance apart (``[[0, 2],
+[1, 3]]``). Uniform ring shifts lower to ``cc.permute``; ranks are ``ctrl.rank`` registers.
 """
 
 from __future__ import annotations
@@ -22,34 +23,69 @@ from neuronemu.nki._trace import NkiError, NkiTensor, fail, tracer, user_site
 
 @dataclass
 class ReplicaGroup:
-    """The ranks taking part in a collective: a list of disjoint rank lists (NKI's
-    ``ReplicaGroup([[0, 1, 2, 3]])``)."""
+    """The ranks taking part in a collective: a list of disjoint rank lists, each a group
+    that reduces or exchanges among itself (NKI's ``ReplicaGroup([[0, 1], [2, 3]])``)."""
 
     replica_groups: list
 
-    def ranks(self) -> list[int]:
-        """The one group's ranks; other shapes are not expressible with ``cc.*``."""
-        groups = [list(g) for g in self.replica_groups]
-        if len(groups) != 1 or groups[0] != list(range(len(groups[0]))) or not groups[0]:
-            fail(f"ReplicaGroup({self.replica_groups!r}): neuronemu's collectives involve every "
-                 f"rank of the run, so the group must be [[0, 1, ..., n-1]] (one group of all "
-                 f"ranks in order)", "run one SPMD program over exactly the ranks of the group",
+    def layout(self) -> tuple[int, int, int]:
+        """(world, group_size, group_stride) of the ``cc.*`` operands that make these groups
+        (group_size 0: one group of every rank); other shapes are refused, located."""
+        try:
+            groups = [[int(r) for r in g] for g in self.replica_groups]
+        except TypeError:
+            fail(f"ReplicaGroup({self.replica_groups!r}): replica_groups must be a list of "
+                 f"rank lists, e.g. [[0, 1, 2, 3]]")
+        world = sum(len(g) for g in groups)
+        size = len(groups[0]) if groups else 0
+        if not size or any(len(g) != size for g in groups) or sorted(
+                r for g in groups for r in g) != list(range(world)):
+            fail(f"ReplicaGroup({self.replica_groups!r}): the groups must be of one size and "
+                 f"hold each rank 0 .. n - 1 once", "e.g. [[0, 1], [2, 3]] or [[0, 2], [1, 3]]")
+        stride = groups[0][1] - groups[0][0] if size > 1 else 1
+        if len(groups) == 1 and stride == 1:
+            return world, 0, 0
+        want = _groups(world, size, stride) if stride > 0 and world % (size * stride) == 0 \
+            else None
+        if want is None or sorted(groups) != want:
+            fail(f"ReplicaGroup({self.replica_groups!r}): neuronemu's collectives take groups of "
+                 f"consecutive ranks ([[0, 1], [2, 3]]) or of ranks a fixed distance apart "
+                 f"([[0, 2], [1, 3]]), each in rank order",
+                 "renumber the ranks so that each group is one of these shapes, or exchange "
+                 "data with nisa.sendrecv between ranks from nki.collectives.rank_id()",
                  unsupported=True)
-        return groups[0]
+        return world, size, stride if stride > 1 else 0
 
 
-def _world(replica_group) -> int:
+def _groups(world: int, size: int, stride: int) -> list[list[int]]:
+    span = size * stride
+    return sorted([block + j + k * stride for k in range(size)]
+                  for block in range(0, world, span) for j in range(stride))
+
+
+def _layout(replica_group) -> tuple[int, int, int]:
     if replica_group is None:
         fail("replica_group is required (ReplicaGroup([[0, 1, ..., n-1]]))")
     if not isinstance(replica_group, ReplicaGroup):
         replica_group = ReplicaGroup(replica_group)
-    n = len(replica_group.ranks())
+    return replica_group.layout()
+
+
+def _group(replica_group) -> dict:
+    """The ``cc.*`` group operands of ``replica_group`` (none for one group of every rank),
+    after checking that every collective of the kernel names the same number of ranks."""
+    world, size, stride = _layout(replica_group)
     tr = tracer()
-    if tr.collective_world not in (None, n):
-        fail(f"this collective's group has {n} ranks; an earlier one had {tr.collective_world}",
-             unsupported=True)
-    tr.collective_world = n
-    return n
+    if tr.collective_world not in (None, world):
+        fail(f"this collective's groups hold {world} ranks; an earlier one's held "
+             f"{tr.collective_world} (a kernel runs on one set of ranks)", unsupported=True)
+    tr.collective_world = world
+    operands = {}
+    if size:
+        operands["group_size"] = size
+    if stride:
+        operands["group_stride"] = stride
+    return operands
 
 
 def grid_programs(tr) -> int:
@@ -193,41 +229,41 @@ def _cc(mnemonic: str, **values) -> None:
 
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None) -> None:
     """dsts[i] = op over the group's ranks of srcs[i] (``cc.all_reduce``)."""
-    _world(replica_group)
+    group = _group(replica_group)
     record_sync("all_reduce")
     for s, d in _pairs(srcs, dsts, "all_reduce"):
-        _cc("all_reduce", dst=d, src=s, op=op)
+        _cc("all_reduce", dst=d, src=s, op=op, **group)
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None) -> None:
     """dsts[i] = every rank's srcs[i] concatenated along collective_dim (``cc.all_gather``)."""
-    _world(replica_group)
+    group = _group(replica_group)
     record_sync("all_gather")
     for s, d in _pairs(srcs, dsts, "all_gather"):
-        _cc("all_gather", dst=d, src=s, dim=collective_dim)
+        _cc("all_gather", dst=d, src=s, dim=collective_dim, **group)
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None,
                    name=None) -> None:
     """Rank r's dsts[i] = op over ranks of block r of srcs[i] along collective_dim
     (``cc.reduce_scatter``)."""
-    _world(replica_group)
+    group = _group(replica_group)
     record_sync("reduce_scatter")
     for s, d in _pairs(srcs, dsts, "reduce_scatter"):
-        _cc("reduce_scatter", dst=d, src=s, op=op, dim=collective_dim)
+        _cc("reduce_scatter", dst=d, src=s, op=op, dim=collective_dim, **group)
 
 
 def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=None) -> None:
     """Block j of rank i's srcs[k] becomes block i of rank j's dsts[k] (``cc.all_to_all``)."""
-    _world(replica_group)
+    group = _group(replica_group)
     record_sync("all_to_all")
     for s, d in _pairs(srcs, dsts, "all_to_all"):
-        _cc("all_to_all", dst=d, src=s, dim=collective_dim)
+        _cc("all_to_all", dst=d, src=s, dim=collective_dim, **group)
 
 
 def _variable(what: str, srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
               has_rdispls) -> None:
-    _world(replica_group)
+    group = _group(replica_group)
     record_sync(what)
     pairs = _pairs(srcs, dsts, what)
     if len(pairs) != 1:
@@ -238,7 +274,7 @@ def _variable(what: str, srcs, dsts, replica_group, metadata_tensor, recv_counts
              f"tile (1, rows, world), got {metadata_tensor!r}")
     (s, d), = pairs
     _cc(what, dst=d, src=s, meta=metadata_tensor, recv_counts_known=bool(recv_counts_known),
-        has_rdispls=bool(has_rdispls))
+        has_rdispls=bool(has_rdispls), **group)
 
 
 def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
@@ -301,23 +337,23 @@ def _by_channel(lists, what: str) -> list:
 
 def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group,
                                 channel_ids=(0,), priority=None, name=None) -> None:
-    """Each rank sends to its ring successor and receives from its predecessor, per channel
-    (``cc.permute shift=1``)."""
-    _world(replica_group)
+    """Each rank sends to its successor in its group's ring and receives from its
+    predecessor, per channel (``cc.permute shift=1``)."""
+    group = _group(replica_group)
     record_sync("collective_permute_implicit")
     srcs = _by_channel(srcs_by_channel, "srcs_by_channel")
     dsts = _by_channel(dsts_by_channel, "dsts_by_channel")
     for s, d in _pairs(srcs, dsts, "collective_permute_implicit"):
-        _cc("permute", dst=d, src=s, shift=1)
+        _cc("permute", dst=d, src=s, shift=1, **group)
 
 
 def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel,
                                        replica_group, op, channel_ids=(0,), priority=None,
                                        name=None) -> None:
-    """Each rank sends op(srcs0[i], srcs1[i]) to its ring successor (the sum by the DMA
-    engines, ``dma.compute``, or max/min on VectorE for SBUF tiles, into a temporary of the
-    destination's shape), then ``cc.permute shift=1``."""
-    _world(replica_group)
+    """Each rank sends op(srcs0[i], srcs1[i]) to its successor in its group's ring (the sum
+    by the DMA engines, ``dma.compute``, or max/min on VectorE for SBUF tiles, into a
+    temporary of the destination's shape), then ``cc.permute shift=1``."""
+    group = _group(replica_group)
     record_sync("collective_permute_implicit_reduce")
     tr = tracer()
     a = _by_channel(srcs0_by_channel, "srcs0_by_channel")
@@ -342,7 +378,7 @@ def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_
         else:
             fail(f"op={opname} of HBM tensors: neuronemu's DMA engines only add; load the "
                  f"operands to SBUF first", unsupported=True)
-        _cc("permute", dst=d, src=tmp, shift=1)
+        _cc("permute", dst=d, src=tmp, shift=1, **group)
 
 
 def rank_id(name=None) -> VirtualRegister:
@@ -356,11 +392,19 @@ def rank_id(name=None) -> VirtualRegister:
 def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group,
                                                            channel_id=0,
                                                            name=None) -> VirtualRegister:
-    """The rank whose data a ring step ``iteration_id`` holds: (rank - iteration_id) mod n
-    (``ctrl.rank``, ``ctrl.sub``, ``ctrl.rem``)."""
-    n = _world(replica_group)
+    """Whose data ring step ``iteration_id`` of ``collective_permute_implicit`` holds, as a
+    member of this rank's group (0 .. n - 1, n ranks per group; with one group, a rank):
+    (member - iteration_id) mod n, member = (rank // group_stride) mod n (``ctrl.rank``,
+    ``ctrl.div``, ``ctrl.sub``, ``ctrl.rem``)."""
+    _group(replica_group)
+    world, size, stride = _layout(replica_group)
+    n = size or world
     tr = tracer()
     reg = rank_id()
+    if stride > 1:
+        tr.emit("ctrl.div", reg.register_text(), reg.register_text(), str(stride))
+    if size:
+        tr.emit("ctrl.rem", reg.register_text(), reg.register_text(), str(n))
     if isinstance(iteration_id, RegExpr) and not isinstance(iteration_id, VirtualRegister):
         fail("iteration_id must be an int or a register (not an expression of registers)",
              unsupported=True)

@@ -68,15 +68,89 @@ def test_collectives_on_sixteen_ranks():
         np.testing.assert_array_equal(got[r], x[(r - 1) % WORLD])
 
 
-def test_replica_groups_other_than_all_ranks_are_located_errors():
-    def k(x):
+CONSECUTIVE = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+STRIDED = [[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]]
+
+
+def grouped_kernel(x, meta, groups):
+    rg = ncc.ReplicaGroup(groups)
+    xs = _sb((8, 64))
+    nisa.dma_copy(dst=xs, src=x)
+    total = _sb((8, 64))
+    ncc.all_reduce(srcs=[xs], dsts=[total], replica_group=rg, op=nl.add)
+    gathered = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[x], dsts=[gathered], replica_group=rg, collective_dim=0)
+    scattered = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    ncc.reduce_scatter(srcs=[x], dsts=[scattered], replica_group=rg, collective_dim=1,
+                       op=nl.add)
+    swapped = nl.ndarray((8, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    ncc.all_to_all(srcs=[x], dsts=[swapped], replica_group=rg, collective_dim=1)
+    varied = _filled((8, 64), -1.0)
+    ncc.all_to_all_v(srcs=[x], dsts=[varied], replica_group=rg, metadata_tensor=meta)
+    passed = _sb((8, 64))
+    ncc.collective_permute_implicit(srcs_by_channel=[[xs]], dsts_by_channel=[[passed]],
+                                    replica_group=rg)
+    whose = _sb((1, 1), nl.int32)
+    nisa.register_store(whose, ncc.collective_permute_implicit_current_processing_rank_id(
+        1, rg))
+    return (_out(total), gathered, scattered, swapped, varied, _out(passed), _out(whose))
+
+
+@pytest.mark.parametrize("groups", [CONSECUTIVE, STRIDED], ids=["consecutive", "strided"])
+def test_collectives_within_replica_groups(groups):
+    """Every nki.collectives call with a ReplicaGroup of four groups of four ranks, against
+    numpy over the groups: each group reduces and exchanges among its own members."""
+    rng = np.random.default_rng(13)
+    x = rng.integers(-32, 32, size=(WORLD, 8, 64)).astype(np.float32)
+    counts = rng.integers(0, 128 + 1, (WORLD, 4))          # [sender, member it sends to]
+    displs = rng.integers(0, 512 - 128 + 1, (WORLD, 4))
+    meta = np.zeros((WORLD, 3, 4), np.uint32)
+    meta[:, 0], meta[:, 1] = counts, displs
+    tr = nki.trace(grouped_kernel, x[0], meta[0], groups, target="trn2")
+    assert "group_size=4" in tr.asm
+    assert ("group_stride=4" in tr.asm) == (groups is STRIDED)
+    result = run_spmd(tr.assemble(), TOPOLOGY, inputs={"x": x, "meta": meta})
+    total, gathered, scattered, swapped, varied, passed, whose = (
+        result.outputs[n] for n, _ in tr.output_names)
+    for group in groups:
+        s = sum(x[q] for q in group)
+        for i, r in enumerate(group):
+            np.testing.assert_array_equal(total[r], s)
+            np.testing.assert_array_equal(gathered[r], np.concatenate([x[q] for q in group]))
+            np.testing.assert_array_equal(scattered[r], s[:, 16 * i:16 * (i + 1)])
+            np.testing.assert_array_equal(
+                swapped[r], np.concatenate([x[q][:, 16 * i:16 * (i + 1)] for q in group], axis=1))
+            want = np.full(512, -1.0, np.float32)
+            for j, q in enumerate(group):   # member j's chunk for member i, in slot j
+                c, d = counts[q, i], displs[q, i]
+                want[128 * j:128 * j + c] = x[q].reshape(-1)[d:d + c]
+            np.testing.assert_array_equal(varied[r].reshape(-1), want)
+            np.testing.assert_array_equal(passed[r], x[group[(i - 1) % 4]])
+            assert whose[r, 0, 0] == (i - 1) % 4
+
+
+def test_replica_groups_neuronemu_cannot_make_are_located_errors():
+    def k(x, groups):
+        t = _sb((32, 64))
+        ncc.all_reduce(srcs=[x], dsts=[t], replica_group=ncc.ReplicaGroup(groups),
+                       op=nl.add)
+
+    with pytest.raises(NkiUnsupported, match="consecutive ranks") as e:
+        nki.trace(k, np.zeros((32, 64), np.float32), [[0, 3], [1, 2]])
+    assert e.value.location.line == k.__code__.co_firstlineno + 2
+    with pytest.raises(NkiError, match="of one size and hold each rank 0 .. n - 1 once"):
+        nki.trace(k, np.zeros((32, 64), np.float32), [[0, 1, 2], [3]])
+    with pytest.raises(NkiError, match="of one size and hold each rank 0 .. n - 1 once"):
+        nki.trace(k, np.zeros((32, 64), np.float32), [[1, 2]])
+
+    def two_worlds(x):
         t = _sb((32, 64))
         ncc.all_reduce(srcs=[x], dsts=[t], replica_group=ncc.ReplicaGroup([[0, 1], [2, 3]]),
                        op=nl.add)
+        ncc.all_reduce(srcs=[x], dsts=[t], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
 
-    with pytest.raises(NkiUnsupported, match="one group of all ranks") as e:
-        nki.trace(k, np.zeros((32, 64), np.float32))
-    assert e.value.location.line == k.__code__.co_firstlineno + 2
+    with pytest.raises(NkiUnsupported, match="groups hold 2 ranks; an earlier one's held 4"):
+        nki.trace(two_worlds, np.zeros((32, 64), np.float32))
 
     def perm(x):
         ncc.collective_permute(srcs=[x], dsts=[x], source_target_pairs=[(0, 1), (1, 0), (2, 2)])
