@@ -777,6 +777,42 @@ def local_gather_layout(ctx, dst, data, indices, num_elem_per_idx, num_valid_ind
 
 
 @rule
+def indirection_layout(ctx, column, table, indices, group, count):
+    """Tensor indirection (vector.indirect_gather / indirect_scatter): ``group`` is 16 or 32
+    partitions; ``column`` (the [P, count] side), ``table`` (the side read or written at the
+    offsets) and ``indices`` span the same partitions, a whole number of groups, and indices
+    start on a quadrant boundary (a multiple of 32) as NKI requires; a group uses at most
+    ``group`` x indices' free size offsets; ``column`` has ``count`` elements per partition."""
+    tiles = dict(_tiles(ctx, [column, table, indices]))
+    if len(tiles) != 3:
+        return
+    col, tab, idx = tiles[column], tiles[table], tiles[indices]
+    size = ctx.args.get(group)
+    if size not in (16, 32):
+        _fail(ctx.at(group), f"{group} must be 16 (Vector, Scalar and GpSimd operands) or 32 "
+                             f"(Tensor engine operands), not {size}")
+    if idx.partition_start % 32:
+        _fail(idx, f"{indices} starts on partition {idx.partition_start}; an index tile starts "
+                   f"on a quadrant boundary (a multiple of 32)")
+    for name, tile in ((table, tab), (column, col)):
+        if (tile.partition_start, tile.partitions) != (idx.partition_start, idx.partitions):
+            _fail(tile, f"{name} spans partitions {_span(tile)} but {indices} spans "
+                        f"{_span(idx)}; each partition reads its offsets from its own group "
+                        f"of {indices}'s partitions")
+    if idx.partitions % size:
+        _fail(idx, f"{indices} spans {idx.partitions} partitions, not a whole number of groups "
+                   f"of {size}")
+    available = size * idx.free_size
+    used = ctx.args.get(count) or available
+    if used > available:
+        _fail(ctx.at(count), f"{count}={used} exceeds the {available} offsets of a group "
+                             f"({size} partitions x {idx.free_size} elements of {indices})")
+    if col.free_size != used:
+        _fail(col, f"{column} must have {used} elements per partition (one per offset), not "
+                   f"{col.free_size}")
+
+
+@rule
 def topk_layout(ctx, val_dst, idx_dst, src, n):
     """nki.isa.topk: one top-k per GpSimd core, so src spans whole groups of 16 partitions
     (starting on a multiple of 16) and val_dst and idx_dst the same partitions; src holds the

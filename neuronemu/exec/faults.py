@@ -47,7 +47,8 @@ def fault(program: Program, status: int, pc: int, regs, limits, steps: int) -> R
                                 f"executed", tile.location, notes=notes)
     if status == L.STATUS_BAD_INDEX and ins is not None and "indices" in ins.args:
         p, value, limit, j = (int(v) for v in regs[L.REG_FAULT_INFO: L.REG_FAULT_INFO + 4])
-        index, data = ins.args["indices"], ins.args["data"]
+        index = ins.args["indices"]
+        data = ins.args["data"] if "data" in ins.args else ins.args["dst"]   # gather / scatter
         return RuntimeFault(f"{ins.definition.name}: {index.symbol}[{p}, {j}] = {value} is not an "
                             f"element of '{data.symbol}' (0..{limit - 1} per partition); nothing "
                             f"was written", index.location)

@@ -5,7 +5,7 @@ its own C-callable unit by neuronemu.exec.kernels (which explains why)."""
 
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
-from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, mx, random, scalar, search, sync, tensor
+from neuronemu.semantics import cc, ctrl, cumulative, dma, elementwise, gpsimd, indirection, mx, random, scalar, search, sync, tensor
 
 # opcode -> kernel wrapper
 ENTRIES = {
@@ -71,6 +71,8 @@ ENTRIES = {
     0x051c: 'random__rand_set_state',  # vector.rand_set_state
     0x051d: 'elementwise__tensor_copy',  # vector.tensor_copy_dynamic_src
     0x051e: 'elementwise__tensor_copy',  # vector.tensor_copy_dynamic_dst
+    0x051f: 'indirection__indirect_gather',  # vector.indirect_gather
+    0x0520: 'indirection__indirect_scatter',  # vector.indirect_scatter
     0x0601: 'sync__signal',  # sync.signal
     0x0602: 'sync__wait',  # sync.wait
     0x0603: 'sync__barrier',  # sync.barrier
@@ -621,6 +623,24 @@ def gpsimd__topk(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tab
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return gpsimd.topk(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
+def indirection__indirect_gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return indirection.indirect_gather(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
+def indirection__indirect_scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return indirection.indirect_scatter(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from neuronemu.isa.table import ArgDef, InstrDef, load_isa
+from neuronemu.nki import _indirection
 from neuronemu.nki._operands import (
     act_name,
     alu_name,
@@ -258,7 +259,14 @@ def _default_text(default) -> str:
 def call(name: str, args: tuple, kwargs: dict) -> None:
     """``nisa.<name>(*args, **kwargs)`` by its table entry."""
     d = choose(name, kwargs.get("engine"))
-    lower(d, bind(name, d, args, kwargs))
+    values = bind(name, d, args, kwargs)
+    if _indirection.has_indirect(values.values()):
+        values, scatter = _indirection.resolve(name, values, _indirection.OTHER_GROUP,
+                                               reads_dst=name == "tensor_copy_predicated")
+        lower(d, values)
+        scatter()
+        return
+    lower(d, values)
 
 
 def wrapper(name: str):

@@ -359,6 +359,7 @@ class NkiTensor(NKIObject):
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
         self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
+        self._ti = None               # (tile, index tile, offsets): a t.indirect(index) view
 
     # -- numpy-like attributes
     @property
@@ -367,6 +368,8 @@ class NkiTensor(NKIObject):
             return tuple([c for _, c in self._ap[0]])
         if self._indirect is not None:
             return self._indirect[2]
+        if self._ti is not None:
+            return (self._ti[0].shape[0], self._ti[2])
         dims = tuple([e[1] for e in self._index if type(e) is tuple])
         if self._broadcast is not None:
             return (self._broadcast,) + dims[1:]
@@ -409,7 +412,9 @@ class NkiTensor(NKIObject):
 
     # -- indexing
     def __getitem__(self, key) -> NkiTensor:
-        if self._ap is not None or self._broadcast is not None:
+        if self._ap is not None or self._broadcast is not None or self._ti is not None:
+            if self._ti is not None:
+                self._no_view_of_indirect()
             return self._index_pattern(key)
         if type(key) is tuple and len(key) == len(self._index):
             # the common case first: a slice of Python ints in every dim of a plain view
@@ -610,6 +615,8 @@ class NkiTensor(NKIObject):
     def _pattern(self) -> tuple[list, int, str | None]:
         """This view as an access pattern: [[step, count], ...] (partition pair first) and
         the offset, in elements of the buffer's flat row-major array, and its dtype view."""
+        if self._ti is not None:
+            self._no_view_of_indirect()
         if self._ap is not None:
             pairs, offset, dtype = self._ap
             return [tuple(p) for p in pairs], offset, dtype
@@ -805,7 +812,12 @@ class NkiTensor(NKIObject):
         return [list(p) for p in self._pattern()[0]]
 
     def is_indirect(self) -> bool:
-        return False
+        return self._ti is not None
+
+    @staticmethod
+    def _no_view_of_indirect() -> None:
+        fail("an indirect view (t.indirect(index)) cannot be sliced, reshaped or viewed again "
+             "(as in NKI); slice the tile and the index first, then call .indirect()")
 
     def broadcast_to(self, shape) -> NkiTensor:
         """Size-1 dims repeated (``[P, 1] -> [P, N]``, ``[1, N] -> [P, N]``). A free-dim
@@ -945,11 +957,31 @@ class NkiTensor(NKIObject):
                           else (pairs[0][1], 1))
         return view
 
-    def indirect(self, index, num_elem=None):
-        fail("Tensor.indirect() (NeuronCore-v4 tensor indirection on compute engines) is not "
-             "modelled here", "gather rows by DMA instead: t.ap([[F, P], [1, F]], "
-             "vector_offset=idx, indirect_dim=0) with nisa.dma_copy, or nisa.local_gather / "
-             "nisa.nc_n_gather on chip", unsupported=True)
+    def indirect(self, index, num_elem=None) -> NkiTensor:
+        """Tensor indirection (NeuronCore-v4): the view [P, num_elem] whose column k is this
+        [P, F] tile's column at the run-time offset o(k) = index[G g + k % G, k // G], each
+        group g of G partitions reading its own partitions of ``index`` (G = 16 for the
+        Vector, Scalar and GpSimd engines, 32 for the Tensor engine). An operand of
+        tensor_copy, tensor_copy_predicated, tensor_tensor (dst, data1) and nc_matmul
+        (neuronemu.nki._indirection)."""
+        if tracer().target != "trn3":
+            fail(f".indirect() (tensor indirection) needs NeuronCore-v4 (trn3); this kernel is "
+                 f"traced for {tracer().target}", "trace it with target='trn3'")
+        if (self.kind == "hbm" or self._ap is not None or self._broadcast is not None
+                or self._ti is not None or len(self.shape) != 2):
+            fail(f"indirect() takes a 2-D SBUF or PSUM tile [P, F] (this is a "
+                 f"{len(self.shape)}-D {self.kind} view{' already indirect' if self._ti else ''})")
+        if (not isinstance(index, NkiTensor) or index.kind != "sbuf" or len(index.shape) != 2
+                or index.shape[0] != self.shape[0]
+                or np.dtype(index.dtype).kind not in "iu"):
+            fail(f"indirect(index): index must be an integer SBUF tile [{self.shape[0]}, K] "
+                 f"(the tile's partitions), got {index!r}")
+        count = index.shape[0] * index.shape[1] if num_elem is None else int(num_elem)
+        if count < 1:
+            fail(f"indirect(num_elem={num_elem}): num_elem must be at least 1")
+        view = NkiTensor(self._buffer, self._base_shape, self._index)
+        view._ti = (self, index, count)
+        return view
 
     @property
     def T(self):
@@ -1039,6 +1071,10 @@ class NkiTensor(NKIObject):
             self._empty()
         if self._indirect is not None:
             fail("a vector_offset view can only be the source or destination of nisa.dma_copy")
+        if self._ti is not None:
+            fail("an indirect view (t.indirect(index)) is an operand of nisa.tensor_copy, "
+                 "tensor_copy_predicated (dst, predicate), tensor_tensor (dst, data1) and "
+                 "nc_matmul (dst, stationary, moving) only", unsupported=True)
         if slot.live is not None:   # on chip: live up to the instruction being emitted
             slot.live.end = len(tracer.instructions)
         if self._ap is not None:

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from neuronemu.nki import _emit
+from neuronemu.nki import _emit, _indirection
 from neuronemu.nki._operands import (
     act_name,
     alu_name,
@@ -289,6 +289,15 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):
         tensor_copy(staged, src, engine=engine)
         tensor_copy(dst, staged, engine=engine)
         return
+    if _indirection.has_indirect((dst, src)):
+        if engine == "gpsimd":
+            fail("tensor_copy with an indirect view (t.indirect(index)) runs on the Vector or "
+                 "Scalar engine, not GpSimd (as in NKI)")
+        ops, scatter = _indirection.resolve("tensor_copy", {"dst": dst, "src": src},
+                                            _indirection.OTHER_GROUP)
+        tensor_copy(ops["dst"], ops["src"], engine=engine)
+        scatter()
+        return
     d, s = onchip(dst, "dst"), onchip(src, "src")
     if engine == "scalar":
         tr.emit("scalar.activation", d, s, func="copy")
@@ -541,6 +550,24 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
               perf_mode=matmul_perf_mode.none, name=None):
     """dst (+)= stationary.T @ moving on TensorE (``tensor.matmul``); ``accumulate=None``
     overwrites on the first write to a PSUM region and accumulates on the later ones."""
+    if _indirection.has_indirect((dst, stationary, moving)):
+        if tile_position or tile_size:
+            fail("nc_matmul: tensor indirection is incompatible with hardware tiling "
+                 "(tile_position / tile_size), as in NKI")
+        if is_transpose and isinstance(moving, NkiTensor) and moving.is_indirect():
+            fail("nc_matmul(is_transpose=True): moving cannot be an indirect view (as in NKI)")
+        if isinstance(dst, NkiTensor) and dst.is_indirect():
+            base = dst._ti[0]
+            if base.kind != "psum":
+                fail("nc_matmul writes PSUM: dst must be an nl.psum tile")
+            accumulate = _psum_accumulate(base) if accumulate is None else bool(accumulate)
+        ops, scatter = _indirection.resolve(
+            "nc_matmul", {"dst": dst, "stationary": stationary, "moving": moving},
+            _indirection.TENSOR_GROUP, reads_dst=bool(accumulate))
+        nc_matmul(ops["dst"], ops["stationary"], ops["moving"], is_stationary_onezero,
+                  is_moving_onezero, is_transpose, accumulate, perf_mode=perf_mode)
+        scatter()
+        return
     tr = tracer()
     d = tile_arg(dst, "dst")
     if d.kind != "psum":

@@ -20,9 +20,10 @@ syn keyword nemuMnemonic gpsimd.tensor_copy_dynamic_src gpsimd.tensor_scalar gps
 syn keyword nemuMnemonic scalar.activate2 scalar.activation scalar.activation_reduce scalar.tensor_scalar
 syn keyword nemuMnemonic sync.barrier sync.signal sync.wait tensor.matmul tensor.matmul_mx tensor.transpose
 syn keyword nemuMnemonic vector.bn_aggr vector.bn_stats vector.dropout vector.exponential vector.find_index8
-syn keyword nemuMnemonic vector.match_replace8 vector.max8 vector.memset vector.quantize_mx vector.rand2
-syn keyword nemuMnemonic vector.rand_get_state vector.rand_set_state vector.range_select vector.reciprocal
-syn keyword nemuMnemonic vector.rng vector.scalar_tensor_tensor vector.select_reduce vector.set_rng_seed
+syn keyword nemuMnemonic vector.indirect_gather vector.indirect_scatter vector.match_replace8 vector.max8
+syn keyword nemuMnemonic vector.memset vector.quantize_mx vector.rand2 vector.rand_get_state
+syn keyword nemuMnemonic vector.rand_set_state vector.range_select vector.reciprocal vector.rng
+syn keyword nemuMnemonic vector.scalar_tensor_tensor vector.select_reduce vector.set_rng_seed
 syn keyword nemuMnemonic vector.stream_shuffle vector.tensor_copy vector.tensor_copy_dynamic_dst
 syn keyword nemuMnemonic vector.tensor_copy_dynamic_src vector.tensor_copy_predicated vector.tensor_reduce
 syn keyword nemuMnemonic vector.tensor_scalar vector.tensor_scalar_cumulative vector.tensor_scalar_reduce
@@ -43,7 +44,7 @@ syn keyword nemuTarget trn1 trn2 trn3
 syn keyword nemuDeclaration arange full identity input nan normal ones output relu_normal scratch uniform zeros
 syn keyword nemuBoolean false true
 
-syn match nemuArgument "\<\(a\|accumulate\|algorithm\|alpha\|b\|base\|bias\|bound0\|bound1\|channel_multiplier\|cmp_op\|comp_op0\|comp_op1\|data\|data0\|data1\|data2\|dge\|dim\|dst\|dst_idx\|dst_scale\|func\|group_size\|group_stride\|has_rdispls\|idx_dst\|imm\|imm0\|imm1\|index\|index_offset\|indices\|initial\|is_moving_onezero\|is_stationary_onezero\|is_transpose\|mask\|max\|max_value\|meta\|min\|moving\|moving_scale\|n\|negate\|num_elem_per_idx\|num_valid_indices\|offset\|on_false\|on_false_value\|on_true\|oob\|op\|op0\|op1\|operand0\|operand1\|padding_val\|peer\|perf_mode\|predicate\|prob\|queue\|ra\|range_start\|rd\|recv_counts_known\|recv_from\|reduce_cmd\|reduce_init\|reduce_op\|reduce_res\|relu_param\|reverse0\|reverse1\|reverse_pred\|scale\|seed\|segment_ids\|sem\|send_to\|shift\|src\|src0\|src1\|src2\|src3\|src4\|src5\|src6\|src7\|stationary\|stationary_scale\|step\|table\|target\|tile_position\|tile_size\|track\|val_dst\|vals\|value\)\ze\s*="
+syn match nemuArgument "\<\(a\|accumulate\|algorithm\|alpha\|b\|base\|bias\|bound0\|bound1\|channel_multiplier\|cmp_op\|comp_op0\|comp_op1\|count\|data\|data0\|data1\|data2\|dge\|dim\|dst\|dst_idx\|dst_scale\|func\|group\|group_size\|group_stride\|has_rdispls\|idx_dst\|imm\|imm0\|imm1\|index\|index_offset\|indices\|initial\|is_moving_onezero\|is_stationary_onezero\|is_transpose\|mask\|max\|max_value\|meta\|min\|moving\|moving_scale\|n\|negate\|num_elem_per_idx\|num_valid_indices\|offset\|on_false\|on_false_value\|on_true\|oob\|op\|op0\|op1\|operand0\|operand1\|padding_val\|peer\|perf_mode\|predicate\|prob\|queue\|ra\|range_start\|rd\|recv_counts_known\|recv_from\|reduce_cmd\|reduce_init\|reduce_op\|reduce_res\|relu_param\|reverse0\|reverse1\|reverse_pred\|scale\|seed\|segment_ids\|sem\|send_to\|shift\|src\|src0\|src1\|src2\|src3\|src4\|src5\|src6\|src7\|stationary\|stationary_scale\|step\|table\|target\|tile_position\|tile_size\|track\|val_dst\|vals\|value\)\ze\s*="
 syn match nemuRegister "\<r\d\+\>"
 syn match nemuLabel "^\s*\h\w*\ze\s*:"
 syn match nemuMacroParameter "\\\(\h\w*\|@\|()\)"
