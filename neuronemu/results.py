@@ -153,11 +153,14 @@ def _range_warning(program: Program, regs) -> list[Diagnostic]:
     """Activation inputs outside the documented range of their function (the hardware's result
     is not specified there; neuronemu computes the float64 function anyway)."""
     from neuronemu.machine import layout as L
-    from neuronemu.semantics.scalar import INPUT_RANGES
 
     count = int(regs[L.REG_RANGE_COUNT])
     if not count:
         return []
+    # imported only now: it makes numba dispatchers for all of scalar.py, which a run without
+    # activations (and the kernels of its own) need not pay for
+    from neuronemu.semantics.scalar import INPUT_RANGES
+
     ins = program.instruction(int(regs[L.REG_RANGE_PC]))
     value = float(np.array([regs[L.REG_RANGE_BITS]], dtype=np.uint32).view(np.float32)[0])
     from neuronemu.isa.table import load_isa

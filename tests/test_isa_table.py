@@ -100,6 +100,22 @@ def test_import_is_light() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_every_kernel_has_its_wrapper() -> None:
+    from neuronemu.exec import kernels
+
+    for entry in kernels.all_entries():
+        assert kernels.wrapper(entry).__name__ == entry
+
+
+def test_a_kernel_imports_only_its_semantics_module() -> None:
+    """A run pays numba's set-up of a semantics module's functions only when it uses one."""
+    code = ("import sys; from neuronemu.exec import kernels; kernels.wrapper('dma__copy'); "
+            "print(sorted(m for m in sys.modules if m.startswith('neuronemu.semantics.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=ROOT)
+    assert result.stdout.strip() == "['neuronemu.semantics.alu', 'neuronemu.semantics.dma']"
+
+
 def _swap_arguments(text: str, entry: str, first: str, second: str) -> str:
     """``text`` (a table) with two argument lines of ``[entry]`` swapped."""
     head, _, body = text.partition(f"[{entry}]\n")

@@ -3,7 +3,8 @@
 Writes, all committed and checked for freshness by tests/test_isa_table.py:
   neuronemu/isa/codes.py        opcode, engine and enum constants (beside the tables they come from)
   neuronemu/isa/args/<module>.py   the argument slots of each semantics function, by name
-  neuronemu/exec/wrappers.py    one kernel wrapper per semantics function (compiled lazily)
+  neuronemu/exec/wrappers/<module>.py   one kernel wrapper per semantics function (compiled
+                                 lazily), by semantics module; __init__: opcode -> kernel
   docs/isa.md                   the instruction reference
   isa/README.md                 the tables' format, from the loader's key, kind and rule tables
 
@@ -48,34 +49,48 @@ def kernel_entry(semantics: str) -> str:
     return semantics.replace(".", "__")
 
 
-def kernels(isa) -> str:
+def kernels(isa) -> dict[str, str]:
+    """``neuronemu/exec/wrappers/``: ``__init__`` maps opcodes to kernel names; one module per
+    semantics module holds its kernels' wrappers. Why one module each: importing a semantics
+    module makes a numba dispatcher per jitted function in it, and a run needs only the modules
+    of the instructions it uses (neuronemu.exec.kernels imports them on first use)."""
     entries = sorted({d.semantics for d in isa.instructions.values()})
     modules = sorted({s.split(".")[0] for s in entries})
     lines = [HEADER,
              ('"""Instruction kernels: one wrapper per semantics function, compiled on first use '
               'into'),
-             'its own C-callable unit by neuronemu.exec.kernels (which explains why)."""',
+             ("its own C-callable unit by neuronemu.exec.kernels (which explains why). The "
+              "wrappers of"),
+             ("``neuronemu/semantics/<module>.py`` are in ``neuronemu.exec.wrappers.<module>``, "
+              "imported"),
+             'only when a program uses one of them (``neuronemu.exec.kernels.wrapper``)."""',
              "",
-             "from neuronemu.machine import layout as L",
-             "from neuronemu.machine.abi import views",
-             f"from neuronemu.semantics import {', '.join(modules)}",
-             "",
-             "# opcode -> kernel wrapper",
+             "# opcode -> kernel wrapper (<module>__<function>)",
              "ENTRIES = {"]
     for name, d in sorted(isa.instructions.items(), key=lambda kv: kv[1].opcode):
         lines.append(f"    {d.opcode:#06x}: {kernel_entry(d.semantics)!r},  # {name}")
     lines.append("}")
-    for sem in entries:
-        lines += ["", "",
-                  (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, "
-                   "fmt_p, table_p, dims_p):"),
-                  "    ins, ops, imms, mems, regs, fmt, table = views(",
-                  "        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)",
-                  "    try:",
-                  f"        return {sem}(ins, ops, imms, mems, regs, fmt, table)",
-                  "    except Exception:  # a C callback cannot raise: report it as a status",
-                  "        return L.STATUS_KERNEL_ERROR"]
-    return "\n".join(lines) + "\n"
+    files = {"__init__": "\n".join(lines) + "\n"}
+    for module in modules:
+        lines = [HEADER,
+                 f'"""Kernel wrappers of neuronemu/semantics/{module}.py (see __init__)."""',
+                 "",
+                 "from neuronemu.machine import layout as L",
+                 "from neuronemu.machine.abi import views",
+                 f"from neuronemu.semantics import {module}"]
+        for sem in (s for s in entries if s.split(".")[0] == module):
+            lines += ["", "",
+                      (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, "
+                       "regs_p, fmt_p, table_p, dims_p):"),
+                      "    ins, ops, imms, mems, regs, fmt, table = views(",
+                      ("        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, "
+                       "table_p, dims_p)"),
+                      "    try:",
+                      f"        return {sem}(ins, ops, imms, mems, regs, fmt, table)",
+                      "    except Exception:  # a C callback cannot raise: report it as a status",
+                      "        return L.STATUS_KERNEL_ERROR"]
+        files[module] = "\n".join(lines) + "\n"
+    return files
 
 
 def argument_modules(isa) -> dict[str, str]:
@@ -199,8 +214,9 @@ def readme(isa) -> str:
            ("Adding an instruction: an entry in its engine's table (keys below), its semantics "
             "function in `neuronemu/semantics/`, a test against an independent oracle, then "
             "`python -m tools.gen_isa` (writes `neuronemu/isa/codes.py`, the argument names "
-            "`neuronemu/isa/args/<module>.py`, `neuronemu/exec/wrappers.py` and `docs/isa.md`; "
-            "this file when a key or a rule changes)."), "",
+            "`neuronemu/isa/args/<module>.py`, the kernel wrappers "
+            "`neuronemu/exec/wrappers/<module>.py` and `docs/isa.md`; this file when a key or a "
+            "rule changes)."), "",
            "## Instruction entries", "",
            ("One TOML table per instruction, named by its mnemonic (`[tensor_tensor]` in "
             "`vector.toml` is `vector.tensor_tensor`)."), "",
@@ -249,12 +265,13 @@ def outputs(isa_directory: str | None = None) -> dict[Path, str]:
     isa = load_isa(isa_directory)
     files = {
         ROOT / "neuronemu/isa/codes.py": constants(isa),
-        ROOT / "neuronemu/exec/wrappers.py": kernels(isa),
         ROOT / "docs/isa.md": reference(isa),
         ROOT / "isa/README.md": readme(isa),
     }
     for module, text in argument_modules(isa).items():
         files[ROOT / f"neuronemu/isa/args/{module}.py"] = text
+    for module, text in kernels(isa).items():
+        files[ROOT / f"neuronemu/exec/wrappers/{module}.py"] = text
     return files
 
 

@@ -71,10 +71,17 @@ def source_hash() -> str:
 def cache_root() -> Path:
     """The directory holding one cache per source version (``$NUMBA_CACHE_DIR/neuronemu`` when
     the user sets NUMBA_CACHE_DIR, so even then a source change gets a fresh directory)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"]) / "neuronemu"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "neuronemu" / "numba"
+    return _cache_root(os.environ.get("NUMBA_CACHE_DIR") or "",
+                       os.environ.get("XDG_CACHE_HOME") or "", os.path.expanduser("~"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_root(numba_dir: str, xdg: str, home: str) -> Path:
+    # Keyed by the environment it reads (tests and users may change it): numba makes a cache
+    # object per jitted function (about 200 at import), each asking for this several times.
+    if numba_dir:
+        return Path(numba_dir) / "neuronemu"
+    return Path(xdg or os.path.join(home, ".cache")) / "neuronemu" / "numba"
 
 
 def cache_dir() -> Path:
@@ -186,8 +193,23 @@ def unseal(blob: bytes, path: str) -> bytes:
 
 
 def _is_ours(folder: str) -> bool:
+    return _is_under(folder, cache_root(), fallback_root())
+
+
+@functools.lru_cache(maxsize=64)
+def _is_under(folder: str, *roots: Path) -> bool:
+    # cached: asked once per jitted function, for a handful of folders
     path = Path(folder)
-    return any(root in path.parents for root in (cache_root(), fallback_root()))
+    return any(root in path.parents for root in roots)
+
+
+@functools.lru_cache(maxsize=64)
+def _spare_folder(cache_path: str, current: Path, spare_root: Path) -> str | None:
+    """The fallback folder mirroring ``cache_path`` (a folder of the cache ``current``)."""
+    if not cache_path.startswith(str(current)):
+        return None
+    spare = str(spare_root / os.path.relpath(cache_path, current))
+    return spare if spare != cache_path else None
 
 
 class CheckedCacheFile(caching.IndexDataCacheFile):
@@ -200,11 +222,9 @@ class CheckedCacheFile(caching.IndexDataCacheFile):
         self._base = filename_base
         self._ours = _is_ours(cache_path)
         self._folders = [cache_path]
-        if self._ours and cache_path.startswith(str(cache_dir())):
-            relative = os.path.relpath(cache_path, cache_dir())
-            spare = str(fallback_dir() / relative)
-            if spare != cache_path:
-                self._folders.append(spare)
+        spare = _spare_folder(cache_path, cache_dir(), fallback_dir()) if self._ours else None
+        if spare is not None:
+            self._folders.append(spare)
 
     # numba's entry points ----------------------------------------------------------------
 
@@ -321,6 +341,23 @@ def _listdir(folder: str) -> list[str]:
 
 # ----------------------------------------------------------------------------- locator
 
+@functools.lru_cache(maxsize=256)
+def _package_folder(py_file: str) -> str | None:
+    """The cache folder name of a source file's package (``neuronemu_exec``), or None outside
+    neuronemu (cached: one file holds many jitted functions, and resolving is a stat per part)."""
+    try:
+        relative = Path(py_file).resolve().parent.relative_to(_PACKAGE)
+    except (ValueError, OSError):
+        return None
+    return "_".join(("neuronemu", *relative.parts))
+
+
+# Cache folders that passed the strict check (created, a file can be made in them) in this
+# process: the check creates and deletes a file, once per jitted function otherwise. numba runs
+# ensure_cache_path again before every save, so a folder that stops being writable is still seen.
+_usable_paths: set[str] = set()
+
+
 class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """numba cache locator for neuronemu's modules: the cache path is the package-relative
     directory under ``cache_dir()``; numba's own stamp (sha256 of the file) and index key (types,
@@ -347,13 +384,15 @@ class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        try:
-            relative = Path(py_file).resolve().parent.relative_to(_PACKAGE)
-        except (ValueError, OSError):
+        relative = _package_folder(py_file)
+        if relative is None:
             return None   # not one of neuronemu's modules: numba's own locators decide
-        self = cls(py_func, py_file, "_".join(("neuronemu", *relative.parts)))
+        self = cls(py_func, py_file, relative)
+        if self._cache_path in _usable_paths:
+            return self
         try:
             _CacheLocator.ensure_cache_path(self)   # the strict check: exists and writable
+            _usable_paths.add(self._cache_path)
             return self
         except OSError as error:
             if os.path.isdir(self._cache_path):

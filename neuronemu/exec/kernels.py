@@ -6,8 +6,9 @@ and re-optimise the shared load/store helpers inside each caller, before the fir
 runs (3.5 to 7 minutes on a new machine). Here the interpreter loop knows only a table of
 addresses, one per static instruction (``kernel_addresses``), and calls through it with
 ``call_kernel``; each entry is a ``numba.cfunc`` made from a wrapper in
-``neuronemu/exec/wrappers.py`` that rebuilds the arrays from raw pointers and calls the
-semantics function. A kernel that uses two instruction kinds compiles two units, once.
+``neuronemu/exec/wrappers/<module>.py`` that rebuilds the arrays from raw pointers and calls the
+semantics function. A kernel that uses two instruction kinds compiles two units, once, and
+imports only the semantics modules of those two (``wrapper``).
 
 The calling convention is neuronemu.machine.abi.
 """
@@ -15,6 +16,7 @@ The calling convention is neuronemu.machine.abi.
 from __future__ import annotations
 
 import functools
+import importlib
 import time
 
 import numpy as np
@@ -33,14 +35,21 @@ def _make(entry: str):
 
     from neuronemu.compiled.cache import CACHE
     from neuronemu.compiled.jit import options
-    from neuronemu.exec import wrappers as generated
 
     opts = {k: v for k, v in options().items() if k in ("error_model", "fastmath", "boundscheck")}
-    cfunc = CFunc(getattr(generated, entry), sigutils.normalize_signature(SIGNATURE), locals={},
+    cfunc = CFunc(wrapper(entry), sigutils.normalize_signature(SIGNATURE), locals={},
                   options=opts)
     if CACHE:
         cfunc.enable_caching()
     return cfunc
+
+
+def wrapper(entry: str):
+    """The generated wrapper of kernel ``entry`` (``<module>__<function>``). Its module, and so
+    its semantics module, is imported here: importing a semantics module makes a numba dispatcher
+    for each of its jitted functions, which a run not using that module need not pay for."""
+    module = importlib.import_module(f"neuronemu.exec.wrappers.{entry.split('__', 1)[0]}")
+    return getattr(module, entry)
 
 
 def ensure_compiled(entries) -> None:

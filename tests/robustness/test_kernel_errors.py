@@ -13,7 +13,6 @@ from numba.core.ccallback import CFunc
 import neuronemu
 from neuronemu.compiled.jit import jit
 from neuronemu.exec import core, kernels
-from neuronemu.exec import wrappers as generated
 from neuronemu.machine import abi
 from neuronemu.semantics import ctrl
 
@@ -32,7 +31,7 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
     addresses = kernels.kernel_addresses(program.instrs, np.zeros(3, dtype=bool))
     # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises
     monkeypatch.setattr(ctrl, "mov", jit(cache=False, boundscheck=True)(_raises.py_func))
-    broken = CFunc(generated.ctrl__mov, sigutils.normalize_signature(abi.SIGNATURE),
+    broken = CFunc(kernels.wrapper("ctrl__mov"), sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
     addresses[1] = broken.address
