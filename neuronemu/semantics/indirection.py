@@ -28,8 +28,8 @@ from neuronemu.semantics.alu import to_int
 
 @jit
 def _offsets(indices, group, count, limit, regs):
-    """The [P / group, count] offsets of each group, or (None-like) an empty array after
-    recording the first offset outside 0 .. limit - 1 in the fault registers."""
+    """The [P / group, count] offsets of each group, or an empty array after recording the
+    first offset outside 0 .. limit - 1 in the fault registers."""
     groups = indices.shape[0] // group
     out = np.empty((groups, count), dtype=np.int64)
     for g in range(groups):
@@ -48,19 +48,27 @@ def _offsets(indices, group, count, limit, regs):
 
 
 @jit
+def _group_offsets(ins, ops, mems, regs, fmt, indices_arg, group_arg, count_arg, limit):
+    """(G, the [P / G, count] offsets of the instruction's index tile; empty after a fault)."""
+    index = ops[arg_value(ins, indices_arg)]
+    indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
+    group = arg_value(ins, group_arg)
+    count = arg_value(ins, count_arg)
+    if count == 0:
+        count = group * indices.shape[1]
+    return group, _offsets(indices, group, count, limit, regs)
+
+
+@jit
 def indirect_gather(ins, ops, imms, mems, regs, fmt, table):
     """dst[q, k] = data[q, o(k)] for q's group (raw bits)."""
     dst = ops[arg_value(ins, INDIRECT_GATHER_DST)]
     data = load_bits(ops[arg_value(ins, INDIRECT_GATHER_DATA)], mems, regs)
-    index = ops[arg_value(ins, INDIRECT_GATHER_INDICES)]
-    indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
-    group = arg_value(ins, INDIRECT_GATHER_GROUP)
-    count = arg_value(ins, INDIRECT_GATHER_COUNT)
-    if count == 0:
-        count = group * indices.shape[1]
-    offsets = _offsets(indices, group, count, data.shape[1], regs)
+    group, offsets = _group_offsets(ins, ops, mems, regs, fmt, INDIRECT_GATHER_INDICES,
+                                    INDIRECT_GATHER_GROUP, INDIRECT_GATHER_COUNT, data.shape[1])
     if offsets.shape[0] == 0:
         return L.STATUS_BAD_INDEX
+    count = offsets.shape[1]
     out = np.empty((data.shape[0], count), dtype=np.int64)
     for q in range(data.shape[0]):
         g = q // group
@@ -76,18 +84,13 @@ def indirect_scatter(ins, ops, imms, mems, regs, fmt, table):
     dst_op = ops[arg_value(ins, INDIRECT_SCATTER_DST)]
     dst = load_bits(dst_op, mems, regs)
     src = load_bits(ops[arg_value(ins, INDIRECT_SCATTER_SRC)], mems, regs)
-    index = ops[arg_value(ins, INDIRECT_SCATTER_INDICES)]
-    indices = to_int(load_bits(index, mems, regs), index[L.OP_DTYPE], fmt)
-    group = arg_value(ins, INDIRECT_SCATTER_GROUP)
-    count = arg_value(ins, INDIRECT_SCATTER_COUNT)
-    if count == 0:
-        count = group * indices.shape[1]
-    offsets = _offsets(indices, group, count, dst.shape[1], regs)
+    group, offsets = _group_offsets(ins, ops, mems, regs, fmt, INDIRECT_SCATTER_INDICES,
+                                    INDIRECT_SCATTER_GROUP, INDIRECT_SCATTER_COUNT, dst.shape[1])
     if offsets.shape[0] == 0:
         return L.STATUS_BAD_INDEX
     for q in range(dst.shape[0]):
         g = q // group
-        for k in range(count):
+        for k in range(offsets.shape[1]):
             dst[q, offsets[g, k]] = src[q, k]
     store_bits(dst_op, mems, regs, dst)
     return L.STATUS_OK
