@@ -260,13 +260,13 @@ def call(name: str, args: tuple, kwargs: dict) -> None:
     """``nisa.<name>(*args, **kwargs)`` by its table entry."""
     d = choose(name, kwargs.get("engine"))
     values = bind(name, d, args, kwargs)
+    scatter = None
     if _indirection.has_indirect(values.values()):
         values, scatter = _indirection.resolve(name, values, _indirection.OTHER_GROUP,
                                                reads_dst=name == "tensor_copy_predicated")
-        lower(d, values)
-        scatter()
-        return
     lower(d, values)
+    if scatter is not None:
+        scatter()
 
 
 def wrapper(name: str):

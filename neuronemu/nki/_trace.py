@@ -359,7 +359,7 @@ class NkiTensor(NKIObject):
         self._broadcast = broadcast   # partitions a [1, N] row is broadcast to (DMA only)
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
         self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
-        self._ti = None               # (tile, index tile, offsets): a t.indirect(index) view
+        self._ti = None               # (tile, index tile, num_elem): a t.indirect(index) view
 
     # -- numpy-like attributes
     @property
