@@ -244,7 +244,7 @@ class Program:
 
     def __getattr__(self, name: str):
         # ``instructions`` made on first use: the assembler may leave lines resolved by a
-        # template plan (asm/fastresolve.py) as compact records that build their Instruction
+        # plan (asm/direct.py) as compact records that build their Instruction
         # (with its Tiles and Locations) only when someone asks, which most assemblies never do
         pending = self.__dict__.get("_pending")
         if name != "instructions" or pending is None:

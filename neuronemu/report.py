@@ -217,7 +217,7 @@ def topology_document(t) -> dict:
 def check_lines(kernel: str, program: Program) -> list[str]:
     counts = program.static_counts()
     per_engine = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    # (the counts from the lowered rows: checking builds no Instruction objects, asm/fastresolve)
+    # (the counts from the lowered rows: checking builds no Instruction objects, asm/direct)
     return [(f"{kernel}: ok ({program.target.name}): {len(program.instrs)} instructions "
             f"({per_engine})")]
 

@@ -187,6 +187,13 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _rule_reads(name: str) -> str:
+    from neuronemu.asm.checks import PLACELESS, TILES_ONLY
+
+    reads = "tiles" if name in TILES_ONLY else "values"
+    return reads if name in PLACELESS else f"{reads}, place"
+
+
 def _rule_params(fn) -> str:
     params = list(inspect.signature(fn).parameters.values())[1:]   # after ctx
     return " ".join(f"{p.name}..." if p.kind is p.VAR_POSITIONAL else p.name for p in params)
@@ -234,8 +241,15 @@ def readme(isa) -> str:
            ("A check is `rule arg ...`: the rule's parameters are argument names, numbers, dtype "
             "names or `@field` (a field of the target's table in `targets.toml`). A rule skips "
             "an optional argument left out and an immediate where it expects a tile."), "",
-           "| rule | parameters | checks |", "|---|---|---|",
-           *(f"| `{name}` | {_rule_params(fn)} | {_cell(inspect.getdoc(fn) or '')} |"
+           ("*reads*: what the rule looks at besides shapes and dtypes, as it is registered in "
+            "`neuronemu/asm/checks.py`; the assembler's plans (`neuronemu/asm/direct.py`) rely "
+            "on it. `tiles` reads its arguments only where they are tiles (a number there may "
+            "differ between the lines of one plan); `values` reads the values of the arguments "
+            "it names; `place` also looks at where a tile lies (its first byte or partition, "
+            "its registers), so an instruction with such a rule is resolved line by line."), "",
+           "| rule | parameters | reads | checks |", "|---|---|---|---|",
+           *(f"| `{name}` | {_rule_params(fn)} | {_rule_reads(name)} | "
+             f"{_cell(inspect.getdoc(fn) or '')} |"
              for name, fn in sorted(RULES.items())),
            "", "## Cost classes (`costs.toml`)", "",
            (f"One table per class; `formula` is one of {', '.join(f'`{f}`' for f in table.COST_FORMULAS)}. "

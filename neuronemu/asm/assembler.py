@@ -23,7 +23,7 @@ from neuronemu.asm.collect import Collector
 from neuronemu.asm.direct import Direct, GeneratedSource, Made, Op
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
 from neuronemu.asm.fastparse import TemplateLine
-from neuronemu.asm.fastresolve import Pending, Resolver
+from neuronemu.asm.lines import reader
 from neuronemu.asm.outputs import unwritten_outputs
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
@@ -51,12 +51,12 @@ MAX_DIM = 1 << 40
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # registers, int arguments, byte offsets
 # the smallest magnitude an fp32 cast rounds to infinity (float32 max + half an ulp)
 FP32_OVERFLOW = 2 ** 128 - 2 ** 103
-# Reuse the resolution of an identical instruction line or operand text (False: resolve every
-# line and operand afresh; tests compare the two)
+# Memos, each a switch only so that tests can compare a program with the one resolving every
+# line afresh. REUSE: an identical instruction line or operand text reuses the first one's
+# resolution. PLANS: lines that differ only in their numbers are read as values
+# (asm/lines.py) and lowered from the plan they share (asm/direct.py).
 REUSE = True
-# Resolve the lines of a template (same text but for the numbers) from a plan made once
-# (asm/fastresolve.py; False: resolve every line the ordinary way; tests compare the two)
-FAST = True
+PLANS = True
 MAX_HBM_DIMS = 16  # dims of an HBM tensor (on-chip tiles: 1 + L.MAX_FREE_DIMS)
 
 
@@ -91,7 +91,6 @@ class Assembler:
         self.eval = Evaluator(source, self.constants)
         self.next_offset = {"sbuf": 0, "psum": 0, "hbm": 0}
         self._tiles: dict[tuple[int, str], Tile] = {}   # (id of ArgDef, operand text) -> tile
-        self.lowered: dict[int, tuple] = {}   # id(Instruction) -> rows made by its plan
 
     def error(self, node, message, notes=()):
         return AsmError(message, location_of(self.source, getattr(node, "meta", node)), notes)
@@ -137,18 +136,18 @@ class Assembler:
                                        Location(self.source, op.line, 5, None)))
             else:
                 self.labels[op.label] = len(statements) + len(given)
-        instructions, same_as = self._instructions(statements)
+        direct = Direct(self, _moved_value, lower, Repeat)
+        instructions, same_as = self._instructions(statements, direct)
         if given:
-            Direct(self, _moved_value, lower, Repeat).extend(
-                given, instructions, same_as)
+            direct.extend(given, instructions, same_as)
         collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, warnings=self.warnings,
                           sync_mode=self.sync_mode,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
-        if FAST:   # Pending lines (fastresolve): their Instructions are made on first use
-            program.__dict__["_pending"] = program.__dict__.pop("instructions")
-        lower(program, same_as, self.lowered)
+        # records (Made, Repeat) make their Instructions on first use (Program.__getattr__)
+        program.__dict__["_pending"] = program.__dict__.pop("instructions")
+        lower(program, same_as)
         program.warnings.extend(unwritten_outputs(program))
         return program
 
@@ -436,72 +435,58 @@ class Assembler:
         self.allocations[name] = place(self, node, space, name, dtype, shape, keywords)
 
     # ----------------------------------------------------------------- pass 2: instructions
-    def _instructions(self, statements) -> tuple[list[Instruction], list[int]]:
+    def _instructions(self, statements, direct: Direct) -> tuple[list, list[int]]:
         """Resolve and check every instruction: (instructions, same_as), where same_as[pc] is
         the pc of the first instruction written on an identical line (pc itself for a first).
 
         After pass 1 an instruction is a pure function of the text of its line (the tables,
         target, declarations and labels are fixed; a label resolves to its pc wherever it is
-        used), so each distinct line text is resolved once and an identical line reuses the
-        result, moved to its own line. The first occurrence is the one checked, so an error is
-        still reported at the first line that has it."""
+        used), so each distinct line text is resolved once and an identical line is a
+        ``Repeat`` of it. A line that shares its template with earlier lines (the same text
+        but for its numbers) is read as values and goes through ``direct`` (asm/lines.py). The
+        first occurrence of a line is the one checked, so an error is still reported at the
+        first line that has it."""
         resolved: dict[str, int] = {}   # line text -> pc
-        located_args: dict[int, list] = {}   # pc -> its located args (when reused)
+        readers: dict[tuple, object] = {}   # template -> its Reader (None: not read)
         instructions: list = []
         same_as: list[int] = []
         line_of = self.source.line
-        resolver = Resolver(self, lower, _is_dense) if FAST else None
-        plans = resolver.plans if FAST else {}
         for pc, node in enumerate(statements):
-            if type(node) is TemplateLine:
-                text = node.text
-                first = resolved.get(text) if REUSE else None
-                if first is None and resolver is not None:   # (most lines of unrolled code)
-                    plan = plans.get(node.key)
-                    tried = bool(plan) and plan.fast is not None
-                    made = plan.fast(node) if tried else None
-                    instruction = Pending(plan, node, made) if made is not None \
-                        else resolver.resolve(node)
-                    if instruction is not None:
+            text = node.text if type(node) is TemplateLine else line_of(node.meta.line)
+            first = resolved.get(text) if REUSE else None
+            if first is not None:
+                same_as.append(first)
+                instructions.append(Repeat(instructions, first, node.meta.line))
+                continue
+            if PLANS and type(node) is TemplateLine:   # (most lines of unrolled code)
+                read = readers.get(node.key, False)
+                if read is False:
+                    read = readers[node.key] = reader(self, node)
+                op = read.read(node) if read is not None else None
+                if op is not None:
+                    if direct.line(op, instructions, same_as) is not None:
                         resolved[text] = pc
-                        same_as.append(pc)
-                        instructions.append(instruction)
-                        continue
-            else:
-                text = line_of(node.meta.line)
-                first = resolved.get(text) if REUSE else None
-            line = node.meta.line
-            if first is None:
-                try:
-                    instruction = self._instruction(node)
-                except AsmError as e:   # reported; the next lines are checked all the same
-                    if e.location is not None and e.location.line != line:
-                        # the parser shares the children of identical lines (fastparse):
-                        # the error is this line's, at the same columns
-                        e.location = _moved(e.location, line)
-                    self.collector.add(e)
-                    instructions.append(None)
-                    same_as.append(pc)
                     continue
+            instruction = self.line_instruction(node)
+            if instruction is not None:
                 resolved[text] = pc
-                same_as.append(pc)
-            else:
-                origin = first
-                if FAST:   # made when someone asks (most runs never do), as Pending lines
-                    same_as.append(origin)
-                    instructions.append(Repeat(instructions, origin, line))
-                    continue
-                if type(instructions[origin]) is Pending:   # its objects are needed now
-                    instructions[origin] = instructions[origin].build()
-                located = located_args.get(origin)
-                if located is None:
-                    located = located_args[origin] = [
-                        name for name, v in instructions[origin].args.items()
-                        if isinstance(v, (Tile, Immediate))]
-                instruction = _moved_instruction(instructions[origin], located, line)
-                same_as.append(origin)
+            same_as.append(pc)
             instructions.append(instruction)
         return instructions, same_as
+
+    def line_instruction(self, node) -> Instruction | None:
+        """The instruction of an instruction line, resolved and checked; None when it has an
+        error (reported to the collector: the next lines are checked all the same)."""
+        try:
+            return self._instruction(node)
+        except AsmError as e:
+            line = node.meta.line
+            if e.location is not None and e.location.line != line:
+                # the parser shares the children of identical lines (fastparse): the error
+                # is this line's, at the same columns
+                e.location = _moved(e.location, line)
+            self.collector.add(e)
+            return None
 
     def text_op(self, op: Op) -> Instruction | None:
         """``op`` resolved from its own line of the generated text, as a line of a file is
@@ -1060,8 +1045,7 @@ def _moved_value(value, where: int | Location):
 
 class Repeat:
     """A line identical to the earlier line of instruction ``origin``: its Instruction (the
-    origin's, moved to this line) is made on first use, as ``Pending`` lines' are; ``lower``
-    copies the origin's rows."""
+    origin's, moved to this line) is made on first use; ``lower`` copies the origin's rows."""
 
     __slots__ = ("instructions", "line", "origin")
 
@@ -1113,18 +1097,14 @@ def _is_dense(free_dims: tuple[tuple[int, int], ...], itemsize: int) -> bool:
     return True
 
 
-_MADE = (Pending, Made)   # records carrying rows their plan lowered
-
-
-def lower(program: Program, same_as: list[int] | None = None,
-          lowered: dict[int, tuple] | None = None) -> None:
+def lower(program: Program, same_as: list[int] | None = None) -> None:
     """Fill ``program.instrs/ops/imms`` from the checked instructions.
 
     ``same_as[pc]`` (optional) names an earlier instruction with the same arguments (from an
     identical line): its rows are copied, with this line and its own operand and immediate
-    indices, instead of being lowered again. ``lowered[id(instruction)]`` (optional) holds rows
-    a template's plan made (asm/fastresolve.py): (instruction row with operand and immediate
-    indices from 0, ops rows, imms, operand index slots, immediate index slots)."""
+    indices, instead of being lowered again. A ``Made`` record carries the rows its plan made
+    (asm/direct.py): (instruction row with operand and immediate indices from 0, ops rows,
+    imms, operand index slots, immediate index slots)."""
     ops: list[list[int]] = []
     imms: list[float] = []
     rows = []
@@ -1175,8 +1155,8 @@ def lower(program: Program, same_as: list[int] | None = None,
             ops_from, ops_to, imms_from, imms_to, operand_slots, float_slots = copies[origin]
             row = rows[origin][:]
             kind = type(ins)
-            row[L.I_LINE] = (ins.node.line if kind is Pending else ins.line if kind is Repeat
-                             else ins.location.line)
+            row[L.I_LINE] = ins.op.line if kind is Made else ins.line if kind is Repeat \
+                else ins.location.line
             moved_ops, moved_imms = len(ops) - ops_from, len(imms) - imms_from
             for slot in operand_slots:
                 row[slot] += moved_ops
@@ -1186,9 +1166,8 @@ def lower(program: Program, same_as: list[int] | None = None,
             imms.extend(imms[imms_from:imms_to])
             rows.append(row)
             continue
-        made = ins.made if type(ins) in _MADE else lowered.get(id(ins)) if lowered else None
-        if made is not None:
-            row, made_ops, made_imms, operand_slots, float_slots = made
+        if type(ins) is Made:
+            row, made_ops, made_imms, operand_slots, float_slots = ins.made
             ops_from, imms_from = len(ops), len(imms)
             for slot in operand_slots:
                 row[slot] += ops_from
@@ -1261,7 +1240,7 @@ def lower(program: Program, same_as: list[int] | None = None,
             copies[pc] = (ops_from, len(ops), imms_from, len(imms),
                           [k + 1 for k in slots if row[k] == L.TAG_OPERAND],
                           [k + 1 for k in slots if row[k] == L.TAG_FLOAT])
-    # every row is an array('q') (int64, as the plans of fastresolve make them too): the
+    # every row is an array('q') (int64, as the plans of asm/direct make them too): the
     # arrays are their bytes joined, with no Python int converted one by one
     program.instrs = np.frombuffer(bytearray(b"".join(rows)), np.int64).reshape(
         -1, L.INSTR_WIDTH)
@@ -1281,7 +1260,7 @@ def assemble(text: str, filename: str = "<string>", target: str | None = None) -
         expanded = macros.expand(source, collector)
         work = source if expanded is None else expanded.source
         try:
-            tree = parse(work, share=REUSE, collector=collector, templates=FAST)
+            tree = parse(work, share=REUSE, collector=collector, templates=PLANS)
             program = Assembler(work, target, load_isa(), collector).assemble(tree)
         except AsmError as e:
             if expanded is not None:
@@ -1340,7 +1319,7 @@ def assemble_ops(header: str, ops: list[Op], filename: str, target: str | None,
     source = GeneratedSource(filename, header, ops, render)
     collector = Collector()
     with no_cyclic_collection():
-        tree = parse(source.header, share=REUSE, collector=collector, templates=FAST)
+        tree = parse(source.header, share=REUSE, collector=collector, templates=PLANS)
         return Assembler(source, target, load_isa(), collector).assemble(tree, ops)
 
 

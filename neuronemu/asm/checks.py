@@ -16,9 +16,27 @@ from neuronemu.program import Tile, pe_tile
 RULES: dict[str, Callable] = {}
 
 
-def rule(fn: Callable) -> Callable:
-    RULES[fn.__name__] = fn
-    return fn
+def rule(fn: Callable | None = None, *, placeless: bool = False, tiles_only: bool = False):
+    """Register a check rule (``@rule`` or ``@rule(...)``). What a rule reads decides how the
+    plans of asm/direct.py may use it: ``placeless``, it looks at no tile's place (first byte,
+    first partition, registers), only at shapes, dtypes, written dims and the values of the
+    arguments it names, so every op of a plan passes it as the plan's first op did (a plan is
+    made only for entries whose rules all are; psum_banks, which looks at the first byte, is
+    then checked by the plan itself); ``tiles_only``, it reads the arguments it names only
+    where they are tiles (``_tiles``), so a number given there may differ between the ops of
+    a plan."""
+    def register(fn: Callable) -> Callable:
+        RULES[fn.__name__] = fn
+        if placeless:
+            PLACELESS.add(fn.__name__)
+        if tiles_only:
+            TILES_ONLY.add(fn.__name__)
+        return fn
+    return register if fn is None else register(fn)
+
+
+PLACELESS: set[str] = set()    # rules registered with placeless=True
+TILES_ONLY: set[str] = set()   # rules registered with tiles_only=True
 
 
 _VALIDATED: set[int] = set()
@@ -94,7 +112,7 @@ class CheckContext:
         return _Located(location) if location is not None else self
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def same_shape(ctx, *names):
     """The tiles named have the same partitions and free size (the first is the reference)."""
     tiles = _tiles(ctx, names)
@@ -125,7 +143,7 @@ def _broadcast_notes(ctx, name, tile, dst_name, dst) -> tuple[str, ...]:
     return ()
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def same_partitions(ctx, *names):
     """The tiles named span the same number of partitions."""
     tiles = _tiles(ctx, names)
@@ -136,7 +154,7 @@ def same_partitions(ctx, *names):
                         f"{first_name} spans {first.partitions}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def same_free(ctx, *names):
     """The tiles named have the same number of elements per partition."""
     tiles = _tiles(ctx, names)
@@ -147,7 +165,7 @@ def same_free(ctx, *names):
                         f"partition but {first_name} has {first.free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def max_partitions(ctx, name, limit):
     """``name`` spans at most ``limit`` partitions (a number or ``@target_field``)."""
     for _, tile in _tiles(ctx, [name]):
@@ -156,7 +174,7 @@ def max_partitions(ctx, name, limit):
                         f"allows at most {_param(ctx, limit)}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def partitions_eq(ctx, name, value):
     """``name`` spans exactly ``value`` partitions."""
     for _, tile in _tiles(ctx, [name]):
@@ -165,7 +183,7 @@ def partitions_eq(ctx, name, value):
                         f"not {tile.partitions}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def max_free(ctx, name, limit):
     """``name`` has at most ``limit`` elements per partition (a number or ``@target_field``)."""
     for _, tile in _tiles(ctx, [name]):
@@ -175,7 +193,7 @@ def max_free(ctx, name, limit):
                         f"{ctx.definition.name} allows at most {_param(ctx, limit)}{where}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def free_eq(ctx, name, value):
     """``name`` has exactly ``value`` elements per partition."""
     for _, tile in _tiles(ctx, [name]):
@@ -184,7 +202,7 @@ def free_eq(ctx, name, value):
                         f"not {tile.free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def min_free(ctx, name, limit):
     """``name`` has at least ``limit`` elements per partition."""
     for _, tile in _tiles(ctx, [name]):
@@ -193,7 +211,7 @@ def min_free(ctx, name, limit):
                         f"{ctx.definition.name} needs at least {_param(ctx, limit)}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def free_multiple(ctx, name, value):
     """``name``'s elements per partition are a multiple of ``value``."""
     for _, tile in _tiles(ctx, [name]):
@@ -202,7 +220,7 @@ def free_multiple(ctx, name, value):
                         f"partition, not {tile.free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def divides(ctx, small, big):
     """``small``'s elements per partition divide ``big``'s."""
     tiles = dict(_tiles(ctx, [small, big]))
@@ -211,7 +229,7 @@ def divides(ctx, small, big):
                             f"which does not divide {big}'s {tiles[big].free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def column(ctx, name):
     """``name`` is an immediate or a [P, 1] column tile."""
     for _, tile in _tiles(ctx, [name]):
@@ -220,7 +238,7 @@ def column(ctx, name):
                         f"{_shape(tile)}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def not_both_psum(ctx, a, b):
     """At most one of the inputs ``a`` and ``b`` is in PSUM."""
     tiles = _tiles(ctx, [a, b])
@@ -229,7 +247,7 @@ def not_both_psum(ctx, a, b):
                            f"most one input from PSUM")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def dtype(ctx, name, *allowed):
     """``allowed`` holds dtype names or ``@field``: a list of dtypes in the target's table."""
     names: list[str] = []
@@ -242,7 +260,7 @@ def dtype(ctx, name, *allowed):
                         f"{', '.join(names)}{on}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def same_dtype(ctx, a, b):
     """``a`` and ``b`` have the same dtype."""
     tiles = _tiles(ctx, [a, b])
@@ -251,7 +269,7 @@ def same_dtype(ctx, a, b):
                            f"{tiles[1][1].dtype}; they must match")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def same_dtype_or_fp32(ctx, dst, src):
     """``dst`` has ``src``'s dtype or float32."""
     tiles = dict(_tiles(ctx, [dst, src]))
@@ -260,7 +278,7 @@ def same_dtype_or_fp32(ctx, dst, src):
                           f"{src}'s dtype {tiles[src].dtype}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def pe_transpose_dtypes(ctx, dst, data):
     """tensor.transpose's dtypes. NeuronCore-v3+ (transpose mode): dst in data's dtype (the bits
     move) or float32. NeuronCore-v2 has no transpose mode: the PE array multiplies data by an
@@ -283,7 +301,7 @@ def pe_transpose_dtypes(ctx, dst, data):
 _FP32_FAMILY = ("float32", "tfloat32")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def matmul_operands(ctx, a, b):
     """Either both matmul operands are float32/tfloat32 or neither is."""
     tiles = dict(_tiles(ctx, [a, b]))
@@ -295,7 +313,7 @@ def matmul_operands(ctx, a, b):
                         f"operand is float32/tfloat32 the other must be too")
 
 
-@rule
+@rule(placeless=True)
 def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
     """dst is [M, N] for stationary [K, M] and moving [K, N]; with perf_mode=double_row the
     operands are [K, 2, M] / [K, 2, N] (the flattened free axis is two halves); K <= 128, M <= the
@@ -351,7 +369,7 @@ def matmul_shape(ctx, dst, stationary, moving, mode, transpose, accumulate):
 _PE_TILE_SIZES = {"trn1": (128, 64)}
 
 
-@rule
+@rule(placeless=True)
 def pe_tiling(ctx, position, size, stationary, mode=None):
     """nc_matmul tiling mode: tile_size [row_size, column_size] with sizes 128 / 64 (v2+) / 32
     (v3+), tile_position a multiple of it inside the 128 x 128 array; the stationary tile fits
@@ -396,7 +414,7 @@ def pe_tiling(ctx, position, size, stationary, mode=None):
                         f"(tile_size {rows} x {cols})")
 
 
-@rule
+@rule(tiles_only=True)
 def dynamic_offset(ctx, name):
     """The *_dynamic_src / *_dynamic_dst copies address their tile at a run-time offset."""
     for _, tile in _tiles(ctx, [name]):
@@ -407,7 +425,7 @@ def dynamic_offset(ctx, name):
                         f"use {plain}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def even_free(ctx, name):
     """``name`` has an even number of elements per partition."""
     for _, tile in _tiles(ctx, [name]):
@@ -416,7 +434,7 @@ def even_free(ctx, name):
                         f"{tile.free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def psum_banks(ctx, name):
     """``name``'s bytes in each partition stay in one PSUM bank, on targets whose largest matmul
     fits one bank."""
@@ -432,7 +450,7 @@ def psum_banks(ctx, name):
                    + str(first // bank),))
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def transposed(ctx, dst, src):
     """``dst``'s shape is ``src``'s transposed: [src free, src partitions]."""
     tiles = dict(_tiles(ctx, [dst, src]))
@@ -443,7 +461,7 @@ def transposed(ctx, dst, src):
                      f"{_shape(s)}), not {_shape(d)}")
 
 
-@rule
+@rule(placeless=True)
 def hw_dge(ctx, name):
     """dge=hw needs a target with a hardware descriptor generator."""
     if ctx.args.get(name) == 1 and not ctx.target.dma_hwdge_fixed_ns:
@@ -451,7 +469,7 @@ def hw_dge(ctx, name):
                    f"does not have (trn2 and later); use {name}=static")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def index_column(ctx, index):
     """An index tile holds one row number per partition."""
     tiles = dict(_tiles(ctx, [index]))
@@ -460,7 +478,7 @@ def index_column(ctx, index):
                             f"{_shape(tiles[index])}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def free_ratio(ctx, big, small, factor):
     """``big`` has ``factor`` elements per partition for each of ``small``'s."""
     tiles = dict(_tiles(ctx, [big, small]))
@@ -470,7 +488,7 @@ def free_ratio(ctx, big, small, factor):
                           f"({factor} per element of {small}), not {tiles[big].free_size}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def free_plus(ctx, big, small, extra):
     """``big`` has ``small``'s elements per partition plus ``extra``."""
     tiles = dict(_tiles(ctx, [big, small]))
@@ -490,14 +508,14 @@ def _enum_in(ctx, name, allowed, what):
         _fail(ctx.at(name), f"{name} must be {what}: {', '.join(allowed)}")
 
 
-@rule
+@rule(placeless=True)
 def scan_op(ctx, name):
     """``name`` is a scan operator: add, subtract, multiply, maximum or minimum."""
     _enum_in(ctx, name, ("add", "subtract", "multiply", "maximum", "minimum"),
              "a scan operator")
 
 
-@rule
+@rule(placeless=True)
 def activation_reduce_op(ctx, name):
     """nki.isa.activation_reduce: NeuronCore-v2 folds with add only; later targets take the
     operators activate2 documents (add, maximum, minimum)."""
@@ -509,7 +527,7 @@ def activation_reduce_op(ctx, name):
         _fail(ctx.at(name), f"{name} must be {' or '.join(allowed)} on {ctx.target.name}")
 
 
-@rule
+@rule(placeless=True)
 def collective_op(ctx, name):
     """``name`` is a collective's reduction: add, maximum or minimum."""
     _enum_in(ctx, name, ("add", "maximum", "minimum"), "a collective reduction")
@@ -522,7 +540,7 @@ _GPSIMD_ALU = {"tensor_tensor": ("add", "multiply", "power"), "tensor_scalar": (
 _SCALAR_PAIRS = (("multiply", "add"), ("multiply", "bypass"), ("add", "bypass"))
 
 
-@rule
+@rule(placeless=True)
 def engine_alu_ops(ctx, *names):
     """The operators of a tensor_tensor / tensor_scalar that runs on GpSimd or Scalar rather
     than Vector (nki engine=...): GpSimd takes add, multiply (tensor_tensor: power too), op1 may
@@ -551,7 +569,7 @@ def engine_alu_ops(ctx, *names):
                             f"GpSimd engine; vector.{base} takes any operator")
 
 
-@rule
+@rule(placeless=True)
 def compare_op(ctx, name):
     """``name`` is a comparison: equal, not_equal, greater, greater_equal, less, less_equal."""
     _enum_in(ctx, name, ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"),
@@ -568,7 +586,7 @@ def bitvec_codes() -> set[int]:
     return {values[name] for name in BITVEC_OPS}
 
 
-@rule
+@rule(placeless=True, tiles_only=True)   # (the operators it reads are enums: never variables)
 def bitvec_operands(ctx, *names):
     """Bitvec operators work on integer bits: every tile must have an integer dtype, and the
     two stages of a tensor_scalar are both bitvec or both arithmetic (bypass goes with both)."""
@@ -592,7 +610,7 @@ def bitvec_operands(ctx, *names):
                         f"{', '.join(BITVEC_OPS)}) need integer tiles")
 
 
-@rule
+@rule(placeless=True)
 def activate2_ops(ctx, op0, op1, reduce_op):
     """The six (op0, op1) pairs of nki.isa.activate2, and a reduce_op it can fold with."""
     from neuronemu.isa.table import load_isa
@@ -634,7 +652,7 @@ def _mx_scale_shapes(data: Tile, columns: int) -> str:
             f"starting 0, 4, 8 or 12 partitions into a quadrant")
 
 
-@rule
+@rule(tiles_only=True)
 def mx_layout(ctx, src, dst, scale):
     """MX quantisation's layout: ``src`` spans a multiple of 32 partitions (at most 128) and a
     multiple of 4 elements; ``dst`` holds one x4 element per four values; ``scale`` one scale
@@ -656,7 +674,7 @@ def mx_layout(ctx, src, dst, scale):
                   f"{sc.partition_start}")
 
 
-@rule
+@rule(tiles_only=True)
 def mx_scales(ctx, data, scale):
     """An MX operand ``data`` spans a multiple of 32 partitions and ``scale`` holds one scale per 8
     of them, per element."""
@@ -671,7 +689,7 @@ def mx_scales(ctx, data, scale):
                   f"partitions of {data}), not {_shape(sc)} at partition {sc.partition_start}")
 
 
-@rule
+@rule(placeless=True, tiles_only=True)
 def mx_dst(ctx, dst, stationary, moving):
     """matmul_mx's ``dst`` is [stationary free, moving free], and moving's free size fits one
     partition of PSUM in dst's dtype."""
@@ -687,7 +705,7 @@ def mx_dst(ctx, dst, stationary, moving):
                      f"{moving} free), not {_shape(d)}")
 
 
-@rule
+@rule(placeless=True)
 def double_row(ctx, mode, stationary, moving):
     """The fp8 double-row mode exists from NeuronCore-v3 on and takes fp8 operands only."""
     if ctx.args.get(mode) != 1:
@@ -701,7 +719,7 @@ def double_row(ctx, mode, stationary, moving):
                         f"{tile.dtype}")
 
 
-@rule
+@rule(placeless=True)
 def shuffle_mask(ctx, mask, src, dst):
     """Mask entries used by a dst partition name a partition of src's quadrant (< 32, and < P
     when src is smaller), or 255; each tile spans whole quadrants unless it fits in one, and

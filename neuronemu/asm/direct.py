@@ -28,7 +28,7 @@ from collections.abc import Callable
 from functools import cached_property
 
 from neuronemu.asm.apattern import is_valid_pattern, pattern_tile
-from neuronemu.asm.fastresolve import SHAPE_RULES
+from neuronemu.asm.checks import PLACELESS, TILES_ONLY
 from neuronemu.errors import AsmError
 from neuronemu.isa import dtypes
 from neuronemu.isa.table import ArgDef, InstrDef
@@ -41,14 +41,16 @@ INDENT = "    "   # an op's line: INDENT, its text (so its mnemonic starts at co
 
 
 class Op:
-    """One instruction (or a label) as values. ``line``: its line in the generated text."""
+    """One instruction (or a label) as values. ``line``: its line in the generated text, or in
+    the file: ``node`` is then that line's parse node (asm/lines.py), from which its
+    instruction objects are made the ordinary way."""
 
-    __slots__ = ("keywords", "label", "line", "mnemonic", "operands", "site")
+    __slots__ = ("keywords", "label", "line", "mnemonic", "node", "operands", "site")
 
     def __init__(self, mnemonic: str | None, operands: tuple, keywords: dict, site,
                  label: str | None = None) -> None:
         self.mnemonic, self.operands, self.keywords = mnemonic, operands, keywords
-        self.site, self.label, self.line = site, label, 0
+        self.site, self.label, self.line, self.node = site, label, 0, None
 
     @property
     def text(self) -> str:
@@ -128,7 +130,9 @@ class Direct:
         self.layouts = [(s.space if isinstance(s, Allocation) else "hbm", s.dtype, s.shape,
                          getattr(s, "compressed", False)) for s in self.declared]
         self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
-        self.entries: dict[str, tuple] = {}    # mnemonic -> (InstrDef, positional, names)
+        # mnemonic -> (InstrDef, positional ArgDefs, ArgDefs by name, names of the arguments
+        # whose numbers are a plan's variables)
+        self.entries: dict[str, tuple] = {}
         # shape key -> its plan (None: none; (op, instruction): its first op, no plan yet)
         self.plans: dict[tuple, _Plan | tuple | None] = {}
 
@@ -170,38 +174,56 @@ class Direct:
             same_as.append(pc)
             instructions.append(self.asm.text_op(op))
 
-    def keys(self, op: Op) -> tuple[tuple, list[int]] | None:
-        """(the op but for its tiles' declarations and where they start and its DMA queue:
-        its plan's key; those, a tile's declaration as its number then its start in each
-        written dim, tile after tile, then the queue if it has one), or None when the op goes
-        the text path. The two together say everything about the op: equal, the ops are the
-        same instruction. A tile's declaration counts in the plan's key by its layout only
+    def keys(self, op: Op) -> tuple[tuple, list] | None:
+        """(the op but for its tiles' declarations and where they start, its numbers where
+        they are plan variables and its DMA queue: its plan's key; those, a tile's
+        declaration as its number then its start in each written dim, tile after tile, then
+        the variables' numbers, then the queue if it has one), or None when the op goes the
+        text path. The two together say everything about the op: equal, the ops are the same
+        instruction. A tile's declaration counts in the plan's key by its layout only
         (memory, dtype, shape): tiles of a ring of buffers share plans."""
+        try:
+            _, positional, _, variables = self._entry(op.mnemonic)
+        except _Skip:
+            return None
+        operands = op.operands
+        if len(operands) > len(positional):
+            return None
         shape: list = [op.mnemonic]
-        starts: list[int] = []
-        for value in op.operands:
-            if type(value) is str:   # (most values: a word or a number as text)
+        starts: list = []
+        numbers: list = []
+        for arg, value in zip(positional, operands):
+            kind = type(value)
+            if kind is str:   # (most values: a word or a number as text)
                 shape.append(value)
+            elif (kind is int or kind is float and value) and arg.name in variables:
+                shape.append(kind)
+                numbers.append(value)
             elif not self._add(value, shape, starts):
                 return None
         queue = None
         if op.keywords:
             for name, value in op.keywords.items():
                 # (a keyword's name goes in as a 1-tuple: no operand is one)
+                kind = type(value)
                 if name == "queue":   # a plan's variable too: a kernel spreads its DMAs
-                    queue = value if type(value) is int else (
-                        int(value) if type(value) is str and value.isdigit() else None)
+                    queue = value if kind is int else (
+                        int(value) if kind is str and value.isdigit() else None)
                     if queue is not None:
                         shape.append((name,))
                         continue
-                if type(value) is str:
+                if kind is str:
                     shape.append((name, value))
                 elif value is not None:
                     shape.append((name,))
-                    if not self._add(value, shape, starts):
+                    if (kind is int or kind is float and value) and name in variables:
+                        shape.append(kind)
+                        numbers.append(value)
+                    elif not self._add(value, shape, starts):
                         return None
+        starts += numbers   # (after the tiles')
         if queue is not None:
-            starts.append(queue)   # (after the tiles')
+            starts.append(queue)
         return tuple(shape), starts
 
     def _add(self, value, shape: list, starts: list) -> bool:
@@ -222,13 +244,43 @@ class Direct:
             starts += tile_starts
             return True
         kind = type(value)
-        if kind is int or kind is float or kind is bool:
+        if kind is int or kind is bool:
             shape.append((kind, value))
+            return True
+        if kind is float:   # (the sign of a zero counts: 0.0 == -0.0)
+            shape.append((kind, value) if value else (kind, value, math.copysign(1.0, value)))
             return True
         if kind is list and all(type(v) is int for v in value):
             shape.append((list, tuple(value)))
             return True
         return False
+
+    def line(self, op: Op, instructions: list, same_as: list[int]):
+        """Append the instruction of ``op``, a line of a file (``op.node``, asm/lines.py),
+        and its ``same_as`` entry: a ``Made`` record from the plan of its key, else its line
+        resolved the ordinary way (None where an error was reported). Returns what it
+        appended. (Ops equal to an earlier one by value but written otherwise are not
+        ``Repeat``s here: a line's instruction carries its own columns.)"""
+        pc = len(instructions)
+        found = self.keys(op)
+        if found is not None:
+            shape, starts = found
+            plan = self.plans.get(shape)
+            if type(plan) is tuple:   # the second line of its key: a plan now
+                plan = self.plans[shape] = _Plan.of(self, *plan)
+            if plan:
+                made = plan.made(op, starts)
+                if made is not None:
+                    same_as.append(pc)
+                    record = Made(self, op, plan.definition, made)
+                    instructions.append(record)
+                    return record
+        instruction = self.asm.line_instruction(op.node)
+        same_as.append(pc)
+        instructions.append(instruction)
+        if instruction is not None and found is not None:
+            self._resolved(found[0], op, instruction)
+        return instruction
 
     def resolve(self, op: Op, shape: tuple) -> Instruction | None:
         """``op``'s checked instruction (objects), or None when the text path must decide;
@@ -237,6 +289,11 @@ class Direct:
             instruction = self._instruction(op)
         except (_Skip, AsmError):
             return None
+        self._resolved(shape, op, instruction)
+        return instruction
+
+    def _resolved(self, shape: tuple, op: Op, instruction: Instruction) -> None:
+        """``op`` of key ``shape`` was resolved to ``instruction``: the plan's first op."""
         plans = self.plans
         first = plans.get(shape, False)
         if first is False:
@@ -245,7 +302,6 @@ class Direct:
             plans[shape] = (op, instruction)
         elif type(first) is tuple:
             plans[shape] = _Plan.of(self, *first)
-        return instruction
 
     def _entry(self, mnemonic: str) -> tuple:
         entry = self.entries.get(mnemonic)
@@ -254,12 +310,12 @@ class Direct:
             if d is None or d.targets and self.asm.target.name not in d.targets:
                 raise _Skip   # (the text path names what exists)
             entry = self.entries[mnemonic] = (d, [a for a in d.args if not a.keyword],
-                                              {a.name: a for a in d.args})
+                                              {a.name: a for a in d.args}, _variables(d))
         return entry
 
     def _instruction(self, op: Op) -> Instruction:
         asm = self.asm
-        d, positional, by_name = self._entry(op.mnemonic)
+        d, positional, by_name, _ = self._entry(op.mnemonic)
         location = _location(asm.source, op.line)
         if len(op.operands) > len(positional):
             raise _Skip
@@ -393,31 +449,42 @@ def _word(text: str, kind: str):
     return text
 
 
-# Rules that look at no tile's place (its first byte, first partition or registers), only at
-# shapes, dtypes, written dims and the other values (each read for this): every op of a plan
-# passes them as its first op did. psum_banks, which looks at the first byte, is checked by
-# the plan itself (``_Plan.made``); an entry with any other rule has no plan.
-PLANNED_RULES = SHAPE_RULES | frozenset((
-    "pe_transpose_dtypes", "matmul_shape", "pe_tiling", "even_free", "transposed",
-    "free_ratio", "free_plus", "scan_op", "activation_reduce_op", "collective_op",
-    "engine_alu_ops", "compare_op", "activate2_ops", "mx_dst", "double_row", "shuffle_mask",
-    "psum_banks"))
+# Arguments whose number can differ between the ops of a plan (each op's own goes into its
+# lowered row or immediates): numbers no check rule reads (a rule reads only the arguments it
+# names, and a tiles_only rule only where they are tiles), that lowering reads only to write them (not the DMA descriptor kind, the sync track, the
+# matmul's modes and PE tile), and not memset's value on packed tiles (only 0 is allowed).
+_VARIABLE_KINDS = frozenset(("scalar", "number", "int", "reg_or_int"))
+_LOWERING_READS = frozenset(("queue", "dge", "oob", "track", "perf_mode", "is_transpose",
+                             "is_stationary_onezero", "is_moving_onezero", "tile_position",
+                             "tile_size"))
+
+
+def _variables(d: InstrDef) -> frozenset[str]:
+    named = {a for c in d.checks if c.rule not in TILES_ONLY for a in c.args}
+    return frozenset(a.name for a in d.args
+                     if a.kind in _VARIABLE_KINDS and a.name not in named
+                     and a.name not in _LOWERING_READS
+                     and not (a.name == "value" and d.packed == "fill"))
+
+
+_OP_BASE, _OP_LO, _OP_HI, _OP_PSTART, _I_LINE = L.OP_BASE, L.OP_LO, L.OP_HI, L.OP_PSTART, L.I_LINE
 
 
 class _Plan:
     """How every op with one shape key lowers (``Direct.keys``: the same instruction but for
-    where its tiles start): the rows the first such op lowered to, in which each later op puts
-    its tiles' own base byte and first partition. Made only for an entry whose every check
-    depends on nothing but shapes, dtypes and the other values (fastresolve.SHAPE_RULES: the
-    first op passed them, so every op of the key does), and whose tiles were not turned into
-    partition broadcasts."""
+    where its tiles start and its variable numbers): the rows the first such op lowered to, in
+    which each later op puts its tiles' own base byte and first partition and its own numbers.
+    Made only for an entry whose every check depends on nothing but shapes, dtypes and the
+    values of arguments that are no variables (``checks.PLACELESS``: the first op passed them, so
+    every op of the key does), and whose tiles were not turned into partition broadcasts."""
 
-    __slots__ = ("declared", "definition", "imms", "ops", "queue", "row", "slots", "tiles")
+    __slots__ = ("declared", "definition", "imms", "numbers", "ops", "queue", "row", "slots",
+                 "tiles")
 
     @classmethod
     def of(cls, direct: Direct, op: Op, instruction: Instruction) -> _Plan | None:
         d = instruction.definition
-        if any(c.rule not in PLANNED_RULES for c in d.checks):
+        if any(c.rule not in PLACELESS for c in d.checks):
             return None
         values = instruction.args
         plan = cls()
@@ -433,6 +500,29 @@ class _Plan:
         # the tiles in the order ``keys`` lists their starts (operands, then keywords)
         order = [a.name for a in d.args if not a.keyword][:len(op.operands)]
         order += [k for k, v in op.keywords.items() if v is not None]
+        # the variables in the order ``keys`` lists their numbers: (slot of the row, or index
+        # of the immediate; int bounds, None for an immediate)
+        variables = direct._entry(op.mnemonic)[3]
+        given = dict(zip(order, (*op.operands, *(v for v in op.keywords.values()
+                                                 if v is not None))))
+        plan.numbers = []
+        for name in order:
+            value = given[name]
+            kind = type(value)
+            if name == "queue" or not ((kind is int or kind is float and value)
+                                       and name in variables):
+                continue
+            k = next(k for k, a in enumerate(d.args) if a.name == name)
+            slot = L.I_ARGS + 2 * k
+            if plan.row[slot] == L.TAG_FLOAT:
+                plan.numbers.append((plan.row[slot + 1], None))
+            elif plan.row[slot] == L.TAG_INT:
+                arg = d.args[k]
+                low, high = (arg.range if arg.kind == "int" and arg.range
+                             else (-(2 ** 63), 2 ** 63 - 1))
+                plan.numbers.append((slot + 1, (low, high)))
+            else:
+                return None
         # the queue: its argument's slot in the row and its range (None: no queue given)
         plan.queue = None
         if op.keywords.get("queue") is not None:
@@ -487,17 +577,32 @@ class _Plan:
                 base += start * stride
             if banked is not None and base // banked[0] != (base + banked[1]) // banked[0]:
                 return None   # (psum_banks: the ordinary path reports it)
-            row = array("q", ops[index])
-            row[L.OP_BASE] = base
-            row[L.OP_LO] = offset
-            row[L.OP_HI] = offset + window
+            row = ops[index][:]
+            row[_OP_BASE] = base
+            row[_OP_LO] = offset
+            row[_OP_HI] = offset + window
             if on_chip and written:
-                row[L.OP_PSTART] = starts[at - len(written)]
+                row[_OP_PSTART] = starts[at - len(written)]
             if ops is self.ops:
                 ops = ops[:]
             ops[index] = row
-        row = array("q", self.row)
-        row[L.I_LINE] = op.line
+        row = self.row[:]
+        row[_I_LINE] = op.line
+        imms = self.imms
+        for where, bounds in self.numbers:
+            value = starts[at]
+            at += 1
+            if bounds is None:   # an fp32 immediate (as Assembler._fp32 takes it)
+                value = float(value)
+                if math.isfinite(value) and abs(value) >= FP32_OVERFLOW:
+                    return None
+                if imms is self.imms:
+                    imms = imms[:]
+                imms[where] = value
+            elif type(value) is not int or not bounds[0] <= value <= bounds[1]:
+                return None
+            else:
+                row[where] = value
         if self.queue is not None:
             slot, (low, high), track = self.queue
             queue = starts[-1]
@@ -506,12 +611,12 @@ class _Plan:
             row[slot] = queue
             if track:   # a DMA's track is its queue's (assembler.lower)
                 row[L.I_TRACK] = L.DMA_TRACK0 + queue
-        return row, ops, self.imms, *self.slots
+        return row, ops, imms, *self.slots
 
 
 class Made:
     """An op its plan lowered without objects: ``made``, the rows; ``build()``, its
-    Instruction, made when someone asks (as fastresolve's ``Pending``)."""
+    Instruction, made when someone asks."""
 
     __slots__ = ("definition", "direct", "made", "op")
 
@@ -519,4 +624,7 @@ class Made:
         self.direct, self.op, self.definition, self.made = direct, op, definition, made
 
     def build(self) -> Instruction:
-        return self.direct._instruction(self.op)   # (its plan's first op passed every check)
+        op = self.op
+        if op.node is not None:   # a line of a file: its own, with its columns
+            return self.direct.asm._instruction(op.node)
+        return self.direct._instruction(op)   # (its plan's first op passed every check)

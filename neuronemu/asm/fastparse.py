@@ -92,8 +92,8 @@ class TemplateLine(Node):
     comment) cut at its numbers, ``parts`` = [text, number, text, number, ..., text]. Two lines
     whose texts between the numbers are equal tokenize to the same kinds of tokens (every number
     is one NUMBER token, never glued to its neighbours), so they parse to the same tree but for
-    the numbers and the columns after them: the assembler resolves such lines from a plan made
-    once per template (asm/fastresolve.py). ``children`` is parsed on first use only."""
+    the numbers and the columns after them: the assembler reads such lines as values, by a
+    reader made once per template (asm/lines.py). ``children`` is parsed on first use only."""
 
     __slots__ = ("_children", "key", "parts", "text")
 

@@ -1,8 +1,8 @@
-"""Lines that share a template (the same text but for their numbers) are resolved from a plan
-made once per template (neuronemu/asm/fastresolve.py, issue 17 item 7). The program must be
-exactly the one the ordinary path gives (assembler.FAST = False): the same instructions (every
-Tile, Immediate and Location), the same lowered arrays, and the same error, at the same place,
-for a bad line."""
+"""Lines that share a template (the same text but for their numbers) are read as values
+(neuronemu/asm/lines.py) and lowered from the plan their values share (neuronemu/asm/direct.py;
+issue 17 item 7, issue 27's one resolver). The program must be exactly the one the ordinary
+path gives (assembler.PLANS = False): the same instructions (every Tile, Immediate and
+Location), the same lowered arrays, and the same error, at the same place, for a bad line."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from neuronemu.api import assemble
-from neuronemu.asm import assembler, fastparse, fastresolve
+from neuronemu.asm import assembler, direct, fastparse
 from neuronemu.errors import AsmError
 from neuronemu.programs import bundled_programs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _asm_speed():
@@ -27,14 +27,14 @@ def _asm_speed():
 
 
 def _assemble(text: str, fast: bool, monkeypatch, reuse: bool = True):
-    monkeypatch.setattr(assembler, "FAST", fast)
+    monkeypatch.setattr(assembler, "PLANS", fast)
     monkeypatch.setattr(assembler, "REUSE", reuse)
     try:
         return assemble(text, "k.s")
     except AsmError as e:
         return e.render() if hasattr(e, "render") else str(e)
     finally:
-        monkeypatch.setattr(assembler, "FAST", True)
+        monkeypatch.setattr(assembler, "PLANS", True)
         monkeypatch.setattr(assembler, "REUSE", True)
 
 
@@ -68,7 +68,9 @@ def test_speed_kernels_equal_the_ordinary_path(kind, tmp_path, monkeypatch):
 
 
 def test_distinct_lines_take_the_fast_path(tmp_path, monkeypatch):
-    """The template path really answers the distinct-line kernel (not the fallback)."""
+    """The plans really answer the distinct-line kernel (not the fallback): the ordinary path
+    resolves the first line of each key only (the first of each template, and of each
+    partition count of its tensor_tensor line: 1 + k % 128 partitions on repetition k)."""
     text = _asm_speed().generate(tmp_path, 400)["distinct"].read_text()
     tree = fastparse.parse_text(text, templates=True)
     lines = [n for n in tree.children if type(n) is fastparse.TemplateLine]
@@ -78,7 +80,8 @@ def test_distinct_lines_take_the_fast_path(tmp_path, monkeypatch):
     monkeypatch.setattr(assembler.Assembler, "_instruction",
                         lambda self, node: calls.append(node) or ordinary(self, node))
     assemble(text, "k.s")
-    assert [n.line for n in calls] == [n.line for n in lines[:7]]   # the first of each template
+    tensor_tensor = [n.line for n in lines if "tensor_tensor" in n.text]
+    assert [n.line for n in calls] == sorted({n.line for n in lines[:7]} | set(tensor_tensor))
 
 
 HEADER = """\
@@ -150,12 +153,12 @@ def test_generated_distinct_lines_equal_the_ordinary_path(seed, monkeypatch):
     rng = random.Random(seed)
     good = bad = 0
     resolvers = []
-    made = fastresolve.Resolver.__init__
+    made = direct.Direct.__init__
 
     def recording(self, *args):
         made(self, *args)
         resolvers.append(self)
-    monkeypatch.setattr(fastresolve.Resolver, "__init__", recording)
+    monkeypatch.setattr(direct.Direct, "__init__", recording)
     for template in TEMPLATES:
         lines = [template.format(**_numbers(rng)) for _ in range(20)]
         ok = [line for line in lines
@@ -164,11 +167,12 @@ def test_generated_distinct_lines_equal_the_ordinary_path(seed, monkeypatch):
             resolvers.clear()
             program = _same(HEADER + "\n".join(ok) + "\n", monkeypatch, reuse=bool(seed % 2))
             assert len(program.instructions) == len(ok)
-            # a plan was made for two distinct lines (none of the templates holds what the
-            # plans refuse by design, registers in an index)
+            # a key with two distinct lines had its plan made, or refused (None: a partition
+            # broadcast); registers in an index are refused before (no key)
             plans = [p for r in resolvers for p in r.plans.values()]
-            assert "r1*64" in template or "r{r}" in template or len(set(ok)) < 2 \
-                or any(plans), template
+            assert "r1*64" in template or len(set(ok)) < 2 \
+                or len(plans) == len(set(ok)) \
+                or any(p is None or isinstance(p, direct._Plan) for p in plans), template
         for line in [line for line in lines if line not in ok][:6]:
             error = _same(HEADER + "\n".join(ok[:3] + [line]) + "\n", monkeypatch)
             assert isinstance(error, str) and "error" in error
@@ -265,13 +269,15 @@ def test_rept_and_macro_expansions(monkeypatch):
     move bt, a, 700, q=2
 """
     calls = []
-    ordinary = assembler.Assembler._instruction
-    monkeypatch.setattr(assembler.Assembler, "_instruction",
+    ordinary = assembler.Assembler.line_instruction
+    monkeypatch.setattr(assembler.Assembler, "line_instruction",
                         lambda self, node: calls.append(node) or ordinary(self, node))
+    _assemble(text, True, monkeypatch)
+    # resolved the ordinary way while assembling: the first line of each template (the
+    # Instructions of the others are built afterwards, to move their locations to the file)
+    assert len(calls) <= 4
     program = _same(text, monkeypatch)
     assert len(program.instructions) == 34
-    fast_calls = len(calls) - 34   # the ordinary path resolves all 34 lines once
-    assert fast_calls <= 4         # the first line of each template
     third = program.instructions[3]   # repetition 1 of the macro's line (file line 11)
     assert (third.location.line, third.location.expansion is not None) == (11, True)
     assert third.args["dst"].spec[1] == ("slice", 3, (), 64, 1) and third.args["queue"] == 1
@@ -302,7 +308,7 @@ def test_every_error_of_template_lines(monkeypatch):
 
 
 def test_lines_stay_records_until_the_instructions_are_read(tmp_path, monkeypatch):
-    """Lines a plan answers are compact records (``fastresolve.Pending``: lowered rows only)
+    """Lines a plan answers are compact records (``direct.Made``: lowered rows only)
     until ``program.instructions`` is read; the arrays are lowered from the records, and the
     Instructions built later are those of the ordinary path."""
     text = _asm_speed().generate(tmp_path, 700)["distinct"].read_text()
@@ -310,21 +316,18 @@ def test_lines_stay_records_until_the_instructions_are_read(tmp_path, monkeypatc
     slow = _assemble(text, False, monkeypatch)
     pending = fast.__dict__["_pending"]
     assert fast.static_counts() == slow.static_counts()   # (builds nothing)
-    records = [ins for ins in pending if type(ins) is fastresolve.Pending]
-    at = [pc for pc, ins in enumerate(pending) if type(ins) is fastresolve.Pending]
+    records = [ins for ins in pending if type(ins) is direct.Made]
     assert "instructions" not in fast.__dict__ and len(records) > 500
     for field in ("instrs", "ops", "imms"):   # before any Instruction is built
         np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field))
     before = fast.instrs.copy(), fast.ops.copy(), fast.imms.copy()
     instructions = fast.instructions
     assert "_pending" not in fast.__dict__ and fast.instructions is instructions
-    assert not any(type(ins) is fastresolve.Pending for ins in instructions)
+    assert not any(type(ins) is direct.Made for ins in instructions)
     assert instructions == slow.instructions
     for array, kept in zip((fast.instrs, fast.ops, fast.imms), before, strict=True):
         np.testing.assert_array_equal(array, kept)
     assert fast.static_counts() == slow.static_counts()
-    # the rows of the lowering are not kept a second time by the built instructions
-    assert all(id(instructions[pc]) not in records[0].plan.asm.lowered for pc in at)
 
 
 def test_identical_line_of_a_record(monkeypatch):
@@ -360,13 +363,13 @@ def test_check_builds_no_instruction(tmp_path, monkeypatch):
     def check(*options):
         return CliRunner().invoke(main, ["check", str(path), *options]).output
 
-    monkeypatch.setattr(assembler, "FAST", False)
+    monkeypatch.setattr(assembler, "PLANS", False)
     slow = [check(), check("--json")]
-    monkeypatch.setattr(assembler, "FAST", True)
+    monkeypatch.setattr(assembler, "PLANS", True)
 
     def refuse(self):
         raise AssertionError("an Instruction was built")
-    monkeypatch.setattr(fastresolve.Pending, "build", refuse)
+    monkeypatch.setattr(direct.Made, "build", refuse)
     assert [check(), check("--json")] == slow
     assert "294 instructions" in slow[0]
 
