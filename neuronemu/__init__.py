@@ -1,7 +1,7 @@
 """neuronemu: a functional, cycle-approximate emulator of the AWS NeuronCore ISA.
 
-Importing the package is light: no numba, no lark, not even numpy (the API loads on first use
-of ``assemble``/``run``/``Result``, numba and lark on first assemble/run), so the pytest plugin
+Importing the package is light: no numba, not even numpy (the API loads on first use
+of ``assemble``/``run``/``Result``, numba on first run), so the pytest plugin
 this package installs costs an unrelated test suite nothing.
 """
 

@@ -14,7 +14,7 @@ or ``pytest -p neuronemu.pytest_plugin``).
   ``neuronemu.nki`` (installed before conftest files load), so an NKI project's own tests run
   their kernels on neuronemu unchanged.
 
-Loading it imports nothing but pytest and neuronemu's light package: numpy, numba and lark load
+Loading it imports nothing but pytest and neuronemu's light package: numpy and numba load
 when a fixture first runs a kernel, so an unrelated test suite does not pay for them.
 """
 

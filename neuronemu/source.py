@@ -170,7 +170,7 @@ def _window(text: str, column: int, width: int) -> tuple[str, int, int]:
 
 
 def location_of(source: SourceFile, meta) -> Location:
-    """Location of a lark tree node or token (both carry line/column/end_line/end_column)."""
+    """Location of a parse tree node or token (both carry line/column/end_line/end_column)."""
     line = getattr(meta, "line", None) or 1
     column = getattr(meta, "column", None) or 1
     end_column = getattr(meta, "end_column", None)

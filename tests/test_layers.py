@@ -188,6 +188,23 @@ def test_import_neuronemu_and_its_pytest_plugin_load_neither_numpy_nor_numba_nor
     assert out == "[]"
 
 
+def test_assembling_and_its_errors_never_load_lark():
+    """lark is the tests' reference parser of the grammar, not a run-time one: assembling a
+    kernel, a kernel with a syntax error and one with a .rept block loads none of it."""
+    code = ("import sys, neuronemu\n"
+            "from neuronemu.errors import AsmError\n"
+            "from neuronemu.programs import bundled_programs\n"
+            "neuronemu.assemble_file(bundled_programs()['examples/vector_add'])\n"
+            "neuronemu.assemble('.sbuf t float32[128, 8]\\n.rept 2\\n"
+            "    vector.memset t, value=1\\n.endr\\n')\n"
+            "try:\n    neuronemu.assemble('vector.memset t t\\nx = ')\n"
+            "except AsmError as e:\n    assert 'syntax error' in str(e)\n"
+            "print('lark' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
+
+
 def test_the_api_names_load_on_first_use():
     code = "import neuronemu; print(neuronemu.run.__module__, neuronemu.Result.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

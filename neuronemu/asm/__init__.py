@@ -1,1 +1,2 @@
-"""Assembler: lark front end, table-driven operand checks, lowering to program arrays."""
+"""Assembler: parser, table-driven operand checks, one resolver with plans, lowering to program
+arrays."""

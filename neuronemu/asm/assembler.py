@@ -22,9 +22,9 @@ from neuronemu.asm.checks import RULES, CheckContext, bitvec_codes, require_know
 from neuronemu.asm.collect import Collector
 from neuronemu.asm.direct import Direct, GeneratedSource, Made, Op
 from neuronemu.asm.expr import Affine, Evaluator, register_number, truncation_warning
-from neuronemu.asm.fastparse import TemplateLine
 from neuronemu.asm.lines import reader
 from neuronemu.asm.outputs import unwritten_outputs
+from neuronemu.asm.parser import TemplateLine
 from neuronemu.asm.placement import place
 from neuronemu.errors import AsmError, Diagnostic
 from neuronemu.isa import dtypes
@@ -482,7 +482,7 @@ class Assembler:
         except AsmError as e:
             line = node.meta.line
             if e.location is not None and e.location.line != line:
-                # the parser shares the children of identical lines (fastparse): the error
+                # the parser shares the children of identical lines (asm/parser.py): the error
                 # is this line's, at the same columns
                 e.location = _moved(e.location, line)
             self.collector.add(e)
@@ -491,16 +491,11 @@ class Assembler:
     def text_op(self, op: Op) -> Instruction | None:
         """``op`` resolved from its own line of the generated text, as a line of a file is
         (None: its error is reported)."""
-        from neuronemu.asm.fastparse import Reject, parse_line
-        from neuronemu.asm.parser import parse_with_lark
+        from neuronemu.asm.parser import parse_one
 
         text = self.source.line(op.line)
         try:
-            try:
-                items = parse_line(text, op.line)
-            except (Reject, IndexError, RecursionError):
-                items = parse_with_lark(self.source, "\n" * (op.line - 1) + text).children
-            return self._instruction(items[-1])
+            return self._instruction(parse_one(self.source, text, op.line)[-1])
         except AsmError as e:
             self.collector.add(e)
             return None

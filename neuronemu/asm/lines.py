@@ -3,7 +3,7 @@ are resolved by one resolver (asm/direct.py) with one memo of plans.
 
 An unrolled kernel's lines differ mostly in their numbers: ``dma.copy at[:, 512:768],
 a[:, 256*7:256*7+256], queue=3``. The parser cuts every instruction line at its numbers
-(``fastparse.TemplateLine``: its *template* is the text between them). The first line of a
+(``parser.TemplateLine``: its *template* is the text between them). The first line of a
 template is parsed; from it a ``Reader`` is made once, which says where each of the line's
 numbers goes: into an operand's value, or into a slice bound of a tile (an expression of the
 numbers and integer ``.const`` names, + - * only). Any line of the template then becomes a
@@ -27,7 +27,7 @@ from operator import itemgetter
 
 from neuronemu.asm.direct import Op
 from neuronemu.asm.expr import BUILTIN_CONSTANTS, parse_number
-from neuronemu.asm.fastparse import number_spans
+from neuronemu.asm.parser import number_spans
 
 # every integer a reader computes with + - * and every .const it uses stays below this, far
 # inside the ordinary evaluator's limit (expr.INT_LIMIT, 2**128): where that one could report an

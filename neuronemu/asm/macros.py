@@ -372,17 +372,13 @@ class _Expander:
     # ------------------------------------------------------------------ .const (for counts)
     def _parse_directive(self, line: _Line, code: str):
         """The directive node of one line, parsed alone (located errors go to the line)."""
-        from neuronemu.asm.fastparse import Reject, parse_line
-        from neuronemu.asm.parser import parse_with_lark
+        from neuronemu.asm.parser import parse_one
 
         scratch = SourceFile(self.source.name, code)
         try:
-            items = parse_line(code, 1)
-        except (Reject, IndexError, RecursionError):
-            try:
-                items = parse_with_lark(scratch).children
-            except AsmError as e:
-                raise self._relocated(e, line, scratch) from None
+            items = parse_one(scratch, code, 1)
+        except AsmError as e:
+            raise self._relocated(e, line, scratch) from None
         return items[-1], scratch
 
     def _const(self, line: _Line, code: str) -> None:

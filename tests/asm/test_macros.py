@@ -4,7 +4,7 @@ macros").
 Oracle: every expansion is compared with a hand-written file holding the expanded lines (the
 two are assembled and their lowered arrays compared, line numbers aside), and the instruction
 texts with the hand-written lines. Errors are checked for their exact line, column, message and
-expansion notes. Each test runs with the fast parser and with lark alone (``parser`` fixture)."""
+expansion notes."""
 
 from __future__ import annotations
 
@@ -27,22 +27,6 @@ DECLS = """\
 .sbuf t float32[128, 512]
 .sbuf u float32[128, 512]
 """
-
-
-@pytest.fixture(params=["fast", "lark"])
-def parser(request, monkeypatch):
-    """'lark': no line goes through the fast parser (the whole file and every .rept/.const line
-    the expander parses go to lark)."""
-    if request.param == "lark":
-        from neuronemu.asm import fastparse
-        from neuronemu.asm import parser as parser_module
-
-        def reject(*args, **kwargs):
-            raise fastparse.Reject
-
-        monkeypatch.setattr(parser_module, "parse_text", lambda *a, **k: None)
-        monkeypatch.setattr(fastparse, "parse_line", reject)
-    return request.param
 
 
 def lowered(program):
@@ -186,12 +170,12 @@ loop2:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_expansion_matches_hand_written_file(name, parser):
+def test_expansion_matches_hand_written_file(name):
     source, expanded = CASES[name]
     assert_same_program(source, expanded)
 
 
-def test_labels_and_branches_follow_the_expansion(parser):
+def test_labels_and_branches_follow_the_expansion():
     program = assemble(CASES["a macro using a macro, a .rept inside a macro, \\@ labels, "
                              "labels before uses"][0], "m.s")
     assert set(program.labels) == {"start", "loop0", "loop2"}
@@ -206,7 +190,7 @@ def test_files_without_the_directives_are_not_expanded():
     assert macros.expand(SourceFile("k.s", text), Collector()) is None
 
 
-def test_expanded_instructions_point_at_the_macro_body(parser):
+def test_expanded_instructions_point_at_the_macro_body():
     source = DECLS + """\
 .macro cp dst, src
     dma.copy \\dst, \\src
@@ -262,7 +246,7 @@ def errors_of(source: str) -> list[AsmError]:
     return info.value.errors
 
 
-def test_error_inside_an_expansion_renders_the_body_line_and_each_expansion(parser):
+def test_error_inside_an_expansion_renders_the_body_line_and_each_expansion():
     source = """\
 .hbm a float32[128, 512] input
 .sbuf t float32[128, 512]
@@ -294,7 +278,7 @@ note: in expansion of macro 'act' from m.s:8:5
         {"kind": "macro", "file": "m.s", "line": 8, "column": 5, "macro": "act"}]
 
 
-def test_caret_on_a_substituted_argument_covers_the_parameter(parser):
+def test_caret_on_a_substituted_argument_covers_the_parameter():
     source = DECLS + """\
 .macro cp dst
     dma.copy \\dst, a
@@ -348,7 +332,7 @@ MACRO_ERRORS = [
 
 @pytest.mark.parametrize("body, expected, note", MACRO_ERRORS,
                          ids=[e[1][0][2][:40] for e in MACRO_ERRORS])
-def test_expansion_errors(body, expected, note, parser):
+def test_expansion_errors(body, expected, note):
     errors = errors_of(DECLS + body)
     got = [(e.location.line, e.location.column, e.message) for e in errors]
     assert len(got) == len(expected), "\n".join(e.render_one() for e in errors)

@@ -1,8 +1,8 @@
-"""The fast parser (neuronemu/asm/fastparse.py) against lark, the grammar's own parser: whatever
-the fast parser accepts, lark accepts with an equal tree (node kinds, children, token kinds and
-texts, and every line/column a diagnostic can use). What it does not accept goes to lark, so
-syntax errors are lark's by construction; the tests also check that the fast path really is
-taken for ordinary kernels (a fast parser that refused everything would pass the rest).
+"""neuronemu's parser (neuronemu/asm/parser.py) against lark, the grammar's own parser (the
+reference, tests/lark_reference.py): it accepts exactly what lark accepts, with an equal tree
+(node kinds, children, token kinds and texts, and every line/column a diagnostic can use), and
+where lark finds a syntax error it finds it too, at the same line and column, naming the same
+unexpected token (what may come there is its own wording).
 
 Inputs: every bundled program, the fuzz suite's generated kernels, table examples and mutants,
 and lines of random tokens and characters."""
@@ -14,9 +14,10 @@ import lark
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lark_reference import lark_parser, parse_with_lark
 
-from neuronemu.asm import fastparse
-from neuronemu.asm.parser import _parser, parse
+from neuronemu.asm import parser as asm_parser
+from neuronemu.asm.parser import parse
 from neuronemu.errors import AsmError
 from neuronemu.source import SourceFile, normalize_newlines
 
@@ -26,7 +27,7 @@ SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=
 
 def _lark_tree(text: str):
     try:
-        return _parser().parse(text + "\n")
+        return lark_parser().parse(text + "\n")
     except lark.exceptions.LarkError:
         return None
 
@@ -39,11 +40,11 @@ def assert_same_tree(fast, reference) -> None:
         if b is None:
             assert a is None, path
         elif isinstance(b, lark.Token):
-            assert isinstance(a, fastparse.Token), path
+            assert isinstance(a, asm_parser.Token), path
             assert (str(a), a.type, a.line, a.column, a.end_line, a.end_column) == \
                 (str(b), b.type, b.line, b.column, b.end_line, b.end_column), path
         else:
-            assert isinstance(a, fastparse.Node), path
+            assert isinstance(a, asm_parser.Node), path
             assert a.data == b.data, path
             if b.data != "start":
                 m = b.meta
@@ -56,13 +57,23 @@ def assert_same_tree(fast, reference) -> None:
 
 
 def check_against_lark(text: str) -> bool:
-    """The fast parse of ``text`` (or None) agrees with lark; True when it was accepted."""
+    """The parse of ``text`` agrees with lark's: the same tree, or an error at the same place
+    naming the same token; True when it was accepted."""
     text = normalize_newlines(text)
-    fast = fastparse.parse_text(text, share=False)
-    if fast is None:
+    try:
+        fast = asm_parser.parse_text(text, share=False)
+    except asm_parser.ParseError as e:
+        fast, error = None, e
+    source = SourceFile("k.s", text)
+    try:
+        reference = parse_with_lark(source)
+    except AsmError as e:
+        assert fast is None, f"parser accepted what lark refuses ({e.message}):\n{text}"
+        assert (error.line, error.column) == (e.location.line, e.location.column), \
+            f"{error.message} vs lark's {e.message}:\n{text}"
+        assert error.message.split("; expected")[0] == e.message.split("; expected")[0], text
         return False
-    reference = _lark_tree(text)
-    assert reference is not None, f"fast parser accepted what lark refuses:\n{text}"
+    assert fast is not None, f"parser refused what lark accepts ({error.message}):\n{text}"
     assert_same_tree(fast, reference)
     return True
 
@@ -70,9 +81,7 @@ def check_against_lark(text: str) -> bool:
 @pytest.mark.parametrize("name", sorted(fuzzgen.bundled_sources()))
 def test_bundled_programs_parse_as_lark_parses_them(name):
     text = fuzzgen.bundled_sources()[name].decode()
-    accepted = check_against_lark(text)
-    # a string literal sends a file to lark; every other bundled program takes the fast path
-    assert accepted or '"' in text, name
+    assert check_against_lark(text), name
 
 
 @SETTINGS
@@ -84,7 +93,7 @@ def test_generated_kernels(text):
 @SETTINGS
 @given(text=fuzzgen.example_text())
 def test_table_examples(text):
-    assert check_against_lark(text) or '"' in text
+    assert check_against_lark(text)
 
 
 @SETTINGS
@@ -141,20 +150,39 @@ def test_well_formed_shapes_take_the_fast_path():
 
 def test_repeated_lines_share_children_with_their_own_top_node():
     line = "    dma.copy at[:, 0:256], a[:, 0:256], queue=0"
-    tree = fastparse.parse_text(f"{line}\n\n{line}\n")
+    tree = asm_parser.parse_text(f"{line}\n\n{line}\n")
     first, second = tree.children
     assert (first.meta.line, second.meta.line) == (1, 3)
     assert (second.meta.column, second.meta.end_column) == (5, 48)
     assert second.children is first.children
 
 
-@pytest.mark.parametrize("text", ["dma.copy a, b,\n", "dma.copy a b\n", "x = 1\n",
-                                  ".hbm a\x0bfloat32[1] input\n", "a[1:2:] \n", "1.5.5\n"])
-def test_syntax_errors_are_lark_s(text):
-    """A line the fast parser refuses is parsed by lark, which words the error."""
-    assert fastparse.parse_text(text) is None
+@pytest.mark.parametrize(("text", "message", "column"), [
+    ("dma.copy a, b,\n", ("syntax error: unexpected end of line; expected one of: '(', '+', "
+                          "'-', '[', name, number, string"), 15),
+    ("dma.copy a b\n", "syntax error: unexpected 'b'; expected one of: ',', end of line", 12),
+    ("x = 1\n", "syntax error: unexpected '='; expected one of: '.', ':'", 3),
+    (".hbm a\x0bfloat32[1] input\n", "unexpected character '\\x0b'", 7),
+    ("a[1:2:] \n", "syntax error: unexpected '['; expected one of: '.', ':'", 2),
+    ("1.5.5\n", "syntax error: unexpected '1.5'; expected one of: '.', name", 1),
+    ("dma.copy a[1:2:3:4], b  # c\n", ("syntax error: unexpected ':'; expected one of: ',', "
+                                      "']'"), 17),
+    ('.topology "trn2.48xlarge" \u00e9\n', "unexpected character '\u00e9'", 27),
+    ("dma.copy (1 + 2\n", "syntax error: unexpected end of line; expected one of: ')'", 16),
+])
+def test_syntax_errors(text, message, column):
+    """Hand-checked messages and columns: the token, and what may come there."""
     with pytest.raises(AsmError) as caught:
         parse(SourceFile("k.s", text))
-    assert caught.value.location.line == 1
-    assert "k.s:1:" in str(caught.value)
-    assert "syntax error" in str(caught.value) or "unexpected character" in str(caught.value)
+    assert caught.value.message == message
+    assert (caught.value.location.line, caught.value.location.column) == (1, column)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 150])
+def test_deep_nesting_of_every_bracket(depth):
+    """Parentheses, lists, indices, calls and signs nested deep: the same tree as lark's."""
+    for inner in ("1", "a[1:2, ::3]", "f(x, \"s\")", "[1, -2]", "-+-3"):
+        text = inner
+        for k in range(depth):
+            text = ["({})", "[{}]", "t[{}, 0:1]", "g({}, 1)", "-{}", "+{}*2"][k % 6].format(text)
+        assert check_against_lark(f".const N = {text}\n"), text
