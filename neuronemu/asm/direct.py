@@ -124,11 +124,15 @@ class Direct:
         self._moved_value, self._lower, self._repeat = moved_value, lower, repeat
         self.symbols = {**asm.tensors, **asm.allocations}
         # each declaration's number (in the starts of ``keys``), and by number: the
-        # declaration and its layout (memory, dtype, shape)
+        # declaration and its layout as a number, equal for equal (memory, dtype, shape,
+        # compressed) (the only bare int of a key: cheap to hash, and keys are hashed twice
+        # per op)
         self.numbers = {name: k for k, name in enumerate(self.symbols)}
         self.declared = list(self.symbols.values())
-        self.layouts = [(s.space if isinstance(s, Allocation) else "hbm", s.dtype, s.shape,
-                         getattr(s, "compressed", False)) for s in self.declared]
+        layouts: dict[tuple, int] = {}
+        self.layouts = [layouts.setdefault((s.space if isinstance(s, Allocation) else "hbm",
+                                            s.dtype, s.shape, getattr(s, "compressed", False)),
+                                           len(layouts)) for s in self.declared]
         self.tiles: dict[tuple, object] = {}   # (id of ArgDef, name, spec) -> Tile
         # mnemonic -> (InstrDef, positional ArgDefs, ArgDefs by name, names of the arguments
         # whose numbers are a plan's variables)
@@ -150,8 +154,8 @@ class Direct:
             if found is not None:
                 shape, starts = found
                 key = (shape, tuple(starts))
-                first = resolved.get(key)
-                if first is not None:   # the same instruction as an earlier op
+                first = resolved.setdefault(key, pc)   # (one hash of the key: it is long)
+                if first != pc:   # the same instruction as an earlier op
                     same_as.append(first)
                     instructions.append(repeat(instructions, first, op.line))
                     continue
@@ -161,16 +165,15 @@ class Direct:
                 if plan:
                     made = plan.made(op, starts)
                     if made is not None:   # (most other ops of an unrolled kernel)
-                        resolved[key] = pc
                         same_as.append(pc)
                         instructions.append(Made(self, op, plan.definition, made))
                         continue
                 instruction = self.resolve(op, shape)
                 if instruction is not None:
-                    resolved[key] = pc
                     same_as.append(pc)
                     instructions.append(instruction)
                     continue
+                del resolved[key]   # (the text path decides: no later op repeats this one)
             same_as.append(pc)
             instructions.append(self.asm.text_op(op))
 
@@ -182,23 +185,29 @@ class Direct:
         text path. The two together say everything about the op: equal, the ops are the same
         instruction. A tile's declaration counts in the plan's key by its layout only
         (memory, dtype, shape): tiles of a ring of buffers share plans."""
-        try:
-            _, positional, _, variables = self._entry(op.mnemonic)
-        except _Skip:
-            return None
+        entry = self.entries.get(op.mnemonic)
+        if entry is None:
+            try:
+                entry = self._entry(op.mnemonic)
+            except _Skip:
+                return None
+        positional, variables = entry[1], entry[3]
         operands = op.operands
         if len(operands) > len(positional):
             return None
         shape: list = [op.mnemonic]
         starts: list = []
-        numbers: list = []
+        numbers = None
         for arg, value in zip(positional, operands):
             kind = type(value)
             if kind is str:   # (most values: a word or a number as text)
                 shape.append(value)
             elif (kind is int or kind is float and value) and arg.name in variables:
                 shape.append(kind)
-                numbers.append(value)
+                if numbers is None:
+                    numbers = [value]
+                else:
+                    numbers.append(value)
             elif not self._add(value, shape, starts):
                 return None
         queue = None
@@ -218,10 +227,14 @@ class Direct:
                     shape.append((name,))
                     if (kind is int or kind is float and value) and name in variables:
                         shape.append(kind)
-                        numbers.append(value)
+                        if numbers is None:
+                            numbers = [value]
+                        else:
+                            numbers.append(value)
                     elif not self._add(value, shape, starts):
                         return None
-        starts += numbers   # (after the tiles')
+        if numbers is not None:
+            starts += numbers   # (after the tiles')
         if queue is not None:
             starts.append(queue)
         return tuple(shape), starts
