@@ -197,17 +197,14 @@ class Direct:
             return None
         shape: list = [op.mnemonic]
         starts: list = []
-        numbers = None
+        numbers: list = []
         for arg, value in zip(positional, operands):
             kind = type(value)
             if kind is str:   # (most values: a word or a number as text)
                 shape.append(value)
             elif (kind is int or kind is float and value) and arg.name in variables:
                 shape.append(kind)
-                if numbers is None:
-                    numbers = [value]
-                else:
-                    numbers.append(value)
+                numbers.append(value)
             elif not self._add(value, shape, starts):
                 return None
         queue = None
@@ -227,14 +224,10 @@ class Direct:
                     shape.append((name,))
                     if (kind is int or kind is float and value) and name in variables:
                         shape.append(kind)
-                        if numbers is None:
-                            numbers = [value]
-                        else:
-                            numbers.append(value)
+                        numbers.append(value)
                     elif not self._add(value, shape, starts):
                         return None
-        if numbers is not None:
-            starts += numbers   # (after the tiles')
+        starts += numbers   # (after the tiles')
         if queue is not None:
             starts.append(queue)
         return tuple(shape), starts

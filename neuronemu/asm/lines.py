@@ -23,7 +23,7 @@ the ordinary path's: built from the line itself when someone asks (``Made.build`
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import add, itemgetter, mul, sub
 
 from neuronemu.asm.direct import Op
 from neuronemu.asm.expr import BUILTIN_CONSTANTS, parse_number
@@ -34,6 +34,7 @@ from neuronemu.asm.parser import number_spans
 # overflow, the reader refuses the line
 _LIMIT = 2 ** 62
 _NUMERIC = ("scalar", "number", "int", "reg_or_int")
+_OPERATORS = {"add": add, "sub": sub, "mul": mul}
 
 
 class TextTile:
@@ -190,41 +191,18 @@ def _integer(node, context):
     if kind == "neg":
         f = _integer(node.children[0], context)
         return (lambda v: -f(v)) if callable(f) else -f
-    if kind not in ("add", "sub", "mul"):
+    if kind not in _OPERATORS:
         raise _Refuse
     a, b = (_integer(c, context) for c in node.children)
     if not callable(a) and not callable(b):
-        return _checked(a + b if kind == "add" else a - b if kind == "sub" else a * b)
-    if not callable(a):   # (the common shapes: a constant and a function, either way)
-        return _binary_constant_first(kind, a, b)
-    if not callable(b):
-        return _binary_constant_last(kind, a, b)
-
-    def both(v):
-        x, y = a(v), b(v)
-        value = x + y if kind == "add" else x - y if kind == "sub" else x * y
-        if not -_LIMIT < value < _LIMIT:
-            raise _Refuse
-        return value
-
-    return both
+        return _checked(_OPERATORS[kind](a, b))
+    return _binary(_OPERATORS[kind], a, b)
 
 
-def _binary_constant_first(kind: str, a: int, b):
+def _binary(op, a, b):
+    """``op`` of two integer expressions, one of them at least a function of the numbers."""
     def binary(v):
-        y = b(v)
-        value = a + y if kind == "add" else a - y if kind == "sub" else a * y
-        if not -_LIMIT < value < _LIMIT:
-            raise _Refuse
-        return value
-
-    return binary
-
-
-def _binary_constant_last(kind: str, a, b: int):
-    def binary(v):
-        x = a(v)
-        value = x + b if kind == "add" else x - b if kind == "sub" else x * b
+        value = op(a(v) if callable(a) else a, b(v) if callable(b) else b)
         if not -_LIMIT < value < _LIMIT:
             raise _Refuse
         return value
