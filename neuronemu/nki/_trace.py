@@ -30,7 +30,7 @@ import numpy as np
 
 from neuronemu.asm.direct import Op
 from neuronemu.errors import NeuronemuError
-from neuronemu.nki import _dynamic
+from neuronemu.nki import _dynamic, _index_tiles
 from neuronemu.nki._alloc import Live, Overflow, Placement, place
 from neuronemu.nki._dynamic import RegExpr
 from neuronemu.nki.versions import describe_missing
@@ -101,7 +101,10 @@ def user_site() -> Site:
         name = frame.f_code.co_filename
         ours = _OURS.get(name)
         if ours is None:
-            ours = _OURS[name] = os.path.dirname(os.path.abspath(name)) == _PACKAGE_DIR
+            folder = os.path.dirname(os.path.abspath(name))
+            # (the package and its 0.1 dialect's subpackage, neuronemu/nki/neuronxcc)
+            ours = _OURS[name] = folder == _PACKAGE_DIR or os.path.dirname(
+                folder) == _PACKAGE_DIR
         if not ours:
             break
         frame = frame.f_back
@@ -138,6 +141,7 @@ def fail(message: str, *notes: str, unsupported: bool = False):
 
 
 _dynamic.report = fail
+_index_tiles.report = fail
 
 
 def unsupported_name(namespace: str, name: str):
@@ -433,6 +437,8 @@ class NkiTensor(NKIObject):
                 return NkiTensor(self._buffer, self._base_shape, tuple(out))
         if type(key) is not tuple:
             key = (key,)
+        if _index_tiles.has_index_tiles(key):   # NKI 0.1: a[i * 128 + i_p, i_f]
+            return _index_tiles.index(self, key)
         view_dims = [i for i, e in enumerate(self._index) if type(e) is tuple]
         if Ellipsis in key:
             if sum(1 for k in key if k is Ellipsis) > 1:

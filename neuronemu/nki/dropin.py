@@ -8,7 +8,8 @@ modules of the same names; the script then runs as ``__main__``, exactly as ``py
 script.py`` would run it. The field's convention (``TRITON_INTERPRET=1``, ``NKI_SIMULATOR=1``)
 is the same: one switch, no edited line. AWS's stand-alone simulator package
 (``nki_cpu_simulator.nki...``, which nki-library's harness imports in ``--test-mode
-simulation``) resolves to neuronemu too, and ``neuronxcc.nki.typing`` to ``nki.typing``.
+simulation``) resolves to neuronemu too, and ``neuronxcc.nki`` (the NKI 0.1 dialect) to
+``neuronemu.nki.neuronxcc``.
 
 Errors of neuronemu (``NkiError``, assembler and run-time errors, all located at the kernel's
 Python line) are printed as diagnostics with the exit codes of README's table, not as
@@ -32,10 +33,14 @@ simulation``) import ``nki_cpu_simulator.nki...`` and alias it to ``nki`` themse
 switch that package is neuronemu too (``nki_cpu_simulator.nki`` is ``neuronemu.nki``)."""
 
 LEGACY_PREFIX = "neuronxcc"
-"""NKI 0.1's package (``neuronxcc.nki``). Its dialect is not run here, but 0.2+ code still
-takes annotations from ``neuronxcc.nki.typing`` (the same in both), so under the switch, when
-the Neuron compiler is not installed, that module is neuronemu's ``nki.typing`` and any other
-``neuronxcc`` import fails with a message saying which dialect to write."""
+"""NKI 0.1's package (``neuronxcc.nki``): under the switch, when the Neuron compiler is not
+installed, its modules are neuronemu's NKI 0.1 dialect (``neuronemu.nki.neuronxcc``); 0.2+
+code also takes annotations from ``neuronxcc.nki.typing``, the same in both."""
+
+_LEGACY_MODULES = {"neuronxcc.nki": "neuronemu.nki.neuronxcc",
+                   "neuronxcc.nki.language": "neuronemu.nki.neuronxcc.language",
+                   "neuronxcc.nki.isa": "neuronemu.nki.neuronxcc.isa",
+                   "neuronxcc.nki.typing": "neuronemu.nki.typing"}
 
 _TARGET = "neuronemu.nki"
 
@@ -118,13 +123,15 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
     def _legacy_spec(self, fullname):
         if self._compiler_installed():
             return None
-        if fullname in (LEGACY_PREFIX, LEGACY_PREFIX + ".nki"):
+        if fullname == LEGACY_PREFIX:
             return _spec(fullname, _standin(fullname, "neuronemu's stand-in for " + fullname))
-        if fullname == LEGACY_PREFIX + ".nki.typing":
-            return _spec(fullname, importlib.import_module(_TARGET + ".typing"))
-        raise ImportError(f"No module named '{fullname}': {fullname} belongs to the NKI 0.1 "
-                          f"dialect, which neuronemu does not run; it runs NKI 0.2-0.6 kernels "
-                          f"(import nki, nki.language as nl, nki.isa as nisa)", name=fullname)
+        real = _LEGACY_MODULES.get(fullname)
+        if real is None:
+            raise ImportError(f"No module named '{fullname}': {fullname} is not a module of "
+                              f"the NKI 0.1 dialect as neuronemu runs it (neuronxcc.nki, "
+                              f"neuronxcc.nki.language, neuronxcc.nki.isa, "
+                              f"neuronxcc.nki.typing)", name=fullname)
+        return _spec(fullname, importlib.import_module(real))
 
     def _compiler_installed(self) -> bool:
         if not hasattr(self, "_compiler"):

@@ -363,7 +363,8 @@ copy._nki_act = "copy"
 
 def _no_mask(kwargs) -> None:
     if "mask" in kwargs:
-        fail("mask= (NKI 0.1 predicates) is not supported; slice the tiles instead",
+        fail("mask= (NKI 0.1 predicates) is taken by nl.load and nl.store of the 0.1 dialect "
+             "(import neuronxcc.nki.language), not here; slice the tiles instead",
              unsupported=True)
     for key in kwargs:
         fail(f"unexpected keyword argument {key!r}")

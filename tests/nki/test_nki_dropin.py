@@ -176,26 +176,33 @@ def test_the_cpu_simulator_package_is_neuronemu_under_the_switch():
     assert "nki_cpu_simulator" not in sys.modules and "nki.builtin" not in sys.modules
 
 
-def test_neuronxcc_typing_is_nki_typing_and_the_01_dialect_is_a_located_error(tmp_path):
-    """0.2+ code may annotate with neuronxcc.nki.typing (the same in both dialects); any other
-    neuronxcc.nki import is NKI 0.1, which is refused at the script's import line."""
+def test_neuronxcc_nki_is_the_01_dialect_and_other_neuronxcc_modules_are_located_errors(
+        tmp_path):
+    """neuronxcc.nki.typing is nki.typing (the same in both dialects); neuronxcc.nki,
+    .language and .isa are the 0.1 dialect (tests/nki/test_nki_01.py); any other neuronxcc
+    module stops at the script's import line."""
     from neuronemu.nki import dropin
 
     dropin.install()
     try:
+        import neuronxcc.nki as legacy
+        import neuronxcc.nki.language as legacy_nl
         import neuronxcc.nki.typing as legacy_typing
         assert legacy_typing is nki.typing
+        assert legacy.__name__ == "neuronemu.nki.neuronxcc"
+        assert legacy_nl.__name__ == "neuronemu.nki.neuronxcc.language"
     finally:
         dropin.uninstall()
     assert not [n for n in sys.modules if n.startswith("neuronxcc")]
     script = _write(tmp_path, "old.py", """
         import numpy as np
-        import neuronxcc.nki.language as nl
+        from neuronxcc.nki._private_kernels.cumsum import cumsum
         """)
     out = subprocess.run([sys.executable, "-m", "neuronemu.nki", str(script)], check=False,
                          capture_output=True, text=True, env=ENV, timeout=300)
     assert out.returncode == 3, out.stderr
-    assert f"{script}:3:1: error: neuronxcc.nki.language belongs to the NKI 0.1 dialect" in out.stderr
+    assert (f"{script}:3:1: error: neuronxcc.nki._private_kernels is not a module of the NKI "
+            f"0.1 dialect as neuronemu runs it") in out.stderr
     assert "Traceback" not in out.stderr
 
 

@@ -1,0 +1,98 @@
+"""``neuronxcc.nki`` under the drop-in switch: the NKI 0.1 dialect, run by the same tracer as
+NKI 0.2-0.6 (``neuronemu.nki``).
+
+What 0.1 writes differently and what runs here (docs/nki.md, "The 0.1 dialect"): index tiles
+(``nl.arange``, ``nl.mgrid``: ``a[i * 128 + i_p, i_f]``), ``mask=`` on ``nl.load`` and
+``nl.store`` (a bound on the index tiles: the tails of ragged tilings), ``nl.par_dim``, and the
+harness calls ``nki.simulate_kernel(kernel, *args)``, ``nki.baremetal``, ``nki.benchmark``
+(the *modelled* latency, in the shape 0.1's tests read) and ``nki.profile``. ISA calls that
+return tiles, ``+=`` into PSUM and ``mask=`` on compute calls are not run yet: each stops at
+the kernel's line saying so."""
+
+from __future__ import annotations
+
+import functools
+
+from neuronemu.nki import (  # noqa: F401 (names of neuronxcc.nki)
+    JitKernel,
+    KernelRun,
+    jit,
+    run,
+    simulate,
+    trace,
+)
+from neuronemu.nki import typing as typing
+from neuronemu.nki.neuronxcc import isa, language  # noqa: F401
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """``nki.simulate_kernel(kernel, *args)``: run on neuronemu, return the kernel's outputs."""
+    return simulate(kernel)(*args, **kwargs)
+
+
+class _Latency:
+    """``benchmark_result.nc_latency``: the modelled latency (one run: every percentile)."""
+
+    def __init__(self, us: float) -> None:
+        self.us = us
+
+    def get_latency_percentile(self, percentile: int) -> float:
+        """In microseconds, as 0.1's ``nc_latency`` gives it."""
+        return self.us
+
+    def get_latency_average(self) -> float:
+        return self.us
+
+
+class _BenchmarkResult:
+    def __init__(self, done: KernelRun) -> None:
+        self.nc_latency = _Latency(done.time_ns / 1e3)
+
+
+class _Launched:
+    """A kernel decorated by ``nki.baremetal`` / ``nki.benchmark`` / ``nki.profile``: calling
+    it runs the kernel on neuronemu (the hardware run's options are accepted and ignored);
+    ``benchmark_result`` holds the modelled latency of the last call."""
+
+    def __init__(self, func, options: dict) -> None:
+        self.kernel = func if isinstance(func, JitKernel) else JitKernel(
+            getattr(func, "func", func))
+        self.options = options
+        self.benchmark_result = None
+        functools.update_wrapper(self, self.kernel.func)
+
+    def __call__(self, *args, **kwargs):
+        outputs = self.kernel(*args, **kwargs)
+        self.benchmark_result = _BenchmarkResult(self.kernel.last_run)
+        return outputs
+
+    def __getitem__(self, grid):
+        launch = self.kernel[grid]
+
+        def call(*args, **kwargs):
+            outputs = launch(*args, **kwargs)
+            self.benchmark_result = _BenchmarkResult(self.kernel.last_run)
+            return outputs
+        return call
+
+
+def _decorator(func=None, **options):
+    if func is None:
+        return lambda f: _Launched(f, options)
+    return _Launched(func, options)
+
+
+def baremetal(func=None, **options):
+    """``@nki.baremetal`` (``save_neff_name=``, ``artifacts_dir=``, ...): runs here."""
+    return _decorator(func, **options)
+
+
+def benchmark(func=None, **options):
+    """``@nki.benchmark(warmup=, iters=, ...)``: runs here once; ``benchmark_result.nc_latency``
+    is the modelled latency."""
+    return _decorator(func, **options)
+
+
+def profile(func=None, **options):
+    """``@nki.profile(...)``: runs here (the profile files are not written)."""
+    return _decorator(func, **options)

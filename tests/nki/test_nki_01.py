@@ -1,0 +1,185 @@
+"""The NKI 0.1 dialect (neuronemu/nki/neuronxcc, what `import neuronxcc.nki` loads under the
+drop-in switch): index tiles, masks on loads and stores, par_dim and the harness calls. Kernels
+written here from the math, checked against numpy; errors checked for their place and words."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuronemu.nki.neuronxcc as nki
+import neuronemu.nki.neuronxcc.language as nl
+from neuronemu.nki._trace import NkiError, NkiUnsupported
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ragged_add(a, b):
+    """c = a + b, in [128, 512] tiles of index tiles; the last row tile is cut by a mask."""
+    c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows, cols = a.shape
+    i_p, i_f = nl.mgrid[0:128, 0:512]
+    for m in nl.affine_range((rows + 127) // 128):
+        for n in nl.affine_range(cols // 512):
+            keep = m * 128 + i_p < rows
+            x = nl.load(a[m * 128 + i_p, n * 512 + i_f], mask=keep)
+            y = nl.load(b[m * 128 + i_p, n * 512 + i_f], mask=keep)
+            nl.store(c[m * 128 + i_p, n * 512 + i_f], value=nl.add(x, y), mask=keep)
+    return c
+
+
+def test_index_tiles_and_masks_cut_a_ragged_tiling():
+    rng = np.random.default_rng(0)
+    for rows in (128, 300, 1):
+        a = rng.standard_normal((rows, 1024)).astype(np.float32)
+        b = rng.standard_normal((rows, 1024)).astype(np.float32)
+        np.testing.assert_array_equal(nki.simulate_kernel(ragged_add, a, b), a + b)
+
+
+def strided_columns(a):
+    """out[p, j] = a[p, 2 * j + 1]: an index tile scaled and shifted (arange(start, stop)
+    and [None, :] / [:, None], mgrid's .p and .x)."""
+    out = nl.ndarray((a.shape[0], a.shape[1] // 2), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(0, 128)[:, None]
+    i_j = nl.arange(a.shape[1] // 2)[None, :]
+    tile = nl.load(a[i_p, 2 * i_j + 1])
+    grid = nl.mgrid[0:128, 0:a.shape[1] // 2]
+    nl.store(out[grid.p, grid.x], value=tile)
+    return out
+
+
+def test_affine_index_tiles_take_strided_slices():
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(nki.simulate_kernel(strided_columns, a), a[:, 1::2])
+
+
+def par_dim_tile(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((nl.par_dim(128), a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    i_p, i_f = nl.mgrid[0:128, 0:a.shape[1]]
+    t[i_p, i_f] = nl.exp(nl.load(a[i_p, i_f]))   # (0.1: assigned into a tile)
+    nl.store(out[i_p, i_f], value=t)
+    return out
+
+
+def unmasked_tail(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    for m in nl.affine_range(2):
+        nl.store(out[m * 128 + i_p, i_f], value=nl.load(a[m * 128 + i_p, i_f]))
+    return out
+
+
+def test_an_access_outside_the_tensor_needs_a_mask_and_is_located():
+    a = np.zeros((200, 64), np.float32)
+    with pytest.raises(NkiError) as info:
+        nki.simulate_kernel(unmasked_tail, a)
+    error = info.value
+    assert "index 128..255 is out of bounds for dim 0 of size 200" in error.message
+    assert "with a mask= that keeps the points inside it" in error.message
+    assert error.location.line == unmasked_tail.__code__.co_firstlineno + 4
+
+
+def mask_too_wide(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    for m in nl.affine_range(2):
+        t = nl.load(a[m * 128 + i_p, i_f], mask=(i_p < 100))
+        nl.store(out[m * 128 + i_p, i_f], value=t, mask=(m * 128 + i_p < 200))
+    return out
+
+
+def test_a_mask_that_keeps_points_outside_the_tensor_is_located():
+    with pytest.raises(NkiError, match="the mask keeps points outside it") as info:
+        nki.simulate_kernel(mask_too_wide, np.zeros((200, 64), np.float32))
+    assert info.value.location.line == mask_too_wide.__code__.co_firstlineno + 4
+
+
+def swapped_axes(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:128]
+    nl.store(out[i_p, i_f], value=nl.load(a[i_f, i_p]))
+    return out
+
+
+def test_index_tiles_out_of_their_grid_order_are_unsupported_and_located():
+    with pytest.raises(NkiUnsupported, match="index the tensor's dims with the grid's axes "
+                                             "in order") as info:
+        nki.simulate_kernel(swapped_axes, np.zeros((128, 128), np.float32))
+    assert info.value.location.line == swapped_axes.__code__.co_firstlineno + 3
+
+
+def test_par_dim_is_the_partition_size():
+    a = np.linspace(-2, 2, 128 * 32, dtype=np.float32).reshape(128, 32)
+    got = nki.simulate_kernel(par_dim_tile, a)
+    np.testing.assert_allclose(got, np.exp(a.astype(np.float64)), rtol=1e-5)
+    assert nl.par_dim(128) == 128
+
+
+def test_baremetal_benchmark_and_profile_run_here_with_the_modelled_latency():
+    a = np.ones((300, 512), np.float32)
+    bench = nki.benchmark(warmup=5, iters=10, save_neff_name="file.neff")(ragged_add)
+    np.testing.assert_array_equal(bench(a, a), a + a)
+    latency = bench.benchmark_result.nc_latency
+    modelled = bench.kernel.last_run.time_ns / 1e3
+    assert latency.get_latency_percentile(99) == latency.get_latency_percentile(50) == modelled
+    assert 0 < modelled < 1000
+    for decorate in (nki.baremetal, nki.baremetal(save_neff_name="x"), nki.profile(
+            working_directory="/tmp")):
+        np.testing.assert_array_equal(decorate(ragged_add)(a, a), a + a)
+
+
+def test_mask_on_a_compute_call_is_unsupported_and_says_where_masks_go():
+    def kernel(a):
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        t = nl.load(a[i_p, i_f])
+        nl.exp(t, mask=(i_p < 64))
+
+    with pytest.raises(NkiUnsupported, match="taken by nl.load and nl.store of the 0.1 dialect"):
+        nki.trace(kernel, np.zeros((128, 64), np.float32))
+
+
+def test_an_unmodified_01_script_runs_through_the_switch(tmp_path):
+    script = tmp_path / "old.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        import neuronxcc.nki as nki
+        import neuronxcc.nki.language as nl
+
+
+        @nki.jit
+        def add(a, b):
+            c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            ix = nl.arange(128)[:, None]
+            iy = nl.arange(512)[None, :]
+            nl.store(c[ix, iy], value=nl.load(a[ix, iy]) + nl.load(b[ix, iy]))
+            return c
+
+
+        a = np.full((128, 512), 2.0, np.float32)
+        assert np.array_equal(nki.simulate_kernel(add, a, a), a + a)
+        print("matched")
+        """))
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "neuronemu.nki", str(script)], check=False,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "matched"
+
+
+def test_an_01_isa_call_returning_a_tile_says_to_pass_dst():
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    def kernel(a):
+        i_p, i_f = nl.mgrid[0:128, 0:128]
+        nisa.nc_transpose(nl.load(a[i_p, i_f]))
+
+    with pytest.raises(NkiUnsupported, match=r"nisa.nc_transpose without dst= \(NKI 0.1's call "
+                                             r"that returns a new tile\) is not run yet") as info:
+        nki.trace(kernel, np.zeros((128, 128), np.float32))
+    assert info.value.location.line == kernel.__code__.co_firstlineno + 2
