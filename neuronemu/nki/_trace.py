@@ -564,6 +564,9 @@ class NkiTensor(NKIObject):
         if isinstance(value, NkiTensor):
             isa = HOOKS["nisa"]
             dst = self[key]
+            if (value._buffer is dst._buffer and value._index == dst._index
+                    and value._ap is None and dst._ap is None):
+                return   # t[k] += x: the += wrote t[k] itself (NKI 0.1)
             if dst.kind == "hbm" or value.kind == "hbm":
                 isa.dma_copy(dst, value)
             else:
@@ -1063,9 +1066,24 @@ class NkiTensor(NKIObject):
         fail("'@' on tiles is not supported; use nl.matmul or nisa.nc_matmul", unsupported=True)
 
     def __iadd__(self, other):
-        fail("'+=' into a tile (the NKI 0.1 PSUM accumulation idiom) is not supported; in the "
-             "0.2+ dialect call nisa.nc_matmul(dst=psum_tile, ...) again (it accumulates) or "
-             "nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.add)", unsupported=True)
+        """NKI 0.1's PSUM accumulation, ``acc += nl.matmul(a, b)``: the matmul just traced
+        writes into ``acc`` instead of its own new tile, accumulating where ``acc`` was
+        written (``nl.zeros``), as the hardware accumulates in PSUM."""
+        tr = tracer()
+        last = tr.instructions[-1] if tr.instructions else None
+        if (self.kind == "psum" and isinstance(other, NkiTensor) and other.kind == "psum"
+                and last is not None and last.mnemonic == "tensor.matmul"
+                and last.operands[0].slot is other._buffer.slot
+                and last.operands[0].index is None and last.operands[0].ap is None
+                and other._index == _whole(other._base_shape) and other.shape == self.shape):
+            accumulate = HOOKS["nisa"]._psum_accumulate(self)
+            last.operands = (self.operand(tr),) + last.operands[1:]
+            last.keywords["accumulate"] = "true" if accumulate else "false"
+            return self
+        fail("'+=' into a tile is NKI 0.1's PSUM accumulation: the right side must be a "
+             "matmul just made (acc += nl.matmul(a, b) or nisa.nc_matmul(a, b)) into a PSUM "
+             "tile of acc's shape; for anything else call nisa.tensor_tensor(dst=t, data1=t, "
+             "data2=x, op=nl.add)", unsupported=True)
 
     # -- operands
     def operand(self, tracer: Tracer) -> TileRef:

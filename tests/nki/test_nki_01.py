@@ -172,14 +172,85 @@ def test_an_unmodified_01_script_runs_through_the_switch(tmp_path):
     assert out.stdout.strip() == "matched"
 
 
-def test_an_01_isa_call_returning_a_tile_says_to_pass_dst():
+def test_an_01_isa_call_this_front_end_cannot_make_the_tile_of_says_to_pass_dst():
     import neuronemu.nki.neuronxcc.isa as nisa
 
     def kernel(a):
         i_p, i_f = nl.mgrid[0:128, 0:128]
-        nisa.nc_transpose(nl.load(a[i_p, i_f]))
+        nisa.tensor_tensor_scan(nl.load(a[i_p, i_f]))
 
-    with pytest.raises(NkiUnsupported, match=r"nisa.nc_transpose without dst= \(NKI 0.1's call "
-                                             r"that returns a new tile\) is not run yet") as info:
+    with pytest.raises(NkiUnsupported, match=r"nisa.tensor_tensor_scan without dst= \(NKI "
+                                             r"0.1's call that returns a new tile\) is not run"
+                                             ) as info:
         nki.trace(kernel, np.zeros((128, 128), np.float32))
     assert info.value.location.line == kernel.__code__.co_firstlineno + 2
+
+
+def matmul_accumulated(lhs_t, rhs):
+    """res = lhs_t.T @ rhs, K tile by K tile: 0.1's acc += nl.matmul into a zeroed PSUM tile."""
+    k_size, m_size = lhs_t.shape
+    n_size = rhs.shape[1]
+    res = nl.ndarray((m_size, n_size), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_k = nl.arange(128)[:, None]
+    i_m = nl.arange(128)[None, :]
+    i_n = nl.arange(512)[None, :]
+    for m in nl.affine_range(m_size // 128):
+        for n in nl.affine_range(n_size // 512):
+            acc = nl.zeros((nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(k_size // 128):
+                a = nl.load(lhs_t[k * 128 + i_k, m * 128 + i_m])
+                b = nl.load(rhs[k * 128 + i_k, n * 512 + i_n])
+                acc += nl.matmul(a, b, transpose_x=True)
+            nl.store(res[m * 128 + i_k, n * 512 + i_n], value=nl.copy(acc, dtype=nl.float32))
+    return res
+
+
+def test_psum_accumulation_is_the_pe_arrays():
+    rng = np.random.default_rng(1)
+    lhs_t = rng.standard_normal((384, 256)).astype(np.float32)
+    rhs = rng.standard_normal((384, 1024)).astype(np.float32)
+    got = nki.simulate_kernel(matmul_accumulated, lhs_t, rhs)
+    np.testing.assert_allclose(got, lhs_t.T.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-4)
+    text = nki.trace(matmul_accumulated, lhs_t, rhs).asm
+    # 2 x 2 output tiles of 3 K steps: every step one matmul into its accumulator (the first
+    # onto the zeros), no vector addition
+    assert text.count("tensor.matmul") == 12 and text.count("accumulate=true") == 12
+    assert "tensor_tensor" not in text
+
+
+def isa_calls_returning_tiles(a, b):
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    sums = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:128]
+    x = nl.load(a[i_p, i_f])
+    y = nl.load(b[i_p, i_f])
+    e = nisa.activation(op=nl.exp, data=nisa.tensor_scalar(
+        nisa.tensor_tensor(x, y, op=nl.multiply), op0=nl.add, operand0=1.0), scale=0.5)
+    acc = nl.zeros((128, 128), nl.float32, buffer=nl.psum)
+    acc += nisa.nc_matmul(nisa.tensor_copy(nisa.nc_transpose(e)), y)
+    nl.store(out[i_p, i_f], value=nl.copy(acc))
+    nl.store(sums[i_p, nl.arange(1)[None, :]],
+             value=nisa.tensor_reduce(np.add, e, axis=1, keepdims=True))
+    return out, sums
+
+
+def test_01_isa_calls_return_new_tiles():
+    rng = np.random.default_rng(2)
+    a, b = (rng.uniform(0, 1, (128, 128)).astype(np.float32) for _ in range(2))
+    out, sums = nki.simulate_kernel(isa_calls_returning_tiles, a, b)
+    e = np.exp((a.astype(np.float64) * b + 1.0) * 0.5)
+    np.testing.assert_allclose(out, e @ b, rtol=1e-5)
+    np.testing.assert_allclose(sums[:, 0], e.sum(axis=1), rtol=1e-5)
+
+
+def test_plus_equals_of_anything_but_a_fresh_matmul_is_located():
+    def kernel(a):
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        acc += nl.load(a[i_p, i_f])
+
+    with pytest.raises(NkiUnsupported, match="must be a matmul just made") as info:
+        nki.trace(kernel, np.zeros((128, 64), np.float32))
+    assert info.value.location.line == kernel.__code__.co_firstlineno + 3

@@ -3,11 +3,12 @@ NKI 0.2-0.6 (``neuronemu.nki``).
 
 What 0.1 writes differently and what runs here (docs/nki.md, "The 0.1 dialect"): index tiles
 (``nl.arange``, ``nl.mgrid``: ``a[i * 128 + i_p, i_f]``), ``mask=`` on ``nl.load`` and
-``nl.store`` (a bound on the index tiles: the tails of ragged tilings), ``nl.par_dim``, and the
-harness calls ``nki.simulate_kernel(kernel, *args)``, ``nki.baremetal``, ``nki.benchmark``
-(the *modelled* latency, in the shape 0.1's tests read) and ``nki.profile``. ISA calls that
-return tiles, ``+=`` into PSUM and ``mask=`` on compute calls are not run yet: each stops at
-the kernel's line saying so."""
+``nl.store`` (a bound on the index tiles: the tails of ragged tilings), ``acc += nl.matmul(...)``
+into PSUM (``NkiTensor.__iadd__``), ISA calls that return their result (``isa.py``),
+``nl.par_dim``, and the harness calls ``nki.simulate_kernel(kernel, *args)``,
+``nki.baremetal``, ``nki.benchmark`` (the *modelled* latency, in the shape 0.1's tests read)
+and ``nki.profile``. ``mask=`` on compute calls is not run yet: it stops at the kernel's line
+saying so."""
 
 from __future__ import annotations
 

@@ -1,29 +1,102 @@
-"""``neuronxcc.nki.isa``: the ISA calls as NKI 0.2+ writes them (``dst`` first). 0.1's form,
-which returns a new tile, is not run yet: a call whose arguments do not bind says so at the
-kernel's line."""
+"""``neuronxcc.nki.isa``: NKI 0.1's ISA calls, which return a new tile, and the 0.2+ form with
+``dst`` first (either runs). A 0.1 call (no ``dst``) gets a new tile as NKI 0.1 makes it
+(``_RESULTS``: its shape, dtype and memory) and is the 0.2+ call with that tile as ``dst``; a
+call this module does not know the result of says so at the kernel's line."""
 
 from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from neuronemu.nki import isa as _isa
-from neuronemu.nki._trace import NkiUnsupported, fail
+from neuronemu.nki import language as _nl
+from neuronemu.nki._trace import NkiError, NkiTensor, fail
+
+
+def _same_as_data(name: str, index: int):
+    """An elementwise result: the shape of argument ``name`` (positional ``index``: the
+    data), in SBUF; its dtype ``dtype=``, else the data's (the widest of the tiles', as 0.1
+    says, when they differ)."""
+    def result(args, kwargs):
+        tiles = [a for a in (*args, *kwargs.values()) if isinstance(a, NkiTensor)]
+        data = args[index] if len(args) > index else kwargs.get(name)
+        if not isinstance(data, NkiTensor):
+            return None
+        dtype = kwargs.pop("dtype", None)
+        if dtype is None:
+            dtypes = {np.dtype(t.dtype) for t in tiles}
+            dtype = data.dtype if len(dtypes) == 1 else np.float32
+        return _nl.ndarray(data.shape, dtype, buffer=_nl.sbuf)
+    return result
+
+
+def _matmul(args, kwargs):
+    stationary, moving = (list(args) + [kwargs.get("stationary"), kwargs.get("moving")])[:2]
+    if not isinstance(stationary, NkiTensor) or not isinstance(moving, NkiTensor):
+        return None
+    return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32, buffer=_nl.psum)
+
+
+def _transpose(args, kwargs):
+    data = args[0] if args else kwargs.get("data")
+    if not isinstance(data, NkiTensor) or len(data.shape) != 2:
+        return None
+    vector = str(kwargs.get("engine", "")).endswith("vector")
+    return _nl.ndarray((data.shape[1], data.shape[0]), data.dtype,
+                       buffer=_nl.sbuf if vector else _nl.psum)
+
+
+def _reduce(args, kwargs):
+    data = args[1] if len(args) > 1 else kwargs.get("data")
+    axis = args[2] if len(args) > 2 else kwargs.get("axis")
+    if not isinstance(data, NkiTensor) or axis is None:
+        return None
+    axes = {int(a) % len(data.shape) for a in (axis if isinstance(axis, (list, tuple))
+                                                 else (axis,))}
+    keep = kwargs.get("keepdims", False)
+    shape = tuple(1 if i in axes else n for i, n in enumerate(data.shape)
+                  if keep or i not in axes or i == 0)
+    if len(shape) == 1:   # (an on-chip tile keeps a free dim: [P, 1])
+        shape += (1,)
+    return _nl.ndarray(shape, kwargs.pop("dtype", None) or data.dtype, buffer=_nl.sbuf)
+
+
+_RESULTS = {
+    "nc_matmul": _matmul,
+    "nc_transpose": _transpose,
+    "activation": _same_as_data("data", 1),
+    "tensor_tensor": _same_as_data("data1", 0),
+    "tensor_scalar": _same_as_data("data", 0),
+    "tensor_copy": _same_as_data("src", 0),
+    "tensor_reduce": _reduce,
+}
+"""0.1 ISA calls whose result this module makes: name -> (positional args, keywords) -> the
+new tile (None: the arguments are not those of a 0.1 call), taking ``dtype=`` out of the
+keywords when it only says the result's dtype."""
 
 
 def __getattr__(name: str):
     value = getattr(_isa, name)
     if not callable(value) or isinstance(value, type):
         return value
+    result = _RESULTS.get(name)
 
     @functools.wraps(value)
     def call(*args, **kwargs):
+        if result is not None and "dst" not in kwargs:
+            rest = dict(kwargs)
+            dst = result(args, rest)
+            if dst is not None:
+                value(dst, *args, **rest)
+                return dst
         try:
             return value(*args, **kwargs)
-        except NkiUnsupported as error:
+        except NkiError as error:   # (a binding error of the 0.2+ call)
             if "dst" in kwargs or not error.message.startswith(f"nisa.{name}()"):
                 raise
             fail(f"nisa.{name} without dst= (NKI 0.1's call that returns a new tile) is not "
-                 f"run yet: allocate the result and pass it as dst=, as NKI 0.2+ does",
-                 *error.notes, unsupported=True)
+                 f"run for this call yet: allocate the result and pass it as dst=, as NKI "
+                 f"0.2+ does", *error.notes, unsupported=True)
 
     return call
