@@ -40,6 +40,7 @@ code also takes annotations from ``neuronxcc.nki.typing``, the same in both."""
 _LEGACY_MODULES = {"neuronxcc.nki": "neuronemu.nki.neuronxcc",
                    "neuronxcc.nki.language": "neuronemu.nki.neuronxcc.language",
                    "neuronxcc.nki.isa": "neuronemu.nki.neuronxcc.isa",
+                   "neuronxcc.nki.compiler": "neuronemu.nki.neuronxcc.compiler",
                    "neuronxcc.nki.typing": "neuronemu.nki.typing"}
 
 _TARGET = "neuronemu.nki"

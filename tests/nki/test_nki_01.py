@@ -254,3 +254,24 @@ def test_plus_equals_of_anything_but_a_fresh_matmul_is_located():
     with pytest.raises(NkiUnsupported, match="must be a matmul just made") as info:
         nki.trace(kernel, np.zeros((128, 64), np.float32))
     assert info.value.location.line == kernel.__code__.co_firstlineno + 3
+
+
+@nki.compiler.skip_middle_end_transformations
+@nki.compiler.enable_stack_allocator(log_level=0)
+def doubled_with_allocation_requests(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((nl.par_dim(128), a.shape[1]), dtype=a.dtype,
+                   buffer=nki.compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    acc = nl.zeros((128, a.shape[1]), nl.float32,
+                   buffer=nki.compiler.psum.auto_alloc())
+    i_p, i_f = nl.mgrid[0:128, 0:a.shape[1]]
+    t[i_p, i_f] = nl.load(a[i_p, i_f])
+    nl.store(out[i_p, i_f], value=nl.add(t, nl.copy(acc)))
+    nl.store(out[i_p, i_f], value=nl.multiply(t, 2.0))
+    return out
+
+
+def test_compiler_directives_change_nothing_and_allocation_requests_name_the_memory():
+    a = np.linspace(-1, 1, 128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(nki.simulate_kernel(doubled_with_allocation_requests, a),
+                                  a * 2)

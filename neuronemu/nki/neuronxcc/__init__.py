@@ -23,7 +23,7 @@ from neuronemu.nki import (  # noqa: F401 (names of neuronxcc.nki)
     trace,
 )
 from neuronemu.nki import typing as typing
-from neuronemu.nki.neuronxcc import isa, language  # noqa: F401
+from neuronemu.nki.neuronxcc import compiler, isa, language  # noqa: F401
 
 
 def simulate_kernel(kernel, *args, **kwargs):
