@@ -275,3 +275,22 @@ def test_compiler_directives_change_nothing_and_allocation_requests_name_the_mem
     a = np.linspace(-1, 1, 128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_array_equal(nki.simulate_kernel(doubled_with_allocation_requests, a),
                                   a * 2)
+
+
+def iota_and_memset(a):
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    rows = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    cols = nl.ndarray((1, 64), dtype=nl.int32, buffer=nl.shared_hbm)
+    filled = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(rows, value=nisa.iota(3 * nl.arange(128)[:, None] + 5, dtype=nl.int32))
+    nl.store(cols, value=nisa.iota(nl.arange(64)[None, :] * 2, dtype=nl.int32))
+    nl.store(filled, value=nisa.memset(shape=(128, 64), value=-1.5, dtype=nl.float32))
+    return rows, cols, filled
+
+
+def test_01_iota_of_an_index_tile_and_memset_of_a_shape():
+    rows, cols, filled = nki.simulate_kernel(iota_and_memset, np.zeros((1, 1), np.float32))
+    np.testing.assert_array_equal(rows[:, 0], 3 * np.arange(128) + 5)
+    np.testing.assert_array_equal(cols[0], 2 * np.arange(64))
+    np.testing.assert_array_equal(filled, np.full((128, 64), -1.5, np.float32))

@@ -1,7 +1,8 @@
 """``neuronxcc.nki.isa``: NKI 0.1's ISA calls, which return a new tile, and the 0.2+ form with
 ``dst`` first (either runs). A 0.1 call (no ``dst``) gets a new tile as NKI 0.1 makes it
-(``_RESULTS``: its shape, dtype and memory) and is the 0.2+ call with that tile as ``dst``; a
-call this module does not know the result of says so at the kernel's line."""
+(``_RESULTS``: its shape, dtype and memory) and is the 0.2+ call with that tile as ``dst``
+(its other arguments as 0.2+ spells them, for ``memset`` and ``iota``); a call this module
+does not know the result of says so at the kernel's line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _nl
+from neuronemu.nki._index_tiles import IndexTile
 from neuronemu.nki._trace import NkiError, NkiTensor, fail
 
 
@@ -27,7 +29,7 @@ def _same_as_data(name: str, index: int):
         if dtype is None:
             dtypes = {np.dtype(t.dtype) for t in tiles}
             dtype = data.dtype if len(dtypes) == 1 else np.float32
-        return _nl.ndarray(data.shape, dtype, buffer=_nl.sbuf)
+        return _nl.ndarray(data.shape, dtype, buffer=_nl.sbuf), args, kwargs
     return result
 
 
@@ -35,7 +37,8 @@ def _matmul(args, kwargs):
     stationary, moving = (list(args) + [kwargs.get("stationary"), kwargs.get("moving")])[:2]
     if not isinstance(stationary, NkiTensor) or not isinstance(moving, NkiTensor):
         return None
-    return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32, buffer=_nl.psum)
+    return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32,
+                       buffer=_nl.psum), args, kwargs
 
 
 def _transpose(args, kwargs):
@@ -44,7 +47,7 @@ def _transpose(args, kwargs):
         return None
     vector = str(kwargs.get("engine", "")).endswith("vector")
     return _nl.ndarray((data.shape[1], data.shape[0]), data.dtype,
-                       buffer=_nl.sbuf if vector else _nl.psum)
+                       buffer=_nl.sbuf if vector else _nl.psum), args, kwargs
 
 
 def _reduce(args, kwargs):
@@ -59,7 +62,31 @@ def _reduce(args, kwargs):
                   if keep or i not in axes or i == 0)
     if len(shape) == 1:   # (an on-chip tile keeps a free dim: [P, 1])
         shape += (1,)
-    return _nl.ndarray(shape, kwargs.pop("dtype", None) or data.dtype, buffer=_nl.sbuf)
+    return _nl.ndarray(shape, kwargs.pop("dtype", None) or data.dtype, buffer=_nl.sbuf), args, \
+        kwargs
+
+
+def _memset(args, kwargs):
+    """``memset(shape, value, dtype)``: a new tile of that shape filled with value."""
+    named = dict(zip(("shape", "value", "dtype"), args), **kwargs)
+    if "shape" not in named or "value" not in named:
+        return None
+    rest = {k: v for k, v in named.items() if k not in ("shape", "value", "dtype")}
+    dst = _nl.ndarray(tuple(named["shape"]), named.get("dtype") or np.float32, buffer=_nl.sbuf)
+    return dst, (), {"value": named["value"], **rest}
+
+
+def _iota(args, kwargs):
+    """``iota(expr, dtype)``: the values of an index tile of a 2-dim grid (``3 * nl.arange(n)
+    [:, None]``: a [n, 1] column; ``nl.arange(n)[None, :]``: a [1, n] row) as a new tile."""
+    named = dict(zip(("expr", "dtype"), args), **kwargs)
+    expr = named.get("expr")
+    if not isinstance(expr, IndexTile) or expr.ndim != 2:
+        return None
+    dst = _nl.ndarray(expr.shape, named.get("dtype") or np.int32, buffer=_nl.sbuf)
+    if expr.axis == 0:   # along the partitions
+        return dst, ([[0, 1]],), {"offset": expr.offset, "channel_multiplier": expr.scale}
+    return dst, ([[expr.scale, expr.size]],), {"offset": expr.offset}
 
 
 _RESULTS = {
@@ -70,10 +97,12 @@ _RESULTS = {
     "tensor_scalar": _same_as_data("data", 0),
     "tensor_copy": _same_as_data("src", 0),
     "tensor_reduce": _reduce,
+    "memset": _memset,
+    "iota": _iota,
 }
-"""0.1 ISA calls whose result this module makes: name -> (positional args, keywords) -> the
-new tile (None: the arguments are not those of a 0.1 call), taking ``dtype=`` out of the
-keywords when it only says the result's dtype."""
+"""0.1 ISA calls whose result this module makes: name -> (positional args, keywords) -> (the
+new tile, the 0.2+ call's other positional args and keywords), or None when the arguments are
+not those of a 0.1 call (``dtype=``, when it only says the result's dtype, is taken out)."""
 
 
 def __getattr__(name: str):
@@ -85,10 +114,10 @@ def __getattr__(name: str):
     @functools.wraps(value)
     def call(*args, **kwargs):
         if result is not None and "dst" not in kwargs:
-            rest = dict(kwargs)
-            dst = result(args, rest)
-            if dst is not None:
-                value(dst, *args, **rest)
+            made = result(args, dict(kwargs))
+            if made is not None:
+                dst, call_args, call_kwargs = made
+                value(dst, *call_args, **call_kwargs)
                 return dst
         try:
             return value(*args, **kwargs)
