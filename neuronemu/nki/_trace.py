@@ -1073,6 +1073,7 @@ class NkiTensor(NKIObject):
         last = tr.instructions[-1] if tr.instructions else None
         if (self.kind == "psum" and isinstance(other, NkiTensor) and other.kind == "psum"
                 and last is not None and last.mnemonic == "tensor.matmul"
+                and type(last.operands[0]) is TileRef
                 and last.operands[0].slot is other._buffer.slot
                 and last.operands[0].index is None and last.operands[0].ap is None
                 and other._index == _whole(other._base_shape) and other.shape == self.shape):
