@@ -50,12 +50,16 @@ class IndexTile:
         axis = next(i for i, k in enumerate(key) if k is not None)
         return IndexTile(self.size, axis, len(key), self.offset, self.scale)
 
-    def __add__(self, other) -> IndexTile:
+    def __add__(self, other) -> IndexTile | IndexExpr:
+        if isinstance(other, (IndexTile, IndexExpr)):
+            return IndexExpr.of(self) + other
         return self._with(self.offset + _int(other, "+"), self.scale)
 
     __radd__ = __add__
 
-    def __sub__(self, other) -> IndexTile:
+    def __sub__(self, other) -> IndexTile | IndexExpr:
+        if isinstance(other, (IndexTile, IndexExpr)):
+            return IndexExpr.of(self) - other
         return self._with(self.offset - _int(other, "-"), self.scale)
 
     def __rsub__(self, other) -> IndexTile:
@@ -71,16 +75,16 @@ class IndexTile:
         return self._with(-self.offset, -self.scale)
 
     def __lt__(self, other) -> Mask:
-        return Mask([(self, operator.lt, _int(other, "<"))])
+        return IndexExpr.of(self) < other
 
     def __le__(self, other) -> Mask:
-        return Mask([(self, operator.le, _int(other, "<="))])
+        return IndexExpr.of(self) <= other
 
     def __gt__(self, other) -> Mask:
-        return Mask([(self, operator.gt, _int(other, ">"))])
+        return IndexExpr.of(self) > other
 
     def __ge__(self, other) -> Mask:
-        return Mask([(self, operator.ge, _int(other, ">="))])
+        return IndexExpr.of(self) >= other
 
     def slice(self) -> slice:
         """The indices it takes, as a slice (its scale must be positive)."""
@@ -90,8 +94,68 @@ class IndexTile:
         return slice(self.offset, self.offset + self.scale * (self.size - 1) + 1, self.scale)
 
 
+class IndexExpr:
+    """``offset + sum(scales[a] * k_a)`` over the axes of an ``ndim``-dim grid: index tiles of
+    several axes combined (``j * 4096 + 512 * ix + iy``). It bounds masks; a tensor is
+    indexed by single index tiles."""
+
+    __slots__ = ("ndim", "offset", "scales")
+
+    def __init__(self, ndim: int, offset: int, scales: tuple[int, ...]) -> None:
+        self.ndim, self.offset, self.scales = ndim, offset, scales
+
+    @classmethod
+    def of(cls, tile: IndexTile) -> IndexExpr:
+        return cls(tile.ndim, tile.offset, tuple(tile.scale if a == tile.axis else 0
+                                                 for a in range(tile.ndim)))
+
+    def __add__(self, other) -> IndexExpr:
+        if isinstance(other, IndexTile):
+            other = IndexExpr.of(other)
+        if isinstance(other, IndexExpr):
+            if other.ndim != self.ndim:
+                fail(f"index tiles of a {self.ndim}-dim and a {other.ndim}-dim grid do not "
+                     f"combine", unsupported=True)
+            return IndexExpr(self.ndim, self.offset + other.offset,
+                             tuple(map(operator.add, self.scales, other.scales)))
+        return IndexExpr(self.ndim, self.offset + _int(other, "+"), self.scales)
+
+    __radd__ = __add__
+
+    def __mul__(self, other) -> IndexExpr:
+        k = _int(other, "*")
+        return IndexExpr(self.ndim, self.offset * k, tuple(s * k for s in self.scales))
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> IndexExpr:
+        return self * -1
+
+    def __sub__(self, other) -> IndexExpr:
+        return self + (-other if isinstance(other, (IndexTile, IndexExpr)) else
+                       -_int(other, "-"))
+
+    def __rsub__(self, other) -> IndexExpr:
+        return -self + other
+
+    def _bound(self, op, other, word: str) -> Mask:
+        return Mask([(self, op, _int(other, word))])
+
+    def __lt__(self, other) -> Mask:
+        return self._bound(operator.lt, other, "<")
+
+    def __le__(self, other) -> Mask:
+        return self._bound(operator.le, other, "<=")
+
+    def __gt__(self, other) -> Mask:
+        return self._bound(operator.gt, other, ">")
+
+    def __ge__(self, other) -> Mask:
+        return self._bound(operator.ge, other, ">=")
+
+
 class Mask:
-    """A conjunction of bounds ``tile op bound`` on index tiles; ``&`` joins two."""
+    """A conjunction of bounds ``expr op bound`` on index expressions; ``&`` joins two."""
 
     __slots__ = ("bounds",)
 
@@ -104,21 +168,65 @@ class Mask:
                  unsupported=True)
         return Mask(self.bounds + other.bounds)
 
-    def counts(self, ndim: int) -> list[tuple[int, int]]:
-        """Per grid axis, the range [first, end) of coordinates where every bound holds."""
-        ranges = [(0, None)] * ndim
-        for tile, op, bound in self.bounds:
-            if tile.ndim != ndim:
-                fail(f"the mask is over a {tile.ndim}-dim grid but the access over a "
+    def boxes(self, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+        """The grid points of an access of ``shape`` where every bound holds, as boxes (one
+        per run of rows that keep the same columns): an access moves each box."""
+        ndim = len(shape)
+        for expr, _, _ in self.bounds:
+            if expr.ndim != ndim:
+                fail(f"the mask is over a {expr.ndim}-dim grid but the access over a "
                      f"{ndim}-dim one", unsupported=True)
-            points = [k for k in range(tile.size) if op(tile.offset + tile.scale * k, bound)]
-            first, end = (points[0], points[-1] + 1) if points else (0, 0)
-            if points and end - first != len(points):
-                fail("a mask must keep one run of consecutive points per axis", unsupported=True)
-            lo, hi = ranges[tile.axis]
-            hi = end if hi is None else min(hi, end)
-            ranges[tile.axis] = (max(lo, first), hi)
-        return ranges
+        if ndim > 2 and any(sum(1 for s in e.scales if s) > 1 for e, _, _ in self.bounds):
+            fail("a mask over more than 2 axes bounds one axis per comparison",
+                 unsupported=True)
+        if ndim > 2:   # each bound is on one axis: one box
+            ranges = [[0, n] for n in shape]
+            for expr, op, bound in self.bounds:
+                axis = next((a for a, s in enumerate(expr.scales) if s), 0)
+                lo, hi = _interval(expr.scales[axis], bound - expr.offset, op)
+                ranges[axis] = [max(ranges[axis][0], lo), min(ranges[axis][1], hi)]
+            if any(lo >= hi for lo, hi in ranges):
+                return []
+            return [tuple(slice(lo, hi) for lo, hi in ranges)]
+        rows, columns = (shape[0], 1) if ndim == 1 else shape
+        boxes: list = []
+        for r in range(rows):
+            lo, hi = 0, columns
+            for expr, op, bound in self.bounds:
+                base = expr.offset + expr.scales[0] * r
+                if ndim == 1:   # (the one axis is the row's: a point holds or not)
+                    keep = op(base, bound)
+                    lo, hi = (lo, hi) if keep else (0, 0)
+                    continue
+                a, b = _interval(expr.scales[1], bound - base, op)
+                lo, hi = max(lo, a), min(hi, b)
+            if lo >= hi:
+                continue
+            if boxes and boxes[-1][1] == (lo, hi) and boxes[-1][0][1] == r:
+                boxes[-1][0][1] = r + 1
+            else:
+                boxes.append(([r, r + 1], (lo, hi)))
+        if ndim == 1:
+            return [(slice(*rows_),) for rows_, _ in boxes]
+        return [(slice(*rows_), slice(lo, hi)) for rows_, (lo, hi) in boxes]
+
+
+def _interval(scale: int, rhs: int, op) -> tuple[float, float]:
+    """The integers c with ``scale * c op rhs``, as [lo, hi) (infinite ends as +-inf)."""
+    inf = float("inf")
+    if scale == 0:
+        return (-inf, inf) if op(0, rhs) else (0, 0)
+    if scale < 0:   # -|s| c op rhs  <=>  |s| c op' -rhs
+        scale, rhs = -scale, -rhs
+        op = {operator.lt: operator.gt, operator.le: operator.ge,
+              operator.gt: operator.lt, operator.ge: operator.le}[op]
+    if op is operator.lt:
+        return -inf, (rhs - 1) // scale + 1
+    if op is operator.le:
+        return -inf, rhs // scale + 1
+    if op is operator.gt:
+        return rhs // scale + 1, inf
+    return -(-rhs // scale), inf
 
 
 def _int(value, op: str) -> int:

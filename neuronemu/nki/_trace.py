@@ -364,6 +364,9 @@ class NkiTensor(NKIObject):
         self._ap = None               # (pairs, offset, dtype name | None) of a .ap() view
         self._indirect = None         # (HBM tensor, [P, 1] row index tile): vector_offset rows
         self._ti = None               # (tile, index tile, num_elem): a t.indirect(index) view
+        # NKI 0.1's mask= of the compute call that made this tile (its ``boxes(shape)``: the
+        # points it defines): assigning the tile into another writes those points only
+        self._masked = None
 
     # -- numpy-like attributes
     @property
@@ -567,6 +570,11 @@ class NkiTensor(NKIObject):
             if (value._buffer is dst._buffer and value._index == dst._index
                     and value._ap is None and dst._ap is None):
                 return   # t[k] += x: the += wrote t[k] itself (NKI 0.1)
+            if value._masked is not None:   # NKI 0.1: t[k] = nl.exp(x, mask=m)
+                copy = isa.dma_copy if dst.kind == "hbm" else isa.tensor_copy
+                for box in value._masked.boxes(value.shape):
+                    copy(dst[box], value[box])
+                return
             if dst.kind == "hbm" or value.kind == "hbm":
                 isa.dma_copy(dst, value)
             else:

@@ -7,8 +7,7 @@ What 0.1 writes differently and what runs here (docs/nki.md, "The 0.1 dialect"):
 into PSUM (``NkiTensor.__iadd__``), ISA calls that return their result (``isa.py``),
 ``nl.par_dim``, and the harness calls ``nki.simulate_kernel(kernel, *args)``,
 ``nki.baremetal``, ``nki.benchmark`` (the *modelled* latency, in the shape 0.1's tests read)
-and ``nki.profile``. ``mask=`` on compute calls is not run yet: it stops at the kernel's line
-saying so."""
+and ``nki.profile``; ``mask=`` on compute calls (``language._masked``)."""
 
 from __future__ import annotations
 

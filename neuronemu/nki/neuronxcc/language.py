@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _language
 from neuronemu.nki._index_tiles import Mask, MaskedView, arange, mgrid  # noqa: F401
@@ -10,8 +12,32 @@ from neuronemu.nki._trace import NkiTensor, fail
 
 
 def __getattr__(name: str):
-    """Every other name is ``nki.language``'s (a name neither has is a located error there)."""
-    return getattr(_language, name)
+    """Every other name is ``nki.language``'s (a name neither has is a located error there),
+    a function taking 0.1's ``mask=`` too (``_masked``)."""
+    value = getattr(_language, name)
+    if not callable(value) or isinstance(value, type):
+        return value
+    return _masked(value)
+
+
+def _masked(func):
+    """``func`` with NKI 0.1's ``mask=``: the call makes its whole new tile (the points the
+    mask leaves out are undefined in NKI too, and a later masked store or assignment never
+    moves them), and the tile remembers the mask, so that assigning it into another tile
+    (``t[...] = nl.exp(x, mask=m)``) writes the points it keeps only."""
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        mask = kwargs.pop("mask", None)
+        if mask is None:
+            return func(*args, **kwargs)
+        if not isinstance(mask, Mask):
+            fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with "
+                 f"&), not {type(mask).__name__}", unsupported=True)
+        result = func(*args, **kwargs)
+        if isinstance(result, NkiTensor):
+            result._masked = mask
+        return result
+    return call
 
 
 class par_dim(int):   # (NKI's name)
@@ -19,24 +45,18 @@ class par_dim(int):   # (NKI's name)
     so it is the number itself)."""
 
 
-def _region(mask, shape: tuple[int, ...]) -> tuple[slice, ...] | None:
-    """The part of a [shape] access ``mask`` keeps, as slices (None: nothing)."""
+def _boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The parts of a [shape] access ``mask`` keeps, as boxes of slices."""
     if not isinstance(mask, Mask):
         fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
              f"not {type(mask).__name__}", unsupported=True)
-    ranges = mask.counts(len(shape))
-    region = []
-    for (first, end), size in zip(ranges, shape):
-        end = size if end is None else min(end, size)
-        if end <= first:
-            return None
-        region.append(slice(first, end))
-    return tuple(region)
+    return mask.boxes(tuple(shape))
 
 
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """``nl.load(src[, mask=])``: a new SBUF tile holding ``src``; with a mask, only the
-    points it keeps are loaded (and only they need lie inside the tensor)."""
+    points it keeps are loaded (one DMA per box of them), and only they need lie inside the
+    tensor."""
     if mask is None:
         if isinstance(src, MaskedView):
             src.fail()
@@ -44,24 +64,22 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     if not isinstance(src, (NkiTensor, MaskedView)):
         fail(f"nl.load needs a tensor, got {type(src).__name__}")
     tile = _language.ndarray(src.shape, dtype or src.dtype, buffer=_language.sbuf)
-    region = _region(mask, src.shape)
-    if region is not None:
-        part = src.part(region) if isinstance(src, MaskedView) else src[region]
-        _isa.dma_copy(tile[region], part)
+    for box in _boxes(mask, src.shape):
+        part = src.part(box) if isinstance(src, MaskedView) else src[box]
+        _isa.dma_copy(tile[box], part)
     return tile
 
 
 def store(dst, value, mask=None, **kwargs) -> None:
     """``nl.store(dst, value[, mask=])``; with a mask, only the points it keeps are written
-    (and only they need lie inside the tensor)."""
+    (one DMA per box of them), and only they need lie inside the tensor."""
     if mask is None:
         if isinstance(dst, MaskedView):
             dst.fail()
         return _language.store(dst, value, **kwargs)
     if not isinstance(dst, (NkiTensor, MaskedView)):
         fail(f"nl.store needs a tensor to store into, got {type(dst).__name__}")
-    region = _region(mask, dst.shape)
-    if region is not None:
-        part = dst.part(region) if isinstance(dst, MaskedView) else dst[region]
-        _language.store(part, value[region], **kwargs)
+    for box in _boxes(mask, dst.shape):
+        part = dst.part(box) if isinstance(dst, MaskedView) else dst[box]
+        _language.store(part, value[box], **kwargs)
     return None
