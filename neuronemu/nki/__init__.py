@@ -241,6 +241,16 @@ def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
             return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=True)
 
 
+def _dialect(fn) -> str:
+    """0.1 for a kernel whose module takes its NKI names from ``neuronxcc.nki``."""
+    legacy = "neuronemu.nki.neuronxcc"
+    for value in getattr(fn, "__globals__", {}).values():
+        name = getattr(value, "__name__", None)
+        if isinstance(name, str) and (name == legacy or name.startswith(legacy + ".")):
+            return "0.1"
+    return NKI_VERSION
+
+
 def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) -> KernelTrace:
     grid = _normal_grid(_grid_of(kernel, grid))
     target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
@@ -249,7 +259,7 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
         raise TypeError(f"a kernel function is needed, got {type(kernel).__name__}")
     code = fn.__code__
     kernel_site = Site(code.co_filename, code.co_firstlineno, fn.__name__)
-    tr = Tracer(target=target, grid=grid)
+    tr = Tracer(target=target, grid=grid, dialect=_dialect(fn))
     if dma_queues is not None:
         tr.dma_queues = tuple(int(q) for q in dma_queues)
     try:

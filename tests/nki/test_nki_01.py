@@ -328,3 +328,8 @@ def test_01_iota_of_an_index_tile_and_memset_of_a_shape():
     np.testing.assert_array_equal(rows[:, 0], 3 * np.arange(128) + 5)
     np.testing.assert_array_equal(cols[0], 2 * np.arange(64))
     np.testing.assert_array_equal(filled, np.full((128, 64), -1.5, np.float32))
+
+
+def test_the_generated_text_names_the_01_dialect():
+    a = np.zeros((128, 512), np.float32)
+    assert "(NKI 0.1 dialect)" in nki.trace(ragged_add, a, a).asm.splitlines()[0]
