@@ -333,3 +333,24 @@ def test_01_iota_of_an_index_tile_and_memset_of_a_shape():
 def test_the_generated_text_names_the_01_dialect():
     a = np.zeros((128, 512), np.float32)
     assert "(NKI 0.1 dialect)" in nki.trace(ragged_add, a, a).asm.splitlines()[0]
+
+
+def causal_fill(scores):
+    """out[q, k] = scores[q, k] where k <= q + 2 and k >= q - 60, else -30000 (0.1's
+    affine_select with a predicate of index tiles; two comparisons joined by &)."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    out = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.shared_hbm)
+    i_q, i_k = nl.mgrid[0:128, 0:128]
+    t = nl.load(scores[i_q, i_k])
+    kept = nisa.affine_select(pred=(i_q - i_k + 2 >= 0) & (i_k - i_q > -61), on_true_tile=t,
+                              on_false_value=-30000.0)
+    nl.store(out[i_q, i_k], value=kept)
+    return out
+
+
+def test_01_affine_select_takes_a_predicate_of_index_tiles():
+    scores = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    q, k = np.mgrid[0:128, 0:128]
+    want = np.where((k <= q + 2) & (k >= q - 60), scores, np.float32(-30000.0))
+    np.testing.assert_array_equal(nki.simulate_kernel(causal_fill, scores), want)

@@ -12,7 +12,7 @@ import numpy as np
 
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _nl
-from neuronemu.nki._index_tiles import IndexTile
+from neuronemu.nki._index_tiles import IndexTile, Mask
 from neuronemu.nki._trace import NkiError, NkiTensor, fail
 
 
@@ -89,6 +89,31 @@ def _iota(args, kwargs):
     return dst, ([[expr.scale, expr.size]],), {"offset": expr.offset}
 
 
+_CMP = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
+
+
+def _affine_select(args, kwargs):
+    """``affine_select(pred, on_true_tile, on_false_value)``: ``pred`` a comparison of an
+    index expression of a 2-dim grid (``i_p - i_f >= 0``: a causal mask), as the 0.2+ call's
+    pattern, channel multiplier, offset and ``cmp_op``; comparisons joined with ``&`` are one
+    select each, in turn on the result."""
+    named = dict(zip(("pred", "on_true_tile", "on_false_value", "dtype"), args), **kwargs)
+    pred, data = named.get("pred"), named.get("on_true_tile")
+    if not isinstance(pred, Mask) or not isinstance(data, NkiTensor) or len(data.shape) != 2:
+        return None
+    if any(expr.ndim != 2 for expr, _, _ in pred.bounds):
+        return None
+    dst = _nl.ndarray(data.shape, named.get("dtype") or data.dtype, buffer=_nl.sbuf)
+    calls = []
+    source = data
+    for expr, op, bound in pred.bounds:
+        calls.append((source, {"pattern": [[expr.scales[1], data.shape[1]]],
+                               "channel_multiplier": expr.scales[0],
+                               "offset": expr.offset - bound, "cmp_op": _CMP[op.__name__]}))
+        source = dst
+    return dst, calls, named["on_false_value"]
+
+
 _RESULTS = {
     "nc_matmul": _matmul,
     "nc_transpose": _transpose,
@@ -99,6 +124,7 @@ _RESULTS = {
     "tensor_reduce": _reduce,
     "memset": _memset,
     "iota": _iota,
+    "affine_select": _affine_select,
 }
 """0.1 ISA calls whose result this module makes: name -> (positional args, keywords) -> (the
 new tile, the 0.2+ call's other positional args and keywords), or None when the arguments are
@@ -115,6 +141,11 @@ def __getattr__(name: str):
     def call(*args, **kwargs):
         if result is not None and "dst" not in kwargs:
             made = result(args, dict(kwargs))
+            if made is not None and name == "affine_select":
+                dst, calls, on_false = made
+                for source, keywords in calls:
+                    value(dst, on_true_tile=source, on_false_value=on_false, **keywords)
+                return dst
             if made is not None:
                 dst, call_args, call_kwargs = made
                 value(dst, *call_args, **call_kwargs)
