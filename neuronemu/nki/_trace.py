@@ -1074,9 +1074,10 @@ class NkiTensor(NKIObject):
         fail("'@' on tiles is not supported; use nl.matmul or nisa.nc_matmul", unsupported=True)
 
     def __iadd__(self, other):
-        """NKI 0.1's PSUM accumulation, ``acc += nl.matmul(a, b)``: the matmul just traced
-        writes into ``acc`` instead of its own new tile, accumulating where ``acc`` was
-        written (``nl.zeros``), as the hardware accumulates in PSUM."""
+        """NKI 0.1's ``+=``. PSUM accumulation, ``acc += nl.matmul(a, b)``: the matmul just
+        traced writes into ``acc`` instead of its own new tile, accumulating where ``acc`` was
+        written (``nl.zeros``), as the hardware accumulates in PSUM. Anything else is an
+        addition in place on the Vector engine."""
         tr = tracer()
         last = tr.instructions[-1] if tr.instructions else None
         if (self.kind == "psum" and isinstance(other, NkiTensor) and other.kind == "psum"
@@ -1089,10 +1090,20 @@ class NkiTensor(NKIObject):
             last.operands = (self.operand(tr),) + last.operands[1:]
             last.keywords["accumulate"] = "true" if accumulate else "false"
             return self
-        fail("'+=' into a tile is NKI 0.1's PSUM accumulation: the right side must be a "
-             "matmul just made (acc += nl.matmul(a, b) or nisa.nc_matmul(a, b)) into a PSUM "
-             "tile of acc's shape; for anything else call nisa.tensor_tensor(dst=t, data1=t, "
-             "data2=x, op=nl.add)", unsupported=True)
+        # anything else: added in place by the Vector engine, as NKI 0.1 compiles it
+        isa = HOOKS["nisa"]
+        if isinstance(other, NkiTensor) and other.shape == self.shape:
+            isa.tensor_tensor(self, self, other, op="add")
+        elif isinstance(other, NkiTensor) and len(other.shape) == 2 and other.shape == (
+                self.shape[0], 1):
+            isa.tensor_scalar(self, self, "add", other)
+        elif isinstance(other, (int, float, np.integer, np.floating)):
+            isa.tensor_scalar(self, self, "add", float(other))
+        else:
+            fail(f"'+=' adds a tile of the same shape {list(self.shape)}, a [P, 1] column or "
+                 f"a number, not {getattr(other, 'shape', type(other).__name__)}",
+                 unsupported=True)
+        return self
 
     # -- operands
     def operand(self, tracer: Tracer) -> TileRef:

@@ -279,15 +279,34 @@ def test_01_isa_calls_return_new_tiles():
     np.testing.assert_allclose(sums[:, 0], e.sum(axis=1), rtol=1e-5)
 
 
-def test_plus_equals_of_anything_but_a_fresh_matmul_is_located():
-    def kernel(a):
-        i_p, i_f = nl.mgrid[0:128, 0:64]
-        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
-        acc += nl.load(a[i_p, i_f])
+def split_square_sums(a):
+    """Row sums of squares over column chunks, accumulated by += into a PSUM column (not a
+    matmul: a Vector engine addition), plus 0.5 and a column by += too."""
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    total = nl.zeros((128, 1), nl.float32, buffer=nl.psum)
+    for h in nl.affine_range(a.shape[1] // 128):
+        chunk = nl.load(a[i_p, h * 128 + nl.arange(128)[None, :]])
+        total += nl.sum(nl.square(chunk), axis=[1], keepdims=True)
+    total += 0.5
+    total += nl.full((128, 1), 2.0, nl.float32, buffer=nl.sbuf)
+    nl.store(out[i_p, nl.arange(1)[None, :]], value=nl.copy(total))
+    return out
 
-    with pytest.raises(NkiUnsupported, match="must be a matmul just made") as info:
+
+def test_plus_equals_of_anything_but_a_fresh_matmul_adds_in_place():
+    a = np.linspace(-1, 1, 128 * 512, dtype=np.float32).reshape(128, 512)
+    got = nki.simulate_kernel(split_square_sums, a)
+    np.testing.assert_allclose(got[:, 0], (a.astype(np.float64) ** 2).sum(axis=1) + 2.5,
+                               rtol=1e-5)
+
+    def kernel(x):
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        acc += nl.zeros((64, 64), nl.float32)
+
+    with pytest.raises(NkiUnsupported, match=r"'\+=' adds a tile of the same shape") as info:
         nki.trace(kernel, np.zeros((128, 64), np.float32))
-    assert info.value.location.line == kernel.__code__.co_firstlineno + 3
+    assert info.value.location.line == kernel.__code__.co_firstlineno + 2
 
 
 @nki.compiler.skip_middle_end_transformations
