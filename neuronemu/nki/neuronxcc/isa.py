@@ -29,7 +29,7 @@ def _same_as_data(name: str, index: int):
         if dtype is None:
             dtypes = {np.dtype(t.dtype) for t in tiles}
             dtype = data.dtype if len(dtypes) == 1 else np.float32
-        return _nl.ndarray(data.shape, dtype, buffer=_nl.sbuf), args, kwargs
+        return _nl.ndarray(data.shape, dtype, buffer=_nl.sbuf), [(args, kwargs)]
     return result
 
 
@@ -38,7 +38,7 @@ def _matmul(args, kwargs):
     if not isinstance(stationary, NkiTensor) or not isinstance(moving, NkiTensor):
         return None
     return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32,
-                       buffer=_nl.psum), args, kwargs
+                       buffer=_nl.psum), [(args, kwargs)]
 
 
 def _transpose(args, kwargs):
@@ -47,7 +47,7 @@ def _transpose(args, kwargs):
         return None
     vector = str(kwargs.get("engine", "")).endswith("vector")
     return _nl.ndarray((data.shape[1], data.shape[0]), data.dtype,
-                       buffer=_nl.sbuf if vector else _nl.psum), args, kwargs
+                       buffer=_nl.sbuf if vector else _nl.psum), [(args, kwargs)]
 
 
 def _reduce(args, kwargs):
@@ -62,8 +62,8 @@ def _reduce(args, kwargs):
                   if keep or i not in axes or i == 0)
     if len(shape) == 1:   # (an on-chip tile keeps a free dim: [P, 1])
         shape += (1,)
-    return _nl.ndarray(shape, kwargs.pop("dtype", None) or data.dtype, buffer=_nl.sbuf), args, \
-        kwargs
+    dtype = kwargs.pop("dtype", None) or data.dtype
+    return _nl.ndarray(shape, dtype, buffer=_nl.sbuf), [(args, kwargs)]
 
 
 def _memset(args, kwargs):
@@ -73,7 +73,7 @@ def _memset(args, kwargs):
         return None
     rest = {k: v for k, v in named.items() if k not in ("shape", "value", "dtype")}
     dst = _nl.ndarray(tuple(named["shape"]), named.get("dtype") or np.float32, buffer=_nl.sbuf)
-    return dst, (), {"value": named["value"], **rest}
+    return dst, [((), {"value": named["value"], **rest})]
 
 
 def _iota(args, kwargs):
@@ -85,8 +85,8 @@ def _iota(args, kwargs):
         return None
     dst = _nl.ndarray(expr.shape, named.get("dtype") or np.int32, buffer=_nl.sbuf)
     if expr.axis == 0:   # along the partitions
-        return dst, ([[0, 1]],), {"offset": expr.offset, "channel_multiplier": expr.scale}
-    return dst, ([[expr.scale, expr.size]],), {"offset": expr.offset}
+        return dst, [(([[0, 1]],), {"offset": expr.offset, "channel_multiplier": expr.scale})]
+    return dst, [(([[expr.scale, expr.size]],), {"offset": expr.offset})]
 
 
 _CMP = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
@@ -107,11 +107,12 @@ def _affine_select(args, kwargs):
     calls = []
     source = data
     for expr, op, bound in pred.bounds:
-        calls.append((source, {"pattern": [[expr.scales[1], data.shape[1]]],
-                               "channel_multiplier": expr.scales[0],
-                               "offset": expr.offset - bound, "cmp_op": _CMP[op.__name__]}))
+        calls.append(((), {"on_true_tile": source, "on_false_value": named["on_false_value"],
+                           "pattern": [[expr.scales[1], data.shape[1]]],
+                           "channel_multiplier": expr.scales[0],
+                           "offset": expr.offset - bound, "cmp_op": _CMP[op.__name__]}))
         source = dst
-    return dst, calls, named["on_false_value"]
+    return dst, calls
 
 
 _RESULTS = {
@@ -127,8 +128,9 @@ _RESULTS = {
     "affine_select": _affine_select,
 }
 """0.1 ISA calls whose result this module makes: name -> (positional args, keywords) -> (the
-new tile, the 0.2+ call's other positional args and keywords), or None when the arguments are
-not those of a 0.1 call (``dtype=``, when it only says the result's dtype, is taken out)."""
+new tile, the 0.2+ calls that make it: their other positional args and keywords), or None when
+the arguments are not those of a 0.1 call (``dtype=``, when it only says the result's dtype,
+is taken out)."""
 
 
 def __getattr__(name: str):
@@ -141,14 +143,10 @@ def __getattr__(name: str):
     def call(*args, **kwargs):
         if result is not None and "dst" not in kwargs:
             made = result(args, dict(kwargs))
-            if made is not None and name == "affine_select":
-                dst, calls, on_false = made
-                for source, keywords in calls:
-                    value(dst, on_true_tile=source, on_false_value=on_false, **keywords)
-                return dst
             if made is not None:
-                dst, call_args, call_kwargs = made
-                value(dst, *call_args, **call_kwargs)
+                dst, calls = made
+                for call_args, call_kwargs in calls:
+                    value(dst, *call_args, **call_kwargs)
                 return dst
         try:
             return value(*args, **kwargs)
@@ -159,4 +157,5 @@ def __getattr__(name: str):
                  f"run for this call yet: allocate the result and pass it as dst=, as NKI "
                  f"0.2+ does", *error.notes, unsupported=True)
 
+    globals()[name] = call   # (made once: later lookups find it here)
     return call

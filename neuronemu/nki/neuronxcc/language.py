@@ -17,7 +17,8 @@ def __getattr__(name: str):
     value = getattr(_language, name)
     if not callable(value) or isinstance(value, type):
         return value
-    return _masked(value)
+    wrapped = globals()[name] = _masked(value)   # (made once: later lookups find it here)
+    return wrapped
 
 
 def _masked(func):
@@ -30,9 +31,7 @@ def _masked(func):
         mask = kwargs.pop("mask", None)
         if mask is None:
             return func(*args, **kwargs)
-        if not isinstance(mask, Mask):
-            fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with "
-                 f"&), not {type(mask).__name__}", unsupported=True)
+        _checked(mask)
         result = func(*args, **kwargs)
         if isinstance(result, NkiTensor):
             result._masked = mask
@@ -45,12 +44,16 @@ class par_dim(int):   # (NKI's name)
     so it is the number itself)."""
 
 
-def _boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """The parts of a [shape] access ``mask`` keeps, as boxes of slices."""
+def _checked(mask) -> Mask:
     if not isinstance(mask, Mask):
         fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
              f"not {type(mask).__name__}", unsupported=True)
-    return mask.boxes(tuple(shape))
+    return mask
+
+
+def _boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The parts of a [shape] access ``mask`` keeps, as boxes of slices."""
+    return _checked(mask).boxes(tuple(shape))
 
 
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
