@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 report = None
 """``_trace.fail``, set by ``_trace`` when it imports this module (importing it from here would
 be a cycle): raises a located error at the kernel's line."""
+
+
+tile_type = None
+"""``_trace.NkiTensor``, set by ``_trace``: a key holding one is a gather by its values."""
 
 
 def fail(message: str, *notes: str, unsupported: bool = False):
@@ -27,18 +33,21 @@ def fail(message: str, *notes: str, unsupported: bool = False):
 class IndexTile:
     """``offset + scale * k`` along ``axis`` of an ``ndim``-dim grid of ``size`` points."""
 
-    __slots__ = ("axis", "ndim", "offset", "scale", "size")
+    __slots__ = ("axis", "dense", "ndim", "offset", "scale", "size")
 
     def __init__(self, size: int, axis: int = 0, ndim: int = 1, offset: int = 0,
-                 scale: int = 1) -> None:
+                 scale: int = 1, dense: tuple[int, ...] | None = None) -> None:
         self.size, self.axis, self.ndim, self.offset, self.scale = size, axis, ndim, offset, scale
+        self.dense = dense   # nl.mgrid's: the whole grid's shape (numpy's mgrid is dense too)
 
     @property
     def shape(self) -> tuple[int, ...]:
+        if self.dense is not None:
+            return self.dense
         return tuple(self.size if a == self.axis else 1 for a in range(self.ndim))
 
     def _with(self, offset: int, scale: int) -> IndexTile:
-        return IndexTile(self.size, self.axis, self.ndim, offset, scale)
+        return IndexTile(self.size, self.axis, self.ndim, offset, scale, self.dense)
 
     def __getitem__(self, key) -> IndexTile:
         """``arange(n)[:, None]`` / ``[None, :]``: a 1-dim index as an axis of a 2-dim grid."""
@@ -99,15 +108,24 @@ class IndexExpr:
     several axes combined (``j * 4096 + 512 * ix + iy``). It bounds masks; a tensor is
     indexed by single index tiles."""
 
-    __slots__ = ("ndim", "offset", "scales")
+    __slots__ = ("ndim", "offset", "scales", "sizes")
 
-    def __init__(self, ndim: int, offset: int, scales: tuple[int, ...]) -> None:
+    def __init__(self, ndim: int, offset: int, scales: tuple[int, ...],
+                 sizes: tuple[int, ...] | None = None) -> None:
         self.ndim, self.offset, self.scales = ndim, offset, scales
+        self.sizes = sizes or (1,) * ndim   # the grid's points per axis (1: not seen yet)
 
     @classmethod
     def of(cls, tile: IndexTile) -> IndexExpr:
         return cls(tile.ndim, tile.offset, tuple(tile.scale if a == tile.axis else 0
-                                                 for a in range(tile.ndim)))
+                                                 for a in range(tile.ndim)), tile.shape)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.sizes
+
+    def _scaled(self, offset: int, scales: tuple[int, ...]) -> IndexExpr:
+        return IndexExpr(self.ndim, offset, scales, self.sizes)
 
     def __add__(self, other) -> IndexExpr:
         if isinstance(other, IndexTile):
@@ -117,14 +135,15 @@ class IndexExpr:
                 fail(f"index tiles of a {self.ndim}-dim and a {other.ndim}-dim grid do not "
                      f"combine", unsupported=True)
             return IndexExpr(self.ndim, self.offset + other.offset,
-                             tuple(map(operator.add, self.scales, other.scales)))
-        return IndexExpr(self.ndim, self.offset + _int(other, "+"), self.scales)
+                             tuple(map(operator.add, self.scales, other.scales)),
+                             tuple(map(max, self.sizes, other.sizes)))
+        return self._scaled(self.offset + _int(other, "+"), self.scales)
 
     __radd__ = __add__
 
     def __mul__(self, other) -> IndexExpr:
         k = _int(other, "*")
-        return IndexExpr(self.ndim, self.offset * k, tuple(s * k for s in self.scales))
+        return self._scaled(self.offset * k, tuple(s * k for s in self.scales))
 
     __rmul__ = __mul__
 
@@ -139,6 +158,8 @@ class IndexExpr:
         return -self + other
 
     def _bound(self, op, other, word: str) -> Mask:
+        if isinstance(other, (IndexTile, IndexExpr)):   # (i_q >= i_k + 3: i_q - i_k - 3 >= 0)
+            return Mask([(self - other, op, 0)])
         return Mask([(self, op, _int(other, word))])
 
     def __lt__(self, other) -> Mask:
@@ -162,11 +183,20 @@ class Mask:
     def __init__(self, bounds: list) -> None:
         self.bounds = bounds
 
+    @classmethod
+    def nothing(cls, ndim: int) -> Mask:
+        """The mask that keeps no point (``mask=False``)."""
+        return cls([(IndexExpr(ndim, 0, (0,) * ndim), operator.lt, 0)])
+
     def __and__(self, other) -> Mask:
+        if isinstance(other, (bool, np.bool_)):   # (a condition on loop variables only)
+            return self if other else Mask.nothing(self.bounds[0][0].ndim)
         if not isinstance(other, Mask):
             fail("a mask joins other masks with & (comparisons of nl.arange index tiles)",
                  unsupported=True)
         return Mask(self.bounds + other.bounds)
+
+    __rand__ = __and__
 
     def boxes(self, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
         """The grid points of an access of ``shape`` where every bound holds, as boxes (one
@@ -230,8 +260,6 @@ def _interval(scale: int, rhs: int, op) -> tuple[float, float]:
 
 
 def _int(value, op: str) -> int:
-    import numpy as np
-
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
     fail(f"an index tile combines with Python ints by {op} (loops unroll: their variables are "
@@ -247,8 +275,13 @@ def arange(*args) -> IndexTile:
 
 
 class Grid(tuple):
-    """``nl.mgrid[0:P, 0:F]``: one index tile per axis; also ``.p`` (the first) and ``.x``
-    (the last), as NKI 0.1 names them."""
+    """``nl.mgrid[0:P, 0:F]``: one index tile per axis; also ``.p``, ``.x``, ``.y``, ``.z``
+    (axes 0 to 3), as NKI 0.1 names them."""
+
+    def _axis(self, axis: int, name: str) -> IndexTile:
+        if axis >= len(self):
+            fail(f"a {len(self)}-axis grid has no .{name} (axis {axis})")
+        return self[axis]
 
     @property
     def p(self) -> IndexTile:
@@ -256,7 +289,15 @@ class Grid(tuple):
 
     @property
     def x(self) -> IndexTile:
-        return self[-1]
+        return self._axis(1, "x")
+
+    @property
+    def y(self) -> IndexTile:
+        return self._axis(2, "y")
+
+    @property
+    def z(self) -> IndexTile:
+        return self._axis(3, "z")
 
 
 class _MGrid:
@@ -271,6 +312,9 @@ class _MGrid:
             if len(r) == 0 or r.step <= 0:
                 fail(f"nl.mgrid: {k.start}:{k.stop} holds no point")
             tiles.append(IndexTile(len(r), axis, len(key), r.start, r.step))
+        dense = tuple(t.size for t in tiles)
+        for t in tiles:
+            t.dense = dense
         return Grid(tiles)
 
 
@@ -278,8 +322,8 @@ mgrid = _MGrid()
 
 
 def has_index_tiles(key) -> bool:
-    return isinstance(key, IndexTile) or type(key) is tuple and any(
-        isinstance(k, IndexTile) for k in key)
+    return isinstance(key, (IndexTile, IndexExpr)) or type(key) is tuple and any(
+        isinstance(k, (IndexTile, IndexExpr, tile_type)) for k in key)
 
 
 class MaskedView:
@@ -288,20 +332,15 @@ class MaskedView:
     ``view``: the part inside (None: none is), whose dims are the grid's axes cut to
     ``inside`` ((first, end) grid coordinates per axis); ``grid``: the grid's shape."""
 
-    __slots__ = ("grid", "inside", "problem", "view")
+    __slots__ = ("dtype", "grid", "inside", "problem", "view")
 
-    def __init__(self, view, inside: list, grid: tuple, problem: str) -> None:
+    def __init__(self, view, inside: list, grid: tuple, problem: str, dtype) -> None:
         self.view, self.inside, self.grid, self.problem = view, inside, grid, problem
+        self.dtype = dtype   # (the tensor's)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.grid
-
-    @property
-    def dtype(self):
-        if self.view is None:
-            self.fail()
-        return self.view.dtype
 
     def fail(self):
         fail(f"{self.problem}; only nl.load and nl.store take an access that leaves its "
@@ -318,15 +357,57 @@ class MaskedView:
         return self.view[tuple(cut)]
 
 
+def as_tiles(key: tuple, shape: tuple[int, ...]) -> tuple:
+    """A key of ints and slices (of ints, positive steps) as ints and index tiles of a grid
+    with an axis per slice: ``t[256:384, 0:4]`` is ``t[256 + i_p, i_f]`` with
+    ``i_p, i_f = nl.mgrid[0:128, 0:4]`` (NKI 0.1 takes a slice past the end of a tensor under a
+    mask, as it takes index tiles)."""
+    key = tuple(key) + (slice(None),) * (len(shape) - len(key))
+    cuts = [k for k in key if isinstance(k, slice)]
+    out, axis = [], 0
+    for k, size in zip(key, shape):
+        if not isinstance(k, slice):
+            out.append(k)
+            continue
+        start = 0 if k.start is None else k.start
+        stop = size if k.stop is None else k.stop
+        if (k.step or 1) <= 0 or start < 0 or stop < 0:
+            fail(f"slice {k.start}:{k.stop} is out of bounds for a dim of size {size}")
+        r = range(start, stop, k.step or 1)
+        out.append(IndexTile(len(r), axis, len(cuts), r.start, r.step))
+        axis += 1
+    return tuple(out)
+
+
 def index(tensor, key):
     """``tensor[key]`` for a key of index tiles and ints (NKI 0.1): the tiles must be on their
     grid's axes in order (the view's dims are the grid's axes), each a strided slice. An access
     that leaves the tensor is a ``MaskedView`` (a load or store with a mask takes it)."""
     key = key if type(key) is tuple else (key,)
     shape = tensor.shape
+    if any(isinstance(k, tile_type) for k in key):
+        return _gather(tensor, key)
     if len(key) != len(shape):
         fail(f"an access by index tiles indexes every dim: {len(shape)} for shape "
              f"{list(shape)}, not {len(key)}", unsupported=True)
+    tiles = [k for k in key if isinstance(k, (IndexTile, IndexExpr))]
+    ndim = tiles[0].ndim
+    taken = {k.axis for k in tiles if isinstance(k, IndexTile)} | {
+        a for k in tiles if isinstance(k, IndexExpr) for a, sc in enumerate(k.scales) if sc}
+    missing = [a for a in range(ndim) if a not in taken]
+    ints = [d for d, k in enumerate(key) if type(k) is int or type(k).__module__ == "numpy"]
+    if missing and tensor.kind != "hbm" and len(ints) >= len(missing):
+        # grid axes no index tile takes (t[i_p, 0] with i_p = arange(P)[:, None]): the view
+        # still has them, of size 1, from the last ints of the key (a [P, 1] column)
+        key = list(key)
+        for axis, dim in zip(missing, ints[-len(missing):]):
+            k = int(key[dim])
+            key[dim] = IndexTile(1, axis, ndim, k + shape[dim] if k < 0 else k, 1)
+        key = tuple(key)
+        tiles = [k for k in key if isinstance(k, (IndexTile, IndexExpr))]
+    if any(isinstance(k, IndexExpr) for k in tiles) or [k.axis for k in tiles] != list(
+            range(len(tiles))):
+        return _affine(tensor, key)
     axis = 0
     out, inside, grid, problem = [], [], [], None
     for dim, (k, size) in enumerate(zip(key, shape)):
@@ -352,5 +433,129 @@ def index(tensor, key):
     if problem is None:
         return tensor[tuple(out)]
     if any(s is None for s in out):
-        return MaskedView(None, inside, tuple(grid), problem)
-    return MaskedView(tensor[tuple(out)], inside, tuple(grid), problem)
+        return MaskedView(None, inside, tuple(grid), problem, tensor.dtype)
+    return MaskedView(tensor[tuple(out)], inside, tuple(grid), problem, tensor.dtype)
+
+
+def _affine(tensor, key):
+    """``tensor[key]`` where the key's index expressions are any affine functions of the
+    grid's coordinates (``t[i_p, 2 * i_y + i_z]``, ``out[i_f, i_p]``): an access pattern whose
+    dims are the grid's axes, each stepping by the sum of its coefficients times the strides
+    of the dims it indexes. On chip, the grid's first axis indexes the partition dim, and only
+    it does. Every point must lie inside the tensor."""
+    exprs = [IndexExpr.of(k) if isinstance(k, IndexTile) else k for k in key
+             if isinstance(k, (IndexTile, IndexExpr))]
+    ndim = exprs[0].ndim
+    if any(e.ndim != ndim for e in exprs):
+        fail("the index tiles of one access come from one grid (same number of axes)",
+             unsupported=True)
+    sizes = tuple(max(e.sizes[a] for e in exprs) for a in range(ndim))
+    pairs, offset, dtype = tensor._pattern()
+    shape = tensor.shape
+    if len(pairs) != len(shape):
+        fail("an access by index expressions takes a tensor or a plain slice of one",
+             unsupported=True)
+    steps = [0] * ndim
+    for dim, (k, (stride, count)) in enumerate(zip(key, pairs)):
+        if isinstance(k, (int, np.integer)):
+            if not -count <= k < count:
+                fail(f"index {k} is out of bounds for dim {dim} of size {count}")
+            offset += (int(k) % count) * stride
+            continue
+        if not isinstance(k, (IndexTile, IndexExpr)):
+            fail(f"an access by index tiles takes index tiles and ints in every dim, not "
+                 f"{type(k).__name__} (dim {dim})", unsupported=True)
+        e = IndexExpr.of(k) if isinstance(k, IndexTile) else k
+        low = e.offset + sum(min(0, s * (n - 1)) for s, n in zip(e.scales, sizes))
+        high = e.offset + sum(max(0, s * (n - 1)) for s, n in zip(e.scales, sizes))
+        if low < 0 or high >= count:
+            fail(f"index {low}..{high} is out of bounds for dim {dim} of size {count}",
+                 "an access that leaves its tensor is run for index tiles each on its own "
+                 "axis, in the grid's order (with a mask on nl.load / nl.store)",
+                 unsupported=True)
+        offset += e.offset * stride
+        for a, s in enumerate(e.scales):
+            steps[a] += s * stride
+    if any(st < 0 for st in steps):
+        fail("an access by index expressions steps forward along every axis of its grid",
+             unsupported=True)
+    if tensor.kind != "hbm":
+        first = key[0]
+        e = IndexExpr.of(first) if isinstance(first, IndexTile) else first
+        others = [IndexExpr.of(k) if isinstance(k, IndexTile) else k for k in key[1:]
+                  if isinstance(k, (IndexTile, IndexExpr))]
+        if (not isinstance(e, IndexExpr) or any(e.scales[1:])
+                or any(o.scales[0] for o in others)):
+            fail("on chip, the grid's first axis indexes the partition dim and only it "
+                 "(t[i_p, ...]); move data between partitions with nisa.nc_transpose or a DMA",
+                 unsupported=True)
+    return tensor._with_pattern(list(zip(steps, sizes)), offset, dtype)
+
+
+class GatherView:
+    """``t[b, idx, i_f]`` with ``idx`` a [P, 1] tile of row numbers (0.1's indirect access):
+    partition p reads or writes row ``idx[p]`` of ``sub`` (``t`` with the dims before the
+    gathered one fixed), the columns the index tiles after it take. ``nl.load`` / ``nl.store``
+    (with a mask: the boxes it keeps, each a DMA gather or scatter) take it."""
+
+    __slots__ = ("free", "index", "offset", "sub")
+
+    def __init__(self, sub, index, free: list, offset: int) -> None:
+        self.sub, self.index, self.free, self.offset = sub, index, free, offset
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.index.shape[0], *[c for _, c in self.free])
+
+    @property
+    def dtype(self):
+        return self.sub.dtype
+
+    def part(self, region: tuple[slice, ...]):
+        """The gather of the grid points ``region`` (rows of the index, columns of the rest)."""
+        rows, cols = region[0], region[1:]
+        offset, free = self.offset, []
+        for (step, count), r in zip(self.free, cols):
+            offset += r.start * step
+            free.append([step, r.stop - r.start])
+        row_step = self.sub._pattern()[0][0][0]
+        index = self.index[rows.start:rows.stop, :]
+        return self.sub.ap([[row_step, rows.stop - rows.start], *free], offset=offset,
+                           vector_offset=index, indirect_dim=0)
+
+    def whole(self):
+        return self.part(tuple(slice(0, n) for n in self.shape))
+
+    def fail(self):
+        fail("an access by a tile of indices is a DMA gather or scatter: only nl.load and "
+             "nl.store take it")
+
+
+def _gather(tensor, key):
+    """``tensor[ints..., idx, index tiles or ints...]`` of an HBM tensor, ``idx`` a [P, 1]
+    tile of row numbers taking the grid's first axis: a ``GatherView``."""
+    at = next(d for d, k in enumerate(key) if isinstance(k, tile_type))
+    index = key[at]
+    if tensor.kind != "hbm" or len(key) != len(tensor.shape):
+        fail("indexing by a tile of indices (a gather) takes an HBM tensor and an index for "
+             "each of its dims", unsupported=True)
+    if len(index.shape) != 2 or index.shape[1] != 1 or index.kind == "hbm":
+        fail(f"the tile of indices of a gather is an on-chip [P, 1] tile, not "
+             f"{list(index.shape)} in {index.kind.upper()}", unsupported=True)
+    if any(not isinstance(k, (int, np.integer)) for k in key[:at]):
+        fail("the dims before a gathered one take ints (t[b, idx, i_f])", unsupported=True)
+    sub = tensor[tuple(int(k) for k in key[:at])] if at else tensor
+    pairs = sub._pattern()[0]
+    free, offset, axis = [], 0, 1
+    for (step, count), k in zip(pairs[1:], key[at + 1:]):
+        if isinstance(k, (int, np.integer)):
+            offset += int(k) * step
+            continue
+        if not isinstance(k, IndexTile) or k.axis != axis or k.scale <= 0 or (
+                k.offset < 0 or k.offset + k.scale * (k.size - 1) >= count):
+            fail("after a gathered dim, each dim takes an int or an index tile of the grid's "
+                 "next axis, inside the tensor (t[b, idx, i_f])", unsupported=True)
+        axis += 1
+        offset += k.offset * step
+        free.append((step * k.scale, k.size))
+    return GatherView(sub, index, free, offset)

@@ -74,7 +74,7 @@ def reduce_name(op, what: str = "op") -> str:
     """neuronemu's reduce_op name for an NKI reduction operator (nl.add, nl.max, np.max, ...)."""
     names = {"add": "add", "maximum": "maximum", "amax": "maximum", "max": "maximum",
              "minimum": "minimum", "amin": "minimum", "min": "minimum",
-             "multiply": "multiply", "average": "average"}
+             "multiply": "multiply", "average": "average", "sum": "add"}
     name = getattr(op, "_nki_reduce", None)
     if name is None:
         key = op if isinstance(op, str) else (getattr(op, "_nki_alu", None)

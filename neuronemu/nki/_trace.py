@@ -469,6 +469,9 @@ class NkiTensor(NKIObject):
                 # unrolled loop)
                 if (k.start is not None and not -size <= k.start <= size) or (
                         k.stop is not None and not -size <= k.stop <= size):
+                    if tracer().dialect == "0.1":   # (legal under a mask, as index tiles)
+                        return _index_tiles.index(self, _index_tiles.as_tiles(
+                            key, self.shape))
                     fail(f"slice {k.start}:{k.stop} is out of bounds for dim "
                          f"{view_dims.index(dim)} of size {size}")
                 s0, s1, st = k.indices(size)
@@ -521,6 +524,13 @@ class NkiTensor(NKIObject):
             else:
                 fail(f"unsupported index {k!r} (ints, slices, nl.ds and ... are supported)",
                      unsupported=True)
+        if (self.kind != "hbm" and type(index[0]) is tuple
+                and [type(e) is tuple for e in index].count(True) == 1
+                and tracer().dialect == "0.1"):
+            # NKI 0.1: t[:, 0] of an on-chip tile is the [P, 1] column (a tile keeps a free dim)
+            dropped = [i for i, e in enumerate(index) if i > 0 and type(e) is int]
+            if dropped:
+                index[dropped[-1]] = (index[dropped[-1]], 1, 1)
         return NkiTensor(self._buffer, self._base_shape, index)
 
     def _index_pattern(self, key) -> NkiTensor:
@@ -570,6 +580,15 @@ class NkiTensor(NKIObject):
             if (value._buffer is dst._buffer and value._index == dst._index
                     and value._ap is None and dst._ap is None):
                 return   # t[k] += x: the += wrote t[k] itself (NKI 0.1)
+            accumulate = getattr(value, "_accumulate", None)
+            if accumulate is not None:   # NKI 0.1: t[k] = nl.loop_reduce(x, op=np.add, ...)
+                boxes = (value._masked.boxes(value.shape) if value._masked is not None
+                         else [(slice(None),) * len(value.shape)])
+                for box in boxes:
+                    isa.tensor_tensor(dst[box], dst[box], value[box], op=accumulate)
+                return
+            if value._masked is None and value._into(dst):
+                return   # NKI 0.1: t[k] = nisa.nc_matmul(...) computes into t[k]
             if value._masked is not None:   # NKI 0.1: t[k] = nl.exp(x, mask=m)
                 copy = isa.dma_copy if dst.kind == "hbm" else isa.tensor_copy
                 for box in value._masked.boxes(value.shape):
@@ -580,8 +599,39 @@ class NkiTensor(NKIObject):
             else:
                 isa.tensor_copy(dst, value)
             return
+        if isinstance(value, (int, float, np.integer, np.floating)) and (
+                tracer().dialect == "0.1"):   # NKI 0.1: t[...] = 0 fills the view
+            HOOKS["nisa"].memset(self[key], value)
+            return
         fail("assigning a Python value into a tensor is not supported; use nisa.memset",
              unsupported=True)
+
+    def _into(self, dst: NkiTensor) -> bool:
+        """NKI 0.1's ``t[k] = call(...)``: the call's instruction writes ``t[k]`` itself (as
+        the 0.1 compiler makes it) instead of a new tile then copied, when this tile is that
+        new tile: made for the last instruction traced, named by it only, as its destination,
+        and ``t[k]`` is of the same shape, dtype and memory. This tile becomes a view of
+        ``t[k]`` (later uses read what was written there); its own bytes are never placed."""
+        tr = tracer()
+        if tr.dialect != "0.1" or not tr.instructions:
+            return False
+        last, slot = tr.instructions[-1], self._buffer.slot
+        first = last.operands[0] if last.operands else None
+        if (slot.live is None or slot.live.start != len(tr.instructions) - 1
+                or type(first) is not TileRef or first.slot is not slot
+                or first.index is not None or first.ap is not None
+                or any(type(o) is TileRef and o.slot is slot for o in last.operands[1:])
+                or any(type(v) is TileRef and v.slot is slot for v in last.keywords.values())
+                or not self._is_whole() or self._ap is not None or dst._ap is not None
+                or dst._broadcast is not None or dst._indirect is not None
+                or dst.shape != self.shape or dst.dtype != self.dtype or dst.kind != self.kind):
+            return False
+        last.operands = (dst.operand(tr),) + last.operands[1:]
+        if dst._buffer.slot.live is not None:   # (named by the last instruction, not a next)
+            dst._buffer.slot.live.end = len(tr.instructions) - 1
+        slot.live.end = -1
+        self._buffer, self._base_shape, self._index = dst._buffer, dst._base_shape, dst._index
+        return True
 
     # -- views
     def _is_whole(self) -> bool:
@@ -1079,6 +1129,9 @@ class NkiTensor(NKIObject):
         written (``nl.zeros``), as the hardware accumulates in PSUM. Anything else is an
         addition in place on the Vector engine."""
         tr = tracer()
+        if isinstance(other, NkiTensor) and other._masked is not None and not (
+                other._masked.boxes(other.shape)):
+            return self   # (acc += nisa.nc_matmul(..., mask=False): nothing was computed)
         last = tr.instructions[-1] if tr.instructions else None
         if (self.kind == "psum" and isinstance(other, NkiTensor) and other.kind == "psum"
                 and last is not None and last.mnemonic == "tensor.matmul"
@@ -1813,3 +1866,5 @@ def map_error(error: NeuronemuError, asm_name: str, source_map: dict[int, Site])
         if loc is not None:
             err.location = loc
             err.notes = tuple(err.notes) + (note,)
+
+_index_tiles.tile_type = NkiTensor   # (a tile of indices in a 0.1 key: a gather)

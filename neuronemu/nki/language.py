@@ -388,12 +388,39 @@ def _column(t: NkiTensor, other: NkiTensor) -> bool:
             and t.shape != other.shape)
 
 
+def _free_broadcast(x: NkiTensor, y: NkiTensor) -> tuple[int, ...] | None:
+    """The shape x and y broadcast to along their free dims (same partitions and number of
+    dims, each free dim equal or 1 in one of them), else None."""
+    if len(x.shape) != len(y.shape) or x.shape[0] != y.shape[0]:
+        return None
+    shape = [x.shape[0]]
+    for a, b in zip(x.shape[1:], y.shape[1:]):
+        if a != b and 1 not in (a, b):
+            return None
+        shape.append(builtins.max(a, b))
+    return tuple(shape)
+
+
+def _stretched(t: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """t read as ``shape``: its size-1 free dims repeated (step 0), no copy."""
+    if t.shape == shape:
+        return t
+    pairs, offset, dtype = t._pattern()
+    if len(pairs) != len(shape):
+        fail(f"a [{', '.join(map(str, t.shape))}] view cannot be broadcast to {list(shape)}",
+             unsupported=True)
+    return t._with_pattern([(st, c) if c == n else (0, n) for (st, c), n in zip(pairs, shape)],
+                           offset, dtype)
+
+
 def _binary(op: str, x, y, dtype=None, **kwargs) -> NkiTensor:
     _no_mask(kwargs)
     xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
     if not xt and not yt:
         fail(f"nl.{op} needs at least one tile operand")
     out_dtype = dtype or _result_dtype(x, y)
+    if op == "divide" and dtype is None and np.issubdtype(np.dtype(out_dtype), np.integer):
+        out_dtype = float32   # (a true division, as numpy's: nl.floor(i / w) is a row number)
     if xt and yt:
         if x.shape == y.shape:
             out = ndarray(x.shape, out_dtype, buffer=sbuf)
@@ -406,6 +433,20 @@ def _binary(op: str, x, y, dtype=None, **kwargs) -> NkiTensor:
         if _column(x, y):
             out = ndarray(y.shape, out_dtype, buffer=sbuf)
             _isa.tensor_scalar(out, y, op, x, reverse0=True)
+            return out
+        if (len(x.shape) == len(y.shape) and 1 in (x.shape[0], y.shape[0])
+                and x.shape[0] != y.shape[0] and tracer().dialect == "0.1"):
+            # NKI 0.1: a one-partition operand broadcasts over the partitions (the compiler's
+            # DMA partition broadcast into a new tile, as t.broadcast_to makes it)
+            if x.shape[0] == 1:
+                x = x.broadcast_to((y.shape[0], *x.shape[1:]))
+            else:
+                y = y.broadcast_to((x.shape[0], *y.shape[1:]))
+            return _binary(op, x, y, dtype=dtype, **kwargs)
+        shape = _free_broadcast(x, y)
+        if shape is not None:   # size-1 free dims read again and again (a step-0 pattern)
+            out = ndarray(shape, out_dtype, buffer=sbuf)
+            _isa.tensor_tensor(out, _stretched(x, shape), _stretched(y, shape), op=op)
             return out
         fail(f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} do not broadcast on chip "
              f"(same shape, or a [P, 1] column; a [1, N] row must be broadcast by DMA: "
@@ -546,6 +587,11 @@ def _reduce(op: str, x, axis, dtype=None, keepdims=False, negate=False, **kwargs
     if len(shape) < 2:
         shape = (x.shape[0], 1)
     out = ndarray(shape, dtype or x.dtype, buffer=sbuf)
+    if axes and 0 not in axes and axes != list(range(axes[0], ndim)):
+        # axes in the middle (nl.sum(t[i0, 2*i1+i2, 2*i3+i4], axis=[2, 4])): the same elements
+        # read with them last (a permuted access pattern, no copy), as the compiler may
+        x = x.permute([a for a in range(ndim) if a not in axes] + axes)
+        axis = list(range(ndim - len(axes), ndim))
     _isa.tensor_reduce(out, op, x, axis=axis, negate=negate, keepdims=keepdims)
     return out
 
@@ -589,6 +635,9 @@ def matmul(x, y, transpose_x=False, **kwargs) -> NkiTensor:
     as [K, M] (the stationary operand as TensorE takes it); otherwise x [M, K] is transposed
     on TensorE first (``tensor.transpose`` + ``vector.tensor_copy``)."""
     _no_mask(kwargs)
+    # TensorE reads SBUF only: a PSUM operand (a transpose's result) is copied out first, as
+    # the compiler does for this call
+    x, y = (_in_sbuf(t) for t in (x, y))
     if transpose_x:
         stationary = x
     else:
@@ -607,6 +656,14 @@ def matmul(x, y, transpose_x=False, **kwargs) -> NkiTensor:
 # NKI 0.3+ convenience wrappers built from several instructions. NKI leaves their lowering to
 # its compiler; these use the instructions above, each result rounded as that instruction
 # rounds, and say how in their docstrings (docs/nki.md lists the accuracy).
+
+
+def _in_sbuf(t):
+    if not isinstance(t, NkiTensor) or t.kind != "psum":
+        return t
+    copy = ndarray(t.shape, t.dtype, buffer=sbuf)
+    _isa.tensor_copy(copy, t)
+    return copy
 
 
 def _tile_of(value, like: NkiTensor, dtype) -> NkiTensor:

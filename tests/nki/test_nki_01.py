@@ -101,17 +101,28 @@ def test_a_mask_that_keeps_points_outside_the_tensor_is_located():
 
 
 def swapped_axes(a):
+    """out = a.T: the load reads HBM with the grid's axes swapped (a DMA's access pattern)."""
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     i_p, i_f = nl.mgrid[0:128, 0:128]
     nl.store(out[i_p, i_f], value=nl.load(a[i_f, i_p]))
     return out
 
 
-def test_index_tiles_out_of_their_grid_order_are_unsupported_and_located():
-    with pytest.raises(NkiUnsupported, match="index the tensor's dims with the grid's axes "
-                                             "in order") as info:
-        nki.simulate_kernel(swapped_axes, np.zeros((128, 128), np.float32))
-    assert info.value.location.line == swapped_axes.__code__.co_firstlineno + 3
+def swapped_on_chip(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:128]
+    t = nl.load(a[i_p, i_f])
+    nl.store(out[i_p, i_f], value=nl.copy(t[i_f, i_p]))
+    return out
+
+
+def test_index_tiles_in_any_order_read_hbm_but_on_chip_the_first_axis_is_the_partitions():
+    a = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    np.testing.assert_array_equal(nki.simulate_kernel(swapped_axes, a), a.T)
+    with pytest.raises(NkiUnsupported, match="on chip, the grid's first axis indexes the "
+                                             "partition dim and only it") as info:
+        nki.simulate_kernel(swapped_on_chip, a)
+    assert info.value.location.line == swapped_on_chip.__code__.co_firstlineno + 4
 
 
 def test_par_dim_is_the_partition_size():
@@ -211,9 +222,9 @@ def test_an_01_isa_call_this_front_end_cannot_make_the_tile_of_says_to_pass_dst(
 
     def kernel(a):
         i_p, i_f = nl.mgrid[0:128, 0:128]
-        nisa.tensor_tensor_scan(nl.load(a[i_p, i_f]))
+        nisa.tensor_partition_reduce(nl.load(a[i_p, i_f]))
 
-    with pytest.raises(NkiUnsupported, match=r"nisa.tensor_tensor_scan without dst= \(NKI "
+    with pytest.raises(NkiUnsupported, match=r"nisa.tensor_partition_reduce without dst= \(NKI "
                                              r"0.1's call that returns a new tile\) is not run"
                                              ) as info:
         nki.trace(kernel, np.zeros((128, 128), np.float32))
@@ -373,3 +384,150 @@ def test_01_affine_select_takes_a_predicate_of_index_tiles():
     q, k = np.mgrid[0:128, 0:128]
     want = np.where((k <= q + 2) & (k >= q - 60), scores, np.float32(-30000.0))
     np.testing.assert_array_equal(nki.simulate_kernel(causal_fill, scores), want)
+
+
+def psum_blocks(q, k):
+    """out = q.T @ k as 8 PSUM blocks of [128, 512] fp32 (all of PSUM's 16 KiB), read out, and
+    then a transpose that needs PSUM again: it fits because each block is its own tile whose
+    live range ends where it is read, and each matmul writes its block itself."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    out_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    qs, ks = nl.load(q), nl.load(k)
+    s = nl.ndarray((8, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+    for i in nl.affine_range(8):
+        s[i] = nisa.nc_matmul(qs, ks[:, nl.ds(i * 512, 512)])
+    r = nl.ndarray((nl.par_dim(128), 4096), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(8):
+        r[:, nl.ds(i * 512, 512)] = nl.copy(s[i])
+    nl.store(out, value=r)
+    nl.store(out_t, value=nl.copy(nisa.nc_transpose(r[:, 0:128])))
+    return out, out_t
+
+
+def test_block_dims_are_tiles_of_their_own_and_results_are_computed_into_them():
+    rng = np.random.default_rng(2)
+    q = rng.integers(-4, 5, (128, 128)).astype(np.float32)
+    k = rng.integers(-4, 5, (128, 4096)).astype(np.float32)
+    out, out_t = nki.simulate_kernel(psum_blocks, q, k)
+    want = q.T.astype(np.float64) @ k.astype(np.float64)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out_t, want[:, :128].T)
+    asm = nki.trace(psum_blocks, q, k).asm
+    assert asm.count("tensor.matmul") == 8
+    assert asm.count("tensor_copy") == 8 + 1   # the blocks read out, the transpose's copy
+
+
+def block_accumulators(a):
+    """out[b] = a[b] * 3 through nl.zeros((4, par_dim(128), 64)) accumulated block by block."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((4, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    for rep in nl.sequential_range(3):
+        for b in nl.affine_range(4):
+            acc[b] += nl.load(a[b])
+    for b in nl.affine_range(4):
+        nl.store(out[b], value=acc[b])
+    return out
+
+
+def test_block_dims_index_one_tile_at_a_time():
+    a = np.arange(4 * 128 * 64, dtype=np.float32).reshape(4, 128, 64)
+    np.testing.assert_array_equal(nki.simulate_kernel(block_accumulators, a), 3 * a)
+    t = None
+
+    def sliced_blocks(x):
+        nonlocal t
+        t = nl.zeros((4, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+        assert t.shape == (4, 128, 64)
+        return nl.copy(t[1:3])
+
+    with pytest.raises(NkiUnsupported, match="a block dim .* is indexed by an int") as info:
+        nki.trace(sliced_blocks, a)
+    assert info.value.location.line == sliced_blocks.__code__.co_firstlineno + 4
+
+
+def pool_and_shuffle(x):
+    """2x2 average pooling by a 5-axis grid (nl.sum over axes 2 and 4 of
+    t[i0, 2*i1 + i2, 2*i3 + i4]), and a [4, 8] -> [8, 4] transpose within each partition
+    (out[i_p, i_c * 4 + i_r] = t[i_p, i_r * 8 + i_c]), both access patterns of one tile."""
+    p, h, w = x.shape
+    pooled = nl.ndarray((p, h // 2, w // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    shuffled = nl.ndarray((p, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    i0, i1, i2, i3, i4 = nl.mgrid[0:p, 0:h // 2, 0:2, 0:w // 2, 0:2]
+    nl.store(pooled, value=nl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4]) / 4)
+    flat = nl.load(x.reshape((p, h * w))[:, 0:32])
+    i_p = nl.arange(p)[:, None, None]
+    i_r = nl.arange(4)[None, :, None]
+    i_c = nl.arange(8)[None, None, :]
+    out = nl.ndarray((p, 32), dtype=x.dtype, buffer=nl.sbuf)
+    out[i_p, i_c * 4 + i_r] = nl.copy(flat[i_p, i_r * 8 + i_c])
+    nl.store(shuffled, value=out)
+    return pooled, shuffled
+
+
+def test_index_expressions_of_several_axes_are_access_patterns():
+    x = np.arange(16 * 8 * 8, dtype=np.float32).reshape(16, 8, 8)
+    pooled, shuffled = nki.simulate_kernel(pool_and_shuffle, x)
+    np.testing.assert_array_equal(pooled, x.reshape(16, 4, 2, 4, 2).mean(axis=(2, 4)))
+    flat = x.reshape(16, 64)[:, :32]
+    np.testing.assert_array_equal(shuffled, flat.reshape(16, 4, 8).transpose(0, 2, 1)
+                                  .reshape(16, 32))
+
+
+def masked_stats(x):
+    """Mean and variance of each row of a [128, 600] tile by bn_stats over 512-wide chunks
+    (the last cut by a mask, 0.1's layernorm), bn_aggr; a mask=False call is skipped."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(512)[None, :]
+    i_s = nl.arange(6)[None, :]
+    t = nl.load(x)
+    stats = nl.ndarray((128, 12), dtype=nl.float32)
+    for j in nl.affine_range(2):
+        stats[i_p, j * 6 + i_s] = nisa.bn_stats(t[i_p, j * 512 + i_f],
+                                                mask=(j * 512 + i_f < 600), dtype=nl.float32)
+    mean_var = nisa.bn_aggr(stats)
+    untouched = nl.full((128, 2), 7.0, dtype=nl.float32)
+    untouched[...] = nisa.tensor_scalar(mean_var, np.add, 1.0, mask=False)
+    nl.store(out, value=nisa.tensor_tensor(mean_var, untouched, np.add))
+    return out
+
+
+def test_masks_on_isa_calls_cut_their_operands():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    x[:, 600:] = 1e6   # (outside the mask: must not count)
+    got = nki.simulate_kernel(masked_stats, x)
+    rows = x[:, :600].astype(np.float64)
+    np.testing.assert_allclose(got[:, 0], rows.mean(axis=1) + 7.0, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[:, 1], rows.var(axis=1) + 7.0, rtol=1e-5)
+
+
+def columns_and_cores(a):
+    """A [P] access loads as a [P, 1] column; t[i_p, 0] of a tile is a [P, 1] column; the
+    launch grid of spmd_dim(n, nl.nc(2)) has 2n instances."""
+    out = nl.ndarray((a.shape[0], 2), dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0)
+    col = nl.load(a[nl.ds(i * 128, 128), 3])
+    i_p = nl.arange(128)[:, None]
+    both = nl.ndarray((128, 2), dtype=a.dtype)
+    both[i_p, 0] = nl.copy(col)
+    both[i_p, 1] = nl.copy(col[i_p, 0]) * 2
+    nl.store(out[nl.ds(i * 128, 128), :], value=both)
+    return out
+
+
+def test_columns_static_cast_and_cores_as_01_spells_them():
+    a = np.arange(512 * 8).reshape(512, 8)
+    a = nl.static_cast(a, nl.bfloat16)
+    assert a.dtype == nl.bfloat16
+    launched = nki.baremetal(columns_and_cores)[nl.spmd_dim(2, nl.nc(2))]
+    got = nki.simulate_kernel(launched, a)
+    want = np.stack([a[:, 3], a[:, 3] * 2], axis=1).astype(np.float32)
+    np.testing.assert_array_equal(got.astype(np.float32), want)
+    with nki.compiler.no_reorder():
+        pass

@@ -26,7 +26,11 @@ from neuronemu.nki.neuronxcc import compiler, isa, language  # noqa: F401
 
 
 def simulate_kernel(kernel, *args, **kwargs):
-    """``nki.simulate_kernel(kernel, *args)``: run on neuronemu, return the kernel's outputs."""
+    """``nki.simulate_kernel(kernel, *args)``: run on neuronemu, return the kernel's outputs
+    (``kernel`` as 0.1's tests pass it: a function, ``nki.jit`` / ``nki.baremetal`` kernel, or
+    one launched on a grid, ``kernel[2, 4]``)."""
+    if isinstance(kernel, (_Launched, _LaunchedGrid)):
+        kernel = kernel.kernel
     return simulate(kernel)(*args, **kwargs)
 
 
@@ -66,14 +70,21 @@ class _Launched:
         self.benchmark_result = _BenchmarkResult(self.kernel.last_run)
         return outputs
 
-    def __getitem__(self, grid):
-        launch = self.kernel[grid]
+    def __getitem__(self, grid) -> _LaunchedGrid:
+        return _LaunchedGrid(self, grid)
 
-        def call(*args, **kwargs):
-            outputs = launch(*args, **kwargs)
-            self.benchmark_result = _BenchmarkResult(self.kernel.last_run)
-            return outputs
-        return call
+
+class _LaunchedGrid:
+    """``launched[grid]``: calling it runs the kernel on that SPMD grid."""
+
+    def __init__(self, launched: _Launched, grid) -> None:
+        self.launched = launched
+        self.kernel = launched.kernel[grid]
+
+    def __call__(self, *args, **kwargs):
+        outputs = self.kernel(*args, **kwargs)
+        self.launched.benchmark_result = _BenchmarkResult(self.launched.kernel.last_run)
+        return outputs
 
 
 def _decorator(func=None, **options):

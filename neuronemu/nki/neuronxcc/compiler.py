@@ -19,6 +19,7 @@ def _decorator(func=None, **options):
 skip_middle_end_transformations = _decorator
 enable_stack_allocator = _decorator
 force_auto_alloc = _decorator
+no_reorder = _nl.no_reorder   # (program order: what neuronemu runs anyway)
 
 
 class _Memory:

@@ -12,7 +12,7 @@ import numpy as np
 
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _nl
-from neuronemu.nki._index_tiles import IndexTile, Mask
+from neuronemu.nki._index_tiles import GatherView, IndexExpr, IndexTile, Mask, MaskedView
 from neuronemu.nki._trace import NkiError, NkiTensor, fail
 
 
@@ -33,12 +33,42 @@ def _same_as_data(name: str, index: int):
     return result
 
 
+def _stats(name: str, free: int):
+    """``bn_stats`` / ``bn_aggr``: a new fp32 [P, free] tile of statistics of the data."""
+    def result(args, kwargs):
+        data = args[0] if args else kwargs.get(name)
+        if not isinstance(data, NkiTensor):
+            return None
+        dtype = kwargs.pop("dtype", None) or np.float32
+        return _nl.ndarray((data.shape[0], free), dtype, buffer=_nl.sbuf), [(args, kwargs)]
+    return result
+
+
+def _dma_transpose(args, kwargs):
+    src = args[0] if args else kwargs.get("src")
+    if not isinstance(src, NkiTensor):
+        return None
+    return _nl.ndarray(tuple(reversed(src.shape)), src.dtype, buffer=_nl.sbuf), [(args, kwargs)]
+
+
 def _matmul(args, kwargs):
     stationary, moving = (list(args) + [kwargs.get("stationary"), kwargs.get("moving")])[:2]
     if not isinstance(stationary, NkiTensor) or not isinstance(moving, NkiTensor):
         return None
+    # TensorE reads SBUF only: an operand in PSUM (a transpose's result) is copied out first,
+    # as the 0.1 compiler does
+    args = tuple(_in_sbuf(a) for a in args)
+    kwargs = {k: _in_sbuf(v) if k in ("stationary", "moving") else v for k, v in kwargs.items()}
     return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32,
                        buffer=_nl.psum), [(args, kwargs)]
+
+
+def _in_sbuf(t):
+    if not isinstance(t, NkiTensor) or t.kind != "psum":
+        return t
+    copy = _nl.ndarray(t.shape, t.dtype, buffer=_nl.sbuf)
+    _isa.tensor_copy(copy, t)
+    return copy
 
 
 def _transpose(args, kwargs):
@@ -77,16 +107,19 @@ def _memset(args, kwargs):
 
 
 def _iota(args, kwargs):
-    """``iota(expr, dtype)``: the values of an index tile of a 2-dim grid (``3 * nl.arange(n)
-    [:, None]``: a [n, 1] column; ``nl.arange(n)[None, :]``: a [1, n] row) as a new tile."""
+    """``iota(expr, dtype)``: the values of an index expression over its grid
+    (``3 * nl.arange(n)[:, None]``: a [n, 1] column; ``3 * g.y + g.z`` of a 4-axis grid) as a
+    new tile: the grid's first axis steps by the partitions' multiplier, the others by the
+    pattern's steps."""
     named = dict(zip(("expr", "dtype"), args), **kwargs)
     expr = named.get("expr")
-    if not isinstance(expr, IndexTile) or expr.ndim != 2:
+    if isinstance(expr, IndexTile):
+        expr = IndexExpr.of(expr)
+    if not isinstance(expr, IndexExpr) or expr.ndim < 2:
         return None
-    dst = _nl.ndarray(expr.shape, named.get("dtype") or np.int32, buffer=_nl.sbuf)
-    if expr.axis == 0:   # along the partitions
-        return dst, [(([[0, 1]],), {"offset": expr.offset, "channel_multiplier": expr.scale})]
-    return dst, [(([[expr.scale, expr.size]],), {"offset": expr.offset})]
+    dst = _nl.ndarray(expr.sizes, named.get("dtype") or np.int32, buffer=_nl.sbuf)
+    pattern = [[scale, size] for scale, size in zip(expr.scales[1:], expr.sizes[1:])]
+    return dst, [((pattern,), {"offset": expr.offset, "channel_multiplier": expr.scales[0]})]
 
 
 _CMP = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
@@ -106,6 +139,9 @@ def _affine_select(args, kwargs):
     dst = _nl.ndarray(data.shape, named.get("dtype") or data.dtype, buffer=_nl.sbuf)
     calls = []
     source = data
+    if data.kind == "psum":   # GpSimd reads SBUF only: the compiler's copy out of PSUM first
+        source = _nl.ndarray(data.shape, data.dtype, buffer=_nl.sbuf)
+        _isa.tensor_copy(source, data)
     for expr, op, bound in pred.bounds:
         calls.append(((), {"on_true_tile": source, "on_false_value": named["on_false_value"],
                            "pattern": [[expr.scales[1], data.shape[1]]],
@@ -123,6 +159,14 @@ _RESULTS = {
     "tensor_scalar": _same_as_data("data", 0),
     "tensor_copy": _same_as_data("src", 0),
     "tensor_reduce": _reduce,
+    "tensor_tensor_scan": _same_as_data("data0", 0),
+    "scalar_tensor_tensor": _same_as_data("data", 0),
+    "tensor_scalar_reduce": _same_as_data("data", 0),
+    "activation_reduce": _same_as_data("data", 1),
+    "reciprocal": _same_as_data("data", 0),
+    "bn_stats": _stats("data", 6),
+    "bn_aggr": _stats("data", 2),
+    "dma_transpose": _dma_transpose,
     "memset": _memset,
     "iota": _iota,
     "affine_select": _affine_select,
@@ -141,6 +185,8 @@ def __getattr__(name: str):
 
     @functools.wraps(value)
     def call(*args, **kwargs):
+        if "mask" in kwargs:
+            return _masked_call(name, value, result, args, kwargs)
         if result is not None and "dst" not in kwargs:
             made = result(args, dict(kwargs))
             if made is not None:
@@ -159,3 +205,86 @@ def __getattr__(name: str):
 
     globals()[name] = call   # (made once: later lookups find it here)
     return call
+
+
+def _masked_call(name: str, value, result, args: tuple, kwargs: dict):
+    """A 0.1 ISA call with ``mask=``: the call on the part of its operands the mask keeps.
+    The mask is over the grid of the first tile argument (the data); each box of points it
+    keeps is one call, on that box of every tile of the data's shape, and on the box's rows
+    of every other tile with as many partitions (a [P, 1] scalar column, a bn_stats result).
+    A mask that is a plain bool (``mask=(i * 128 < n)``, no index tile) keeps all or none."""
+    mask = kwargs.pop("mask")
+    if name == "dma_copy":
+        return _masked_copy(args, kwargs, mask)
+    dst = kwargs.pop("dst", None)
+    if dst is None and result is not None:
+        made = result(args, dict(kwargs))
+        if made is None:
+            fail(f"nisa.{name}(mask=...) is not run for these arguments yet: slice the "
+                 f"operands to the points the mask keeps", unsupported=True)
+        dst, calls = made
+    elif dst is not None:
+        calls = [(args, kwargs)]
+    else:
+        fail(f"nisa.{name}(mask=...) without dst= is not run for this call yet: allocate the "
+             f"result and pass it as dst=", unsupported=True)
+    if isinstance(mask, (bool, np.bool_)):
+        if mask:
+            for call_args, call_kwargs in calls:
+                value(dst, *call_args, **call_kwargs)
+        elif isinstance(dst, NkiTensor):   # (assigning the unwritten result writes nothing)
+            dst._masked = Mask.nothing(len(dst.shape))
+        return dst
+    if not isinstance(mask, Mask):
+        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
+             f"not {type(mask).__name__}", unsupported=True)
+    tiles = [a for a in (*args, *kwargs.values()) if isinstance(a, NkiTensor)]
+    if not tiles:
+        fail(f"nisa.{name}(mask=...) needs a tile argument to apply the mask to",
+             unsupported=True)
+    shape = tuple(tiles[0].shape)
+    boxes = mask.boxes(shape)
+
+    def cut(arg, box):
+        if not isinstance(arg, NkiTensor):
+            return arg
+        if tuple(arg.shape) == shape:
+            return arg[box]
+        if len(arg.shape) >= 1 and arg.shape[0] == shape[0]:
+            return arg[(box[0],) + (slice(None),) * (len(arg.shape) - 1)]
+        return arg
+
+    for box in boxes:
+        for call_args, call_kwargs in calls:
+            value(cut(dst, box), *[cut(a, box) for a in call_args],
+                  **{k: cut(v, box) for k, v in call_kwargs.items()})
+    if isinstance(dst, NkiTensor) and tuple(dst.shape) == shape:
+        dst._masked = mask
+    return dst
+
+
+def _masked_copy(args: tuple, kwargs: dict, mask) -> None:
+    """``dma_copy(dst=, src=, mask=)``: one DMA per box of the points the mask keeps, over the
+    destination's grid; either side may reach outside its tensor where the mask cuts it."""
+    named = dict(zip(("dst", "src"), args), **kwargs)
+    dst, src = named.pop("dst", None), named.pop("src", None)
+    if isinstance(mask, (bool, np.bool_)):
+        if mask:
+            _isa.dma_copy(_whole(dst), _whole(src), **named)
+        return
+    if not isinstance(mask, Mask):
+        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
+             f"not {type(mask).__name__}", unsupported=True)
+    for box in mask.boxes(tuple(dst.shape)):
+        _isa.dma_copy(_part(dst, box), _part(src, box), **named)
+    return
+
+
+def _part(view, box):
+    return view.part(box) if isinstance(view, (MaskedView, GatherView)) else view[box]
+
+
+def _whole(view):
+    if isinstance(view, MaskedView):
+        view.fail()
+    return view.whole() if isinstance(view, GatherView) else view

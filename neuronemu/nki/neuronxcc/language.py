@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _language
-from neuronemu.nki._index_tiles import Mask, MaskedView, arange, mgrid  # noqa: F401
+from neuronemu.nki._index_tiles import (  # noqa: F401
+    GatherView,
+    Mask,
+    MaskedView,
+    arange,
+    mgrid,
+)
 from neuronemu.nki._trace import NkiTensor, fail
+from neuronemu.nki.neuronxcc._blocks import BlockTensor
 
 
 def __getattr__(name: str):
@@ -17,8 +26,34 @@ def __getattr__(name: str):
     value = getattr(_language, name)
     if not callable(value) or isinstance(value, type):
         return value
-    wrapped = globals()[name] = _masked(value)   # (made once: later lookups find it here)
+    wrapped = _masked(value)
+    if name in _ALLOCATING:
+        wrapped = _with_blocks(wrapped, name)
+    globals()[name] = wrapped   # (made once: later lookups find it here)
     return wrapped
+
+
+_ALLOCATING = ("ndarray", "zeros", "ones", "full", "rand")
+"""Calls that make a tensor of a shape, where 0.1 marks the partition dim by ``nl.par_dim``
+(``_with_blocks``)."""
+
+
+def _with_blocks(func, name: str):
+    """``func`` taking a shape whose partition dim is ``nl.par_dim(P)`` after block dims
+    (``(n, nl.par_dim(128), 512)``): a ``BlockTensor`` of n tiles of [128, 512], each made by
+    ``func`` with the tile's shape when first used."""
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        shape = args[0] if args else kwargs.get("shape")
+        at = next((i for i, d in enumerate(shape) if isinstance(d, par_dim)), 0) if (
+            isinstance(shape, (tuple, list))) else 0
+        if not at:
+            return func(*args, **kwargs)
+        shape = tuple(shape)
+        rest, kw = args[1:], dict(kwargs)
+        kw.pop("shape", None)
+        return BlockTensor(shape[:at], shape[at:], lambda tile: func(tile, *rest, **kw))
+    return call
 
 
 def _masked(func):
@@ -29,14 +64,66 @@ def _masked(func):
     @functools.wraps(func)
     def call(*args, **kwargs):
         mask = kwargs.pop("mask", None)
-        if mask is None:
+        if mask is None or mask is True or mask is np.True_:
             return func(*args, **kwargs)
+        if mask is False or mask is np.False_:   # (made, and then assigned nowhere)
+            result = func(*args, **kwargs)
+            if isinstance(result, NkiTensor):
+                result._masked = Mask.nothing(len(result.shape))
+            return result
         _checked(mask)
         result = func(*args, **kwargs)
         if isinstance(result, NkiTensor):
             result._masked = mask
         return result
     return call
+
+
+def static_cast(x, dtype):
+    """``nl.static_cast(x, dtype)``: a numpy array (0.1's tests make inputs with it) as
+    ``dtype`` (a bfloat16 or float8 dtype too); a tile, copied into a new tile of ``dtype``
+    (``nisa.tensor_copy``)."""
+    if isinstance(x, NkiTensor):
+        out = _language.ndarray(x.shape, dtype, buffer=_language.sbuf)
+        _isa.tensor_copy(dst=out, src=x)
+        return out
+    return np.asarray(x).astype(dtype)
+
+
+def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kwargs):
+    """``t[k] = nl.loop_reduce(x, op=np.add, loop_indices=(i,))`` in a loop: each iteration
+    combines x into t[k] (``t[k] = op(t[k], x)``, one ``tensor_tensor``; t[k] is set before the
+    loop, as 0.1 requires). ``dtype`` is the accumulator's own (t's)."""
+    if not isinstance(x, NkiTensor):
+        fail(f"nl.loop_reduce reduces a tile, not {type(x).__name__}")
+    view = x[...]
+    view._accumulate = op
+    if mask is not None and mask is not True and mask is not np.True_:
+        view._masked = (Mask.nothing(len(x.shape)) if mask is False or mask is np.False_
+                        else _checked(mask))
+    return view
+
+
+class fp32:   # (NKI's name)
+    """``nl.fp32``: float32's limits, as 0.1 kernels name them (``nl.fp32.min`` fills a
+    running maximum)."""
+
+    min = float(np.finfo(np.float32).min)
+    max = float(np.finfo(np.float32).max)
+
+
+class nc(int):   # (NKI's name)
+    """``nl.nc(n)``: ``n`` physical NeuronCores in an SPMD launch grid (``spmd_dim``)."""
+
+
+def spmd_dim(*sizes) -> int:
+    """``nl.spmd_dim(n, nl.nc(2))``: a launch-grid dim of ``n`` instances on each of 2 cores,
+    ``2 * n`` in all (``nl.program_id`` counts them all; here the instances run one after
+    another on one core, as the cores would compute them)."""
+    total = 1
+    for size in sizes:
+        total *= int(size)
+    return total
 
 
 class par_dim(int):   # (NKI's name)
@@ -52,7 +139,10 @@ def _checked(mask) -> Mask:
 
 
 def _boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """The parts of a [shape] access ``mask`` keeps, as boxes of slices."""
+    """The parts of a [shape] access ``mask`` keeps, as boxes of slices (a bool mask,
+    ``mask=(i * 128 < n)``: all of it or nothing)."""
+    if isinstance(mask, (bool, np.bool_)):
+        return [tuple(slice(0, n) for n in shape)] if mask else []
     return _checked(mask).boxes(tuple(shape))
 
 
@@ -60,15 +150,24 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """``nl.load(src[, mask=])``: a new SBUF tile holding ``src``; with a mask, only the
     points it keeps are loaded (one DMA per box of them), and only they need lie inside the
     tensor."""
+    if isinstance(src, GatherView) and mask is None:
+        src = src.whole()
     if mask is None:
         if isinstance(src, MaskedView):
             src.fail()
+        if isinstance(src, NkiTensor) and len(src.shape) < 2 and not kwargs:
+            # a 1-dim access (a[0:128, j]) loads as a [128, 1] column, one element as a
+            # [1, 1] tile, as 0.1 makes them
+            tile = _language.ndarray((*src.shape, 1) if src.shape else (1, 1),
+                                     dtype or src.dtype, buffer=_language.sbuf)
+            _isa.dma_copy(tile, src)
+            return tile
         return _language.load(src, dtype=dtype, **kwargs)
-    if not isinstance(src, (NkiTensor, MaskedView)):
+    if not isinstance(src, (NkiTensor, MaskedView, GatherView)):
         fail(f"nl.load needs a tensor, got {type(src).__name__}")
     tile = _language.ndarray(src.shape, dtype or src.dtype, buffer=_language.sbuf)
     for box in _boxes(mask, src.shape):
-        part = src.part(box) if isinstance(src, MaskedView) else src[box]
+        part = src.part(box) if isinstance(src, (MaskedView, GatherView)) else src[box]
         _isa.dma_copy(tile[box], part)
     return tile
 
@@ -76,13 +175,15 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
 def store(dst, value, mask=None, **kwargs) -> None:
     """``nl.store(dst, value[, mask=])``; with a mask, only the points it keeps are written
     (one DMA per box of them), and only they need lie inside the tensor."""
+    if isinstance(dst, GatherView) and mask is None:
+        dst = dst.whole()
     if mask is None:
         if isinstance(dst, MaskedView):
             dst.fail()
         return _language.store(dst, value, **kwargs)
-    if not isinstance(dst, (NkiTensor, MaskedView)):
+    if not isinstance(dst, (NkiTensor, MaskedView, GatherView)):
         fail(f"nl.store needs a tensor to store into, got {type(dst).__name__}")
     for box in _boxes(mask, dst.shape):
-        part = dst.part(box) if isinstance(dst, MaskedView) else dst[box]
+        part = dst.part(box) if isinstance(dst, (MaskedView, GatherView)) else dst[box]
         _language.store(part, value[box], **kwargs)
     return None
