@@ -251,6 +251,24 @@ def _dialect(fn) -> str:
     return NKI_VERSION
 
 
+def _on_chip_returned(value):
+    """NKI 0.1 returns an on-chip tile's values too (its simulator does): each such tile is
+    stored into a new HBM tensor, returned instead (one DMA at the return)."""
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    if not any(isinstance(t, NkiTensor) and t.kind != "hbm" for t in items):
+        return value
+    from neuronemu.nki import isa, language
+
+    out = []
+    for t in items:
+        if isinstance(t, NkiTensor) and t.kind != "hbm":
+            hbm = language.ndarray(t.shape, t.dtype, buffer=language.shared_hbm)
+            isa.dma_copy(hbm, t)
+            t = hbm
+        out.append(t)
+    return type(value)(out) if isinstance(value, (tuple, list)) else out[0]
+
+
 def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) -> KernelTrace:
     grid = _normal_grid(_grid_of(kernel, grid))
     target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
@@ -281,7 +299,10 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
 
     def run_program(program):
         tr.start_program(program)
-        return fn(*bound.args, **bound.kwargs)
+        value = fn(*bound.args, **bound.kwargs)
+        if tr.dialect == "0.1":
+            value = _on_chip_returned(value)
+        return value
 
     _CURRENT.append(tr)
     try:

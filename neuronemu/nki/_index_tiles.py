@@ -323,7 +323,7 @@ mgrid = _MGrid()
 
 def has_index_tiles(key) -> bool:
     return isinstance(key, (IndexTile, IndexExpr)) or type(key) is tuple and any(
-        isinstance(k, (IndexTile, IndexExpr, tile_type)) for k in key)
+        isinstance(k, (IndexTile, IndexExpr, tile_type, Grid)) for k in key)
 
 
 class MaskedView:
@@ -384,6 +384,8 @@ def index(tensor, key):
     grid's axes in order (the view's dims are the grid's axes), each a strided slice. An access
     that leaves the tensor is a ``MaskedView`` (a load or store with a mask takes it)."""
     key = key if type(key) is tuple else (key,)
+    if len(key) == 1 and isinstance(key[0], Grid):   # (t[nl.mgrid[0:128, 0:512]])
+        key = tuple(key[0])
     shape = tensor.shape
     if any(isinstance(k, tile_type) for k in key):
         return _gather(tensor, key)

@@ -44,10 +44,13 @@ HOOKS: dict = {}
 import from here would be a cycle)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-MAX_TRACED = 200_000
-"""Instructions one traced kernel may make: neuronemu.asm.macros.MAX_LINES, the lines an
-unrolled assembly kernel may have (about 1 GB to assemble). An endless Python loop in a kernel
-stops here with a located error instead of growing the tracer's list without end."""
+MAX_TRACED = 1_000_000
+"""Instructions one traced kernel may make. They reach the assembler as values, not text: about
+2 KB each at its peak (600,000 tensor copies: 1.3 GB), so this is 5x the lines an unrolled
+assembly file may have (neuronemu.asm.macros.MAX_LINES). Big 0.1 kernels unroll past 200,000
+(nki-samples' flash attention backward at seqlen 8192 with sinks: 211,456). An endless Python
+loop in a kernel stops here with a located error instead of growing the tracer's list without
+end."""
 
 _ALIGN = 4
 

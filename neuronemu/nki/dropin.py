@@ -41,6 +41,7 @@ _LEGACY_MODULES = {"neuronxcc.nki": "neuronemu.nki.neuronxcc",
                    "neuronxcc.nki.language": "neuronemu.nki.neuronxcc.language",
                    "neuronxcc.nki.isa": "neuronemu.nki.neuronxcc.isa",
                    "neuronxcc.nki.compiler": "neuronemu.nki.neuronxcc.compiler",
+                   "neuronxcc.nki.isa.constants": "neuronemu.nki.isa_constants",
                    "neuronxcc.nki.typing": "neuronemu.nki.typing"}
 
 _TARGET = "neuronemu.nki"
@@ -131,6 +132,7 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
             raise ImportError(f"No module named '{fullname}': {fullname} is not a module of "
                               f"the NKI 0.1 dialect as neuronemu runs it (neuronxcc.nki, "
                               f"neuronxcc.nki.language, neuronxcc.nki.isa, "
+                              f"neuronxcc.nki.isa.constants, neuronxcc.nki.compiler, "
                               f"neuronxcc.nki.typing)", name=fullname)
         return _spec(fullname, importlib.import_module(real))
 

@@ -56,19 +56,21 @@ def tensor_scalar_cumulative(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_SRC)], mems, regs, fmt, table)
     op0 = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_OP0)
     op1 = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_OP1)
-    imm0 = np.float32(imms[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_IMM0)])
-    imm1 = np.float32(imms[arg_value(ins, TENSOR_SCALAR_CUMULATIVE_IMM1)])
+    imm0 = scalar_column(ins, TENSOR_SCALAR_CUMULATIVE_IMM0, ops, imms, mems, regs, fmt, table,
+                         data.shape[0])
+    imm1 = scalar_column(ins, TENSOR_SCALAR_CUMULATIVE_IMM1, ops, imms, mems, regs, fmt, table,
+                         data.shape[0])
     cmd = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_REDUCE_CMD)
     reverse = arg_value(ins, TENSOR_SCALAR_CUMULATIVE_REVERSE0) != 0
     identity = _identity(op1)
     out = np.empty(data.shape, dtype=np.float32)
     for p in range(data.shape[0]):
-        reg = A.start(regs, L.REG_VACC, p, cmd, identity, imm1)
+        reg = A.start(regs, L.REG_VACC, p, cmd, identity, imm1[p])
         for i in range(data.shape[1]):
             if reverse:
-                value = binary_scalar(op0, imm0, data[p, i])
+                value = binary_scalar(op0, imm0[p], data[p, i])
             else:
-                value = binary_scalar(op0, data[p, i], imm0)
+                value = binary_scalar(op0, data[p, i], imm0[p])
             reg = binary_scalar(op1, value, reg)
             out[p, i] = reg
         A.finish(regs, L.REG_VACC, p, cmd, reg, identity)

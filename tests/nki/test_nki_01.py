@@ -14,6 +14,7 @@ import pytest
 
 import neuronemu.nki.neuronxcc as nki
 import neuronemu.nki.neuronxcc.language as nl
+from neuronemu.nki import trace as trace_kernel
 from neuronemu.nki._trace import NkiError, NkiUnsupported
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +169,7 @@ def test_a_mask_over_two_axes_moves_its_boxes_and_masks_compute_calls():
     n = a.size - 1000   # the last tile keeps 126 rows and 24 columns of its 127th
     got = nki.simulate(nki.jit(flat_add)[2])(a, b, n)
     np.testing.assert_array_equal(got.reshape(-1)[:n], (a + b).reshape(-1)[:n])
-    text = nki.trace(flat_add, a, b, n, grid=(2,)).asm
+    text = trace_kernel(flat_add, a, b, n, grid=(2,)).asm
     assert "[126:127,0:24]" in text.replace(" ", "")   # (the partial row's own DMAs)
 
 
@@ -227,7 +228,7 @@ def test_an_01_isa_call_this_front_end_cannot_make_the_tile_of_says_to_pass_dst(
     with pytest.raises(NkiUnsupported, match=r"nisa.tensor_partition_reduce without dst= \(NKI "
                                              r"0.1's call that returns a new tile\) is not run"
                                              ) as info:
-        nki.trace(kernel, np.zeros((128, 128), np.float32))
+        trace_kernel(kernel, np.zeros((128, 128), np.float32))
     assert info.value.location.line == kernel.__code__.co_firstlineno + 2
 
 
@@ -256,7 +257,7 @@ def test_psum_accumulation_is_the_pe_arrays():
     rhs = rng.standard_normal((384, 1024)).astype(np.float32)
     got = nki.simulate_kernel(matmul_accumulated, lhs_t, rhs)
     np.testing.assert_allclose(got, lhs_t.T.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-4)
-    text = nki.trace(matmul_accumulated, lhs_t, rhs).asm
+    text = trace_kernel(matmul_accumulated, lhs_t, rhs).asm
     # 2 x 2 output tiles of 3 K steps: every step one matmul into its accumulator (the first
     # onto the zeros), no vector addition
     assert text.count("tensor.matmul") == 12 and text.count("accumulate=true") == 12
@@ -316,7 +317,7 @@ def test_plus_equals_of_anything_but_a_fresh_matmul_adds_in_place():
         acc += nl.zeros((64, 64), nl.float32)
 
     with pytest.raises(NkiUnsupported, match=r"'\+=' adds a tile of the same shape") as info:
-        nki.trace(kernel, np.zeros((128, 64), np.float32))
+        trace_kernel(kernel, np.zeros((128, 64), np.float32))
     assert info.value.location.line == kernel.__code__.co_firstlineno + 2
 
 
@@ -362,7 +363,7 @@ def test_01_iota_of_an_index_tile_and_memset_of_a_shape():
 
 def test_the_generated_text_names_the_01_dialect():
     a = np.zeros((128, 512), np.float32)
-    assert "(NKI 0.1 dialect)" in nki.trace(ragged_add, a, a).asm.splitlines()[0]
+    assert "(NKI 0.1 dialect)" in trace_kernel(ragged_add, a, a).asm.splitlines()[0]
 
 
 def causal_fill(scores):
@@ -414,7 +415,7 @@ def test_block_dims_are_tiles_of_their_own_and_results_are_computed_into_them():
     want = q.T.astype(np.float64) @ k.astype(np.float64)
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(out_t, want[:, :128].T)
-    asm = nki.trace(psum_blocks, q, k).asm
+    asm = trace_kernel(psum_blocks, q, k).asm
     assert asm.count("tensor.matmul") == 8
     assert asm.count("tensor_copy") == 8 + 1   # the blocks read out, the transpose's copy
 
@@ -443,7 +444,7 @@ def test_block_dims_index_one_tile_at_a_time():
         return nl.copy(t[1:3])
 
     with pytest.raises(NkiUnsupported, match="a block dim .* is indexed by an int") as info:
-        nki.trace(sliced_blocks, a)
+        trace_kernel(sliced_blocks, a)
     assert info.value.location.line == sliced_blocks.__code__.co_firstlineno + 4
 
 
@@ -531,3 +532,64 @@ def test_columns_static_cast_and_cores_as_01_spells_them():
     np.testing.assert_array_equal(got.astype(np.float32), want)
     with nki.compiler.no_reorder():
         pass
+
+
+def gather_rows(table, rows):
+    """out[p, :] = table[b, idx[p], :] for the first n rows of a ragged tile: a DMA gather by a
+    tile of row numbers (computed on chip: idx = 2 * p + 1), under a mask."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    n = rows.shape[0]
+    out = nl.ndarray((n, table.shape[2]), dtype=table.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(table.shape[2])[None, :]
+    idx = nisa.iota(2 * i_p + 1, dtype=nl.int32)
+    got = nl.load(table[1, idx, i_f], mask=(i_p < n))
+    nl.store(out[i_p, i_f], value=got, mask=(i_p < n))
+    return out
+
+
+def test_a_tile_of_row_numbers_gathers_rows():
+    table = np.arange(2 * 300 * 16, dtype=np.float32).reshape(2, 300, 16)
+    got = nki.simulate_kernel(gather_rows, table, np.zeros((100, 1), np.float32))
+    np.testing.assert_array_equal(got, table[1, 2 * np.arange(100) + 1])
+
+
+def tail_by_slices(a, out):
+    """0.1's @nki.trace kernel writing its output argument; a slice past the end of the
+    tensor under a mask (a DMA of the rows inside), and nl.loop_reduce over a loop."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    acc = nl.zeros((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    i_p = nl.arange(128)[:, None]
+    for t in nl.affine_range(2):
+        tile = nl.zeros((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=a[t * 128:t * 128 + 128, :], mask=(t * 128 + i_p < 200))
+        acc[...] = nl.loop_reduce(tile, op=np.add, loop_indices=(t,))
+    nl.store(out, value=acc)
+
+
+def test_trace_decorated_kernels_write_their_output_arguments():
+    a = np.arange(200 * 8, dtype=np.float32).reshape(200, 8)
+    out = np.zeros((128, 8), np.float32)
+    nki.simulate_kernel(nki.trace(tail_by_slices), a, out)
+    want = a[:128].copy()
+    want[:72] += a[128:]
+    np.testing.assert_array_equal(out, want)
+
+
+def returns_a_tile(a):
+    """0.1 returns an on-chip tile's values; iota of an index expression of 3 axes."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    g = nl.mgrid[0:128, 0:2, 0:3]
+    codes = nisa.iota(3 * g.x + g.y, dtype=nl.int32)
+    return nl.load(a), codes
+
+
+def test_a_returned_tile_is_its_values_and_iota_takes_any_index_expression():
+    a = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    got, codes = nki.simulate_kernel(returns_a_tile, a)
+    np.testing.assert_array_equal(got, a)
+    np.testing.assert_array_equal(codes, np.broadcast_to(
+        (3 * np.arange(2)[:, None] + np.arange(3)[None, :]), (128, 2, 3)))

@@ -379,11 +379,10 @@ def test_the_error_docs_nki_md_shows_is_the_one_this_file_gives():
 
 def test_an_endless_python_loop_stops_at_the_tracer_limit(monkeypatch):
     """An endless Python loop in a kernel grew the tracer's instruction list without end
-    (~10 MB/s, issue 30): past the assembler's limit for unrolled code it is a located error."""
-    from neuronemu.asm import macros
+    (~10 MB/s, issue 30): past the tracer's limit it is a located error."""
     from neuronemu.nki import _trace
 
-    assert _trace.MAX_TRACED == macros.MAX_LINES
+    assert _trace.MAX_TRACED == 1_000_000
     monkeypatch.setattr(_trace, "MAX_TRACED", 1000)
 
     def endless(x):

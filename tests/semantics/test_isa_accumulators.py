@@ -76,6 +76,30 @@ vector.tensor_scalar_cumulative a, xs, op0=subtract, op1=maximum, imm0=0.5, imm1
         np.testing.assert_array_equal(loaded.tiles["a"][p], ref)
 
 
+def test_tensor_scalar_cumulative_takes_a_value_per_partition() -> None:
+    """imm0 and imm1 as [P, 1] columns (NKI's "vector as immediate values"): partition p scans
+    with its own imm0[p] and, with load_reduce, starts from its own imm1[p]."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.5, 1.5, (3, 16)).astype(np.float32)
+    scale = np.array([[1.5], [-2.0], [0.25]], np.float32)
+    start = np.array([[1.0], [-3.0], [10.0]], np.float32)
+    result = run(""".hbm x float32[3, 16] input
+.hbm scale float32[3, 1] input
+.hbm start float32[3, 1] input
+.sbuf xs float32[3, 16]
+.sbuf s float32[3, 1]
+.sbuf b float32[3, 1]
+.sbuf out float32[3, 16]
+dma.copy xs, x
+dma.copy s, scale
+dma.copy b, start
+vector.tensor_scalar_cumulative out, xs, op0=multiply, op1=add, imm0=s, imm1=b, reduce_cmd=load_reduce
+""", x=x, scale=scale, start=start)
+    for p in range(3):
+        expected, _ = scan_reference(x[p], "multiply", scale[p, 0], "add", start[p, 0])
+        np.testing.assert_array_equal(result.tiles["out"][p], expected)
+
+
 def test_cumulative_rejects_non_scan_operator() -> None:
     with pytest.raises(AsmError, match="op1 must be a scan operator"):
         neuronemu.assemble(".sbuf x float32[4, 8]\n"

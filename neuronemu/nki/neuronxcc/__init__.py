@@ -19,10 +19,15 @@ from neuronemu.nki import (  # noqa: F401 (names of neuronxcc.nki)
     jit,
     run,
     simulate,
-    trace,
 )
 from neuronemu.nki import typing as typing
 from neuronemu.nki.neuronxcc import compiler, isa, language  # noqa: F401
+
+
+def trace(func=None, **options):
+    """``@nki.trace`` (0.1's decorator, before ``nki.jit``): a kernel, run here when called
+    (``simulate_kernel(k, a, out)``: an output passed as an argument is written in place)."""
+    return jit(func, **options)
 
 
 def simulate_kernel(kernel, *args, **kwargs):

@@ -44,6 +44,41 @@ def _stats(name: str, free: int):
     return result
 
 
+def _shaped(name: str, index: int, shape_of):
+    """A result of ``shape_of(data shape)``, the data's dtype (or ``dtype=``), in SBUF."""
+    def result(args, kwargs):
+        data = args[index] if len(args) > index else kwargs.get(name)
+        if not isinstance(data, NkiTensor):
+            return None
+        dtype = kwargs.pop("dtype", None) or data.dtype
+        return _nl.ndarray(shape_of(tuple(data.shape)), dtype, buffer=_nl.sbuf), [(args, kwargs)]
+    return result
+
+
+def _find_index8(args, kwargs):
+    """``nc_find_index8(data, vals)``: a new uint32 [P, 8] tile of indices."""
+    data = args[0] if args else kwargs.get("data")
+    if not isinstance(data, NkiTensor):
+        return None
+    dtype = kwargs.pop("dtype", None) or np.uint32
+    return _nl.ndarray((data.shape[0], 8), dtype, buffer=_nl.sbuf), [(args, kwargs)]
+
+
+def _local_gather(args, kwargs):
+    """``local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=0)``: a new
+    [P, num_valid_indices * num_elem_per_idx] tile (all of each 16-partition group's indices
+    when num_valid_indices is 0) of the data's dtype."""
+    named = dict(zip(("src_buffer", "index", "num_elem_per_idx", "num_valid_indices"), args),
+                 **kwargs)
+    data, index = named.get("src_buffer"), named.get("index")
+    if not isinstance(data, NkiTensor) or not isinstance(index, NkiTensor):
+        return None
+    per_index = int(named.get("num_elem_per_idx", 1))
+    count = int(named.get("num_valid_indices", 0)) or 16 * int(np.prod(index.shape[1:]))
+    return _nl.ndarray((data.shape[0], count * per_index), data.dtype,
+                       buffer=_nl.sbuf), [((), named)]
+
+
 def _dma_transpose(args, kwargs):
     src = args[0] if args else kwargs.get("src")
     if not isinstance(src, NkiTensor):
@@ -59,7 +94,8 @@ def _matmul(args, kwargs):
     # as the 0.1 compiler does
     args = tuple(_in_sbuf(a) for a in args)
     kwargs = {k: _in_sbuf(v) if k in ("stationary", "moving") else v for k, v in kwargs.items()}
-    return _nl.ndarray((stationary.shape[1], moving.shape[1]), np.float32,
+    # ([K, M] x [K, N]; the double-row modes' [K, 2, M] x [K, 2, N] give [M, N] too)
+    return _nl.ndarray((stationary.shape[-1], moving.shape[-1]), np.float32,
                        buffer=_nl.psum), [(args, kwargs)]
 
 
@@ -167,6 +203,14 @@ _RESULTS = {
     "bn_stats": _stats("data", 6),
     "bn_aggr": _stats("data", 2),
     "dma_transpose": _dma_transpose,
+    "max8": _shaped("src", 0, lambda shape: (shape[0], 8)),
+    "dropout": _same_as_data("data", 0),
+    "range_select": _same_as_data("on_true_tile", 0),
+    "sequence_bounds": _shaped("segment_ids", 0, lambda shape: (shape[0], 2, shape[-1])),
+    "tensor_partition_reduce": _shaped("data", 1, lambda shape: (1, *shape[1:])),
+    "nc_find_index8": _find_index8,
+    "local_gather": _local_gather,
+    "nc_match_replace8": _same_as_data("data", 0),
     "memset": _memset,
     "iota": _iota,
     "affine_select": _affine_select,
@@ -185,6 +229,9 @@ def __getattr__(name: str):
 
     @functools.wraps(value)
     def call(*args, **kwargs):
+        if name == "dma_copy" and kwargs.get("dst_rmw_op") is not None:
+            return _read_modify_write(args, kwargs)
+        args, kwargs = _legal(name, args, kwargs)
         if "mask" in kwargs:
             return _masked_call(name, value, result, args, kwargs)
         if result is not None and "dst" not in kwargs:
@@ -205,6 +252,51 @@ def __getattr__(name: str):
 
     globals()[name] = call   # (made once: later lookups find it here)
     return call
+
+
+_PERF_MODES = {"double_row_gen3": "double_row"}
+"""0.1's nc_matmul perf_mode spellings -> the 0.2+ ones."""
+
+
+def _legal(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """0.1's arguments as the 0.2+ call takes them: a gather view (``t[b, idx, i_f]``) as the
+    DMA gather or scatter it is (unmasked), a bool predicate tile as the uint8 bytes it is,
+    0.1's perf_mode names."""
+    def legal(key, value):
+        if isinstance(value, GatherView) and "mask" not in kwargs:
+            return value.whole()
+        if key == "predicate" and isinstance(value, NkiTensor) and value.dtype == np.bool_:
+            return value.view(np.uint8)
+        if key == "perf_mode" and isinstance(value, str):
+            return _PERF_MODES.get(value, value)
+        return value
+    args = tuple(legal(None, a) for a in args)
+    kwargs = {k: legal(k, v) for k, v in kwargs.items()}
+    if name == "tensor_tensor":
+        args, kwargs = _broadcast_operands(args, kwargs)
+    return args, kwargs
+
+
+def _broadcast_operands(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``tensor_tensor(data1, data2)`` of shapes that differ only where one is 1 (a [P, 1]
+    column times a [P, F] tile, 0.1's dequantization): the size-1 dims read again and again
+    (a step-0 access pattern, no copy)."""
+    named = dict(zip(("data1", "data2"), args))
+    rest = args[2:]
+    named.update({k: kwargs[k] for k in ("data1", "data2") if k in kwargs})
+    a, b = named.get("data1"), named.get("data2")
+    if not isinstance(a, NkiTensor) or not isinstance(b, NkiTensor) or a.shape == b.shape:
+        return ((a, b) + rest if len(args) >= 2 else args), kwargs
+    shape = _nl._free_broadcast(a, b)
+    if shape is None:
+        return ((a, b) + rest if len(args) >= 2 else args), kwargs
+    a, b = _nl._stretched(a, shape), _nl._stretched(b, shape)
+    if len(args) >= 2:
+        return (a, b) + rest, kwargs
+    kwargs = dict(kwargs)
+    if len(args) == 1:
+        return (a,), dict(kwargs, data2=b)
+    return args, dict(kwargs, data1=a, data2=b)
 
 
 def _masked_call(name: str, value, result, args: tuple, kwargs: dict):
@@ -261,6 +353,25 @@ def _masked_call(name: str, value, result, args: tuple, kwargs: dict):
     if isinstance(dst, NkiTensor) and tuple(dst.shape) == shape:
         dst._masked = mask
     return dst
+
+
+def _read_modify_write(args: tuple, kwargs: dict) -> None:
+    """``dma_copy(dst=, src=, dst_rmw_op=np.add)`` (0.1: dst = dst + src by the DMA engine):
+    the destination read into SBUF (a gather, when it is ``t[idx, i_f]``), combined with src
+    on the Vector engine, and written back (a scatter). Timed as those three instructions, not
+    as one read-modify-write DMA; a scatter naming one row twice stops with a located error
+    (the DMA engine would add both)."""
+    named = dict(zip(("dst", "src"), args), **kwargs)
+    dst, src, op = named.pop("dst"), named.pop("src"), named.pop("dst_rmw_op")
+    if named.pop("mask", None) is not None:
+        fail("dma_copy(dst_rmw_op=..., mask=...) is not run yet", unsupported=True)
+    dst = _whole(dst)
+    if not isinstance(src, NkiTensor) or not isinstance(dst, NkiTensor):
+        fail("dma_copy(dst_rmw_op=...) takes tensors as dst and src")
+    current = _nl.ndarray(src.shape, dst.dtype, buffer=_nl.sbuf)
+    _isa.dma_copy(current, dst, **named)
+    _isa.tensor_tensor(current, current, src, op=op)
+    _isa.dma_copy(dst, current, **named)
 
 
 def _masked_copy(args: tuple, kwargs: dict, mask) -> None:

@@ -16,7 +16,7 @@ from neuronemu.nki._index_tiles import (  # noqa: F401
     arange,
     mgrid,
 )
-from neuronemu.nki._trace import NkiTensor, fail
+from neuronemu.nki._trace import NkiTensor, Space, fail
 from neuronemu.nki.neuronxcc._blocks import BlockTensor
 
 
@@ -33,7 +33,7 @@ def __getattr__(name: str):
     return wrapped
 
 
-_ALLOCATING = ("ndarray", "zeros", "ones", "full", "rand")
+_ALLOCATING = ("ndarray", "zeros", "ones", "full")
 """Calls that make a tensor of a shape, where 0.1 marks the partition dim by ``nl.par_dim``
 (``_with_blocks``)."""
 
@@ -47,7 +47,9 @@ def _with_blocks(func, name: str):
         shape = args[0] if args else kwargs.get("shape")
         at = next((i for i, d in enumerate(shape) if isinstance(d, par_dim)), 0) if (
             isinstance(shape, (tuple, list))) else 0
-        if not at:
+        on_chip = not any(isinstance(a, Space) and a.kind == "hbm"
+                          for a in (*args, *kwargs.values()))
+        if not at or not on_chip:   # (an HBM tensor's par_dim marks nothing)
             return func(*args, **kwargs)
         shape = tuple(shape)
         rest, kw = args[1:], dict(kwargs)
@@ -88,6 +90,11 @@ def static_cast(x, dtype):
         _isa.tensor_copy(dst=out, src=x)
         return out
     return np.asarray(x).astype(dtype)
+
+
+def rand(shape, dtype=np.float32, **kwargs) -> NkiTensor:
+    """``nl.rand(shape[, dtype])``: 0.1's dtype is float32 unless given."""
+    return _masked(_language.rand)(shape, dtype, **kwargs)
 
 
 def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kwargs):
@@ -177,6 +184,11 @@ def store(dst, value, mask=None, **kwargs) -> None:
     (one DMA per box of them), and only they need lie inside the tensor."""
     if isinstance(dst, GatherView) and mask is None:
         dst = dst.whole()
+    if isinstance(value, (int, float, np.integer, np.floating)) and isinstance(
+            dst, (NkiTensor, MaskedView)):
+        # a number stored (0.1: effectively a memset of the tensor): a tile of it, stored
+        tile = _language.full(dst.shape, value, dst.dtype, buffer=_language.sbuf)
+        return store(dst, tile, mask=mask, **kwargs)
     if mask is None:
         if isinstance(dst, MaskedView):
             dst.fail()
