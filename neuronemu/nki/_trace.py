@@ -632,6 +632,7 @@ class NkiTensor(NKIObject):
         last.operands = (dst.operand(tr),) + last.operands[1:]
         if dst._buffer.slot.live is not None:   # (named by the last instruction, not a next)
             dst._buffer.slot.live.end = len(tr.instructions) - 1
+        HOOKS["nisa"].mark_written(dst)   # (an overwrite: a later += into PSUM accumulates)
         slot.live.end = -1
         self._buffer, self._base_shape, self._index = dst._buffer, dst._base_shape, dst._index
         return True

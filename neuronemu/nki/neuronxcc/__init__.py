@@ -85,10 +85,12 @@ class _LaunchedGrid:
     def __init__(self, launched: _Launched, grid) -> None:
         self.launched = launched
         self.kernel = launched.kernel[grid]
+        self.benchmark_result = None
 
     def __call__(self, *args, **kwargs):
         outputs = self.kernel(*args, **kwargs)
-        self.launched.benchmark_result = _BenchmarkResult(self.launched.kernel.last_run)
+        self.benchmark_result = _BenchmarkResult(self.launched.kernel.last_run)
+        self.launched.benchmark_result = self.benchmark_result
         return outputs
 
 
