@@ -617,3 +617,28 @@ def test_a_matmul_assigned_into_psum_is_accumulated_onto_by_plus_equals():
     a, b, c = (rng.integers(-3, 4, (128, n)).astype(np.float32) for n in (128, 512, 512))
     got = nki.simulate_kernel(assigned_then_accumulated, a, b, c)
     np.testing.assert_array_equal(got, a.T.astype(np.float64) @ (b + c))
+
+
+def transposed(a):
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    t = nisa.nc_transpose(nl.load(a))
+    return nl.copy(t, dtype=a.dtype), str(t.dtype)
+
+
+def test_a_pe_transpose_returns_what_the_target_writes():
+    """trn1's PE array transposes as a matmul (fp32 into PSUM); trn2 keeps the data's dtype."""
+    from neuronemu.nki import run
+
+    a = (np.arange(128 * 64) % 251).reshape(128, 64).astype(nl.bfloat16)
+    for target, dtype in (("trn1", "float32"), ("trn2", "bfloat16")):
+        seen = []
+
+        def kernel(x, seen=seen):
+            out, name = transposed(x)
+            seen.append(name)
+            return out
+        done = run(kernel, a, target=target)
+        np.testing.assert_array_equal(np.asarray(done.outputs).astype(np.float32),
+                                      a.astype(np.float32).T)
+        assert seen == [dtype]

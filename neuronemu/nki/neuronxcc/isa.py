@@ -13,7 +13,7 @@ import numpy as np
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _nl
 from neuronemu.nki._index_tiles import GatherView, IndexExpr, IndexTile, Mask, MaskedView
-from neuronemu.nki._trace import NkiError, NkiTensor, fail
+from neuronemu.nki._trace import NkiError, NkiTensor, fail, tracer
 
 
 def _same_as_data(name: str, index: int):
@@ -112,7 +112,9 @@ def _transpose(args, kwargs):
     if not isinstance(data, NkiTensor) or len(data.shape) != 2:
         return None
     vector = str(kwargs.get("engine", "")).endswith("vector")
-    return _nl.ndarray((data.shape[1], data.shape[0]), data.dtype,
+    # (trn1's PE array transposes as a matmul with an identity: fp32 into PSUM)
+    dtype = np.float32 if not vector and tracer().target == "trn1" else data.dtype
+    return _nl.ndarray((data.shape[1], data.shape[0]), dtype,
                        buffer=_nl.sbuf if vector else _nl.psum), [(args, kwargs)]
 
 
