@@ -92,19 +92,13 @@ def _matmul(args, kwargs):
         return None
     # TensorE reads SBUF only: an operand in PSUM (a transpose's result) is copied out first,
     # as the 0.1 compiler does
-    args = tuple(_in_sbuf(a) for a in args)
-    kwargs = {k: _in_sbuf(v) if k in ("stationary", "moving") else v for k, v in kwargs.items()}
+    args = tuple(_nl._in_sbuf(a) for a in args)
+    kwargs = {k: _nl._in_sbuf(v) if k in ("stationary", "moving") else v
+              for k, v in kwargs.items()}
     # ([K, M] x [K, N]; the double-row modes' [K, 2, M] x [K, 2, N] give [M, N] too)
     return _nl.ndarray((stationary.shape[-1], moving.shape[-1]), np.float32,
                        buffer=_nl.psum), [(args, kwargs)]
 
-
-def _in_sbuf(t):
-    if not isinstance(t, NkiTensor) or t.kind != "psum":
-        return t
-    copy = _nl.ndarray(t.shape, t.dtype, buffer=_nl.sbuf)
-    _isa.tensor_copy(copy, t)
-    return copy
 
 
 def _transpose(args, kwargs):
