@@ -149,6 +149,17 @@ def test_baremetal_benchmark_and_profile_run_here_with_the_modelled_latency():
     assert launched.benchmark_result.nc_latency.get_latency_percentile(50) == modelled
 
 
+def test_a_benchmark_or_profile_writes_the_modelled_timeline_where_asked(tmp_path):
+    import json
+
+    a = np.ones((300, 512), np.float32)
+    nki.profile(working_directory=str(tmp_path / "prof"), save_trace_name="t.ntff")(
+        ragged_add)(a, a)
+    events = json.loads((tmp_path / "prof" / "t.ntff").read_text())["traceEvents"]
+    assert any(e.get("args", {}).get("source", "").startswith("test_nki_01.py:")
+               for e in events)
+
+
 def flat_add(a_ptr, b_ptr, n_elements):
     """c = a + b over the first n_elements of [programs, 2, 128, 512] blocks (NKI 0.1's getting
     started shape): the mask bounds the flat offset, a combination of two axes, and masks the

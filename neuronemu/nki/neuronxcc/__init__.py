@@ -72,8 +72,25 @@ class _Launched:
 
     def __call__(self, *args, **kwargs):
         outputs = self.kernel(*args, **kwargs)
-        self.benchmark_result = _BenchmarkResult(self.kernel.last_run)
+        self.benchmark_result = self.ran(self.kernel.last_run)
         return outputs
+
+    def ran(self, done: KernelRun) -> _BenchmarkResult:
+        """The result of a run; with ``save_trace_name=`` the modelled timeline is written
+        there (Perfetto / chrome://tracing JSON, not the device profiler's NTFF), in
+        ``working_directory`` when one is given."""
+        name = self.options.get("save_trace_name")
+        if name:
+            import json
+            import os
+
+            folder = self.options.get("working_directory")
+            path = os.path.join(folder, name) if folder else name
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            with open(path, "w") as out:
+                json.dump(done.chrome_trace(), out)
+        return _BenchmarkResult(done)
 
     def __getitem__(self, grid) -> _LaunchedGrid:
         return _LaunchedGrid(self, grid)
@@ -89,7 +106,7 @@ class _LaunchedGrid:
 
     def __call__(self, *args, **kwargs):
         outputs = self.kernel(*args, **kwargs)
-        self.benchmark_result = _BenchmarkResult(self.launched.kernel.last_run)
+        self.benchmark_result = self.launched.ran(self.launched.kernel.last_run)
         self.launched.benchmark_result = self.benchmark_result
         return outputs
 
@@ -112,5 +129,6 @@ def benchmark(func=None, **options):
 
 
 def profile(func=None, **options):
-    """``@nki.profile(...)``: runs here (the profile files are not written)."""
+    """``@nki.profile(...)``: runs here; ``save_trace_name=`` gets the modelled timeline
+    (Perfetto JSON), in ``working_directory``; the NEFF is not written."""
     return _decorator(func, **options)
