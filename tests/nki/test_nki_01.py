@@ -653,3 +653,25 @@ def test_a_pe_transpose_returns_what_the_target_writes():
         np.testing.assert_array_equal(np.asarray(done.outputs).astype(np.float32),
                                       a.astype(np.float32).T)
         assert seen == [dtype]
+
+
+def scatter_add(table, values):
+    """table[2 * p + 1, :] += values[p, :] (0.1's dma_copy(dst_rmw_op=np.add) into rows named by
+    a tile of indices): the rows read back, added to and scattered."""
+    import neuronemu.nki.neuronxcc.isa as nisa
+
+    out = nl.ndarray(table.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=table)
+    i_p = nl.arange(values.shape[0])[:, None]
+    i_f = nl.arange(table.shape[1])[None, :]
+    idx = nisa.iota(2 * i_p + 1, dtype=nl.int32)
+    nisa.dma_copy(dst=out[idx, i_f], src=nl.load(values), dst_rmw_op=np.add)
+    return out
+
+
+def test_a_read_modify_write_dma_adds_into_the_rows_it_names():
+    table = np.arange(300 * 8, dtype=np.float32).reshape(300, 8)
+    values = np.full((100, 8), 0.5, np.float32)
+    want = table.copy()
+    want[2 * np.arange(100) + 1] += 0.5
+    np.testing.assert_array_equal(nki.simulate_kernel(scatter_add, table, values), want)
