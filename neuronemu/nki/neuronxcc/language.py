@@ -28,7 +28,7 @@ def __getattr__(name: str):
         return value
     wrapped = _masked(value)
     if name in _ALLOCATING:
-        wrapped = _with_blocks(wrapped, name)
+        wrapped = _with_blocks(wrapped)
     globals()[name] = wrapped   # (made once: later lookups find it here)
     return wrapped
 
@@ -38,7 +38,7 @@ _ALLOCATING = ("ndarray", "zeros", "ones", "full")
 (``_with_blocks``)."""
 
 
-def _with_blocks(func, name: str):
+def _with_blocks(func):
     """``func`` taking a shape whose partition dim is ``nl.par_dim(P)`` after block dims
     (``(n, nl.par_dim(128), 512)``): a ``BlockTensor`` of n tiles of [128, 512], each made by
     ``func`` with the tile's shape when first used."""
