@@ -241,6 +241,26 @@ class Mask:
         return [(slice(*rows_), slice(lo, hi)) for rows_, (lo, hi) in boxes]
 
 
+def mask_of(mask, ndim: int) -> Mask | None:
+    """What a ``mask=`` value keeps of an ``ndim``-dim access: None for all of it (no mask,
+    ``True``), a ``Mask`` (comparisons of index tiles; ``False``, a condition on loop variables
+    that fails: nothing); anything else is a located error."""
+    if mask is None or isinstance(mask, (bool, np.bool_)) and mask:
+        return None
+    if isinstance(mask, (bool, np.bool_)):
+        return Mask.nothing(ndim)
+    if not isinstance(mask, Mask):
+        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
+             f"not {type(mask).__name__}", unsupported=True)
+    return mask
+
+
+def mask_boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The parts of a [shape] access a ``mask=`` value keeps, as boxes of slices."""
+    kept = mask_of(mask, len(shape))
+    return [tuple(slice(0, n) for n in shape)] if kept is None else kept.boxes(tuple(shape))
+
+
 def _interval(scale: int, rhs: int, op) -> tuple[float, float]:
     """The integers c with ``scale * c op rhs``, as [lo, hi) (infinite ends as +-inf)."""
     inf = float("inf")

@@ -12,7 +12,15 @@ import numpy as np
 
 from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _nl
-from neuronemu.nki._index_tiles import GatherView, IndexExpr, IndexTile, Mask, MaskedView
+from neuronemu.nki._index_tiles import (
+    GatherView,
+    IndexExpr,
+    IndexTile,
+    Mask,
+    MaskedView,
+    mask_boxes,
+    mask_of,
+)
 from neuronemu.nki._trace import NkiError, NkiTensor, fail, tracer
 
 
@@ -33,35 +41,16 @@ def _same_as_data(name: str, index: int):
     return result
 
 
-def _stats(name: str, free: int):
-    """``bn_stats`` / ``bn_aggr``: a new fp32 [P, free] tile of statistics of the data."""
-    def result(args, kwargs):
-        data = args[0] if args else kwargs.get(name)
-        if not isinstance(data, NkiTensor):
-            return None
-        dtype = kwargs.pop("dtype", None) or np.float32
-        return _nl.ndarray((data.shape[0], free), dtype, buffer=_nl.sbuf), [(args, kwargs)]
-    return result
-
-
-def _shaped(name: str, index: int, shape_of):
-    """A result of ``shape_of(data shape)``, the data's dtype (or ``dtype=``), in SBUF."""
+def _shaped(name: str, index: int, shape_of, dtype=None):
+    """A result of ``shape_of(data shape)`` in SBUF, of ``dtype=`` if the call gives one, else
+    ``dtype`` (the call's own), else the data's."""
     def result(args, kwargs):
         data = args[index] if len(args) > index else kwargs.get(name)
         if not isinstance(data, NkiTensor):
             return None
-        dtype = kwargs.pop("dtype", None) or data.dtype
-        return _nl.ndarray(shape_of(tuple(data.shape)), dtype, buffer=_nl.sbuf), [(args, kwargs)]
+        made = kwargs.pop("dtype", None) or dtype or data.dtype
+        return _nl.ndarray(shape_of(tuple(data.shape)), made, buffer=_nl.sbuf), [(args, kwargs)]
     return result
-
-
-def _find_index8(args, kwargs):
-    """``nc_find_index8(data, vals)``: a new uint32 [P, 8] tile of indices."""
-    data = args[0] if args else kwargs.get("data")
-    if not isinstance(data, NkiTensor):
-        return None
-    dtype = kwargs.pop("dtype", None) or np.uint32
-    return _nl.ndarray((data.shape[0], 8), dtype, buffer=_nl.sbuf), [(args, kwargs)]
 
 
 def _local_gather(args, kwargs):
@@ -77,13 +66,6 @@ def _local_gather(args, kwargs):
     count = int(named.get("num_valid_indices", 0)) or 16 * int(np.prod(index.shape[1:]))
     return _nl.ndarray((data.shape[0], count * per_index), data.dtype,
                        buffer=_nl.sbuf), [((), named)]
-
-
-def _dma_transpose(args, kwargs):
-    src = args[0] if args else kwargs.get("src")
-    if not isinstance(src, NkiTensor):
-        return None
-    return _nl.ndarray(tuple(reversed(src.shape)), src.dtype, buffer=_nl.sbuf), [(args, kwargs)]
 
 
 def _matmul(args, kwargs):
@@ -196,15 +178,15 @@ _RESULTS = {
     "tensor_scalar_reduce": _same_as_data("data", 0),
     "activation_reduce": _same_as_data("data", 1),
     "reciprocal": _same_as_data("data", 0),
-    "bn_stats": _stats("data", 6),
-    "bn_aggr": _stats("data", 2),
-    "dma_transpose": _dma_transpose,
+    "bn_stats": _shaped("data", 0, lambda shape: (shape[0], 6), np.float32),
+    "bn_aggr": _shaped("data", 0, lambda shape: (shape[0], 2), np.float32),
+    "dma_transpose": _shaped("src", 0, lambda shape: shape[::-1]),
     "max8": _shaped("src", 0, lambda shape: (shape[0], 8)),
     "dropout": _same_as_data("data", 0),
     "range_select": _same_as_data("on_true_tile", 0),
     "sequence_bounds": _shaped("segment_ids", 0, lambda shape: (shape[0], 2, shape[-1])),
     "tensor_partition_reduce": _shaped("data", 1, lambda shape: (1, *shape[1:])),
-    "nc_find_index8": _find_index8,
+    "nc_find_index8": _shaped("data", 0, lambda shape: (shape[0], 8), np.uint32),
     "local_gather": _local_gather,
     "nc_match_replace8": _same_as_data("data", 0),
     "memset": _memset,
@@ -323,15 +305,12 @@ def _masked_call(name: str, value, result, args: tuple, kwargs: dict):
         elif isinstance(dst, NkiTensor):   # (assigning the unwritten result writes nothing)
             dst._masked = Mask.nothing(len(dst.shape))
         return dst
-    if not isinstance(mask, Mask):
-        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
-             f"not {type(mask).__name__}", unsupported=True)
     tiles = [a for a in (*args, *kwargs.values()) if isinstance(a, NkiTensor)]
     if not tiles:
         fail(f"nisa.{name}(mask=...) needs a tile argument to apply the mask to",
              unsupported=True)
     shape = tuple(tiles[0].shape)
-    boxes = mask.boxes(shape)
+    boxes = mask_boxes(mask, shape)
 
     def cut(arg, box):
         if not isinstance(arg, NkiTensor):
@@ -375,16 +354,11 @@ def _masked_copy(args: tuple, kwargs: dict, mask) -> None:
     destination's grid; either side may reach outside its tensor where the mask cuts it."""
     named = dict(zip(("dst", "src"), args), **kwargs)
     dst, src = named.pop("dst", None), named.pop("src", None)
-    if isinstance(mask, (bool, np.bool_)):
-        if mask:
-            _isa.dma_copy(_whole(dst), _whole(src), **named)
+    if mask_of(mask, len(dst.shape)) is None:   # (mask=True)
+        _isa.dma_copy(_whole(dst), _whole(src), **named)
         return
-    if not isinstance(mask, Mask):
-        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
-             f"not {type(mask).__name__}", unsupported=True)
-    for box in mask.boxes(tuple(dst.shape)):
+    for box in mask_boxes(mask, tuple(dst.shape)):
         _isa.dma_copy(_part(dst, box), _part(src, box), **named)
-    return
 
 
 def _part(view, box):

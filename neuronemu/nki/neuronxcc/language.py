@@ -11,9 +11,10 @@ from neuronemu.nki import isa as _isa
 from neuronemu.nki import language as _language
 from neuronemu.nki._index_tiles import (  # noqa: F401
     GatherView,
-    Mask,
     MaskedView,
     arange,
+    mask_boxes,
+    mask_of,
     mgrid,
 )
 from neuronemu.nki._trace import NkiTensor, Space, fail
@@ -66,17 +67,10 @@ def _masked(func):
     @functools.wraps(func)
     def call(*args, **kwargs):
         mask = kwargs.pop("mask", None)
-        if mask is None or mask is True or mask is np.True_:
-            return func(*args, **kwargs)
-        if mask is False or mask is np.False_:   # (made, and then assigned nowhere)
-            result = func(*args, **kwargs)
-            if isinstance(result, NkiTensor):
-                result._masked = Mask.nothing(len(result.shape))
-            return result
-        _checked(mask)
         result = func(*args, **kwargs)
-        if isinstance(result, NkiTensor):
-            result._masked = mask
+        if mask is not None and isinstance(result, NkiTensor):
+            # (mask=False: made, and then assigned nowhere)
+            result._masked = mask_of(mask, len(result.shape))
         return result
     return call
 
@@ -105,9 +99,7 @@ def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kwargs):
         fail(f"nl.loop_reduce reduces a tile, not {type(x).__name__}")
     view = x[...]
     view._accumulate = op
-    if mask is not None and mask is not True and mask is not np.True_:
-        view._masked = (Mask.nothing(len(x.shape)) if mask is False or mask is np.False_
-                        else _checked(mask))
+    view._masked = mask_of(mask, len(x.shape))
     return view
 
 
@@ -138,21 +130,6 @@ class par_dim(int):   # (NKI's name)
     so it is the number itself)."""
 
 
-def _checked(mask) -> Mask:
-    if not isinstance(mask, Mask):
-        fail(f"mask= takes comparisons of nl.arange / nl.mgrid index tiles (joined with &), "
-             f"not {type(mask).__name__}", unsupported=True)
-    return mask
-
-
-def _boxes(mask, shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
-    """The parts of a [shape] access ``mask`` keeps, as boxes of slices (a bool mask,
-    ``mask=(i * 128 < n)``: all of it or nothing)."""
-    if isinstance(mask, (bool, np.bool_)):
-        return [tuple(slice(0, n) for n in shape)] if mask else []
-    return _checked(mask).boxes(tuple(shape))
-
-
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """``nl.load(src[, mask=])``: a new SBUF tile holding ``src``; with a mask, only the
     points it keeps are loaded (one DMA per box of them), and only they need lie inside the
@@ -173,7 +150,7 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     if not isinstance(src, (NkiTensor, MaskedView, GatherView)):
         fail(f"nl.load needs a tensor, got {type(src).__name__}")
     tile = _language.ndarray(src.shape, dtype or src.dtype, buffer=_language.sbuf)
-    for box in _boxes(mask, src.shape):
+    for box in mask_boxes(mask, src.shape):
         part = src.part(box) if isinstance(src, (MaskedView, GatherView)) else src[box]
         _isa.dma_copy(tile[box], part)
     return tile
@@ -195,7 +172,7 @@ def store(dst, value, mask=None, **kwargs) -> None:
         return _language.store(dst, value, **kwargs)
     if not isinstance(dst, (NkiTensor, MaskedView, GatherView)):
         fail(f"nl.store needs a tensor to store into, got {type(dst).__name__}")
-    for box in _boxes(mask, dst.shape):
+    for box in mask_boxes(mask, dst.shape):
         part = dst.part(box) if isinstance(dst, (MaskedView, GatherView)) else dst[box]
         _language.store(part, value[box], **kwargs)
     return None
