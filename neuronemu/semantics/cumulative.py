@@ -35,6 +35,7 @@ from neuronemu.isa.args.cumulative import (
 )
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
+from neuronemu.numerics import elementary as E
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary_scalar
 
@@ -87,13 +88,20 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
                           data.shape[0])
     cmd = arg_value(ins, EXPONENTIAL_REDUCE_CMD)
     init = np.float32(imms[arg_value(ins, EXPONENTIAL_REDUCE_INIT)])
+    n = data.shape[1]
     out = np.empty(data.shape, dtype=np.float32)
     sums = np.empty((data.shape[0], 1), dtype=np.float32)
+    x, y = np.empty(n), np.empty(n)
     for p in range(data.shape[0]):
+        for i in range(n):   # the vectorised exp; libm where it cannot tell (see elementary)
+            x[i] = np.float64(np.float32(data[p, i] - shift[p]))
+            y[i] = E.exp(x[i])
+        if E.round_decided(y, out[p], n):
+            for i in range(n):
+                if E.undecided(y[i]):
+                    out[p, i] = np.float32(np.exp(x[i]))
         total = A.start(regs, L.REG_VACC, p, cmd, 0.0, init)
-        for i in range(data.shape[1]):
-            x = np.float32(data[p, i] - shift[p])
-            out[p, i] = np.float32(np.exp(np.float64(x)))
+        for i in range(n):
             total = np.float32(total + out[p, i])
         sums[p, 0] = total
         A.finish(regs, L.REG_VACC, p, cmd, total, 0.0)

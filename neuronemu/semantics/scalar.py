@@ -50,6 +50,7 @@ from neuronemu.machine.memory import (
     scalar_column,
     store_f32,
 )
+from neuronemu.numerics import elementary as E
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import binary
 
@@ -106,31 +107,110 @@ def apply_function(func, x, alpha):
     rounded result is the documented, reproducible stand-in (see docs/numerics.md)."""
     rows, n = x.shape
     out = np.empty((rows, n), dtype=np.float32)
-    function_rows(func, alpha, x, 0, 1, 0, out, 0, 1, 0, rows, n)
+    function_rows(func, alpha, x, 0, 1, 0, out, 0, 1, 0, rows, n, np.empty((2, n)))
     return out
 
 
 @jit
 def function_rows(func, alpha, x, x_row, x_step, x_col, out, out_row, out_step, out_col, rows,
-                  n):
+                  n, work):
     """out = func(x) over ``rows`` x ``n`` elements of 2-D fp32 arrays, element (p, i) of x at
     x[x_row + p * x_step, x_col + i] (``binary_rows``' convention; out may be x at the same
-    elements). copy moves the fp32 value unchanged; every other function is evaluated in
-    float64 and rounded once to fp32. The cheap functions get a loop each (a per-element switch
-    would cost more than they do)."""
+    elements); ``work`` is float64 scratch [2, >= n]. copy moves the fp32 value unchanged; every
+    other function is libm's float64 function rounded once to fp32.
+
+    A loop per function, the switch outside it (a per-element switch costs more than the cheap
+    functions do). The exp family and tanh are computed with neuronemu.numerics.elementary's
+    vectorised exp, and libm only where that cannot tell the fp32 result (``_fast_rows``)."""
     for p in range(rows):
-        rx, ro = np.uintp(x_row + p * x_step), np.uintp(out_row + p * out_step)
+        src = x[np.uintp(x_row + p * x_step), x_col: x_col + n]
+        dst = out[np.uintp(out_row + p * out_step), out_col: out_col + n]
         if func == C.ACT_COPY:
             for i in range(n):
-                out[ro, np.uintp(out_col + i)] = x[rx, np.uintp(x_col + i)]
+                dst[i] = src[i]
         elif func == C.ACT_RELU:
             for i in range(n):
-                v = np.float64(x[rx, np.uintp(x_col + i)])
-                out[ro, np.uintp(out_col + i)] = np.float32(np.maximum(v, 0.0))
-        else:
+                dst[i] = np.float32(np.maximum(np.float64(src[i]), 0.0))
+        # fp32 arithmetic gives the float64 result rounded once for these: one operation, and
+        # 53 >= 2 * 24 + 2 bits make double rounding innocuous for it (Figueroa, "When is
+        # double rounding innocuous?", 1995); float64 loops would cost twice as much
+        elif func == C.ACT_SQRT:
             for i in range(n):
-                v = np.float64(x[rx, np.uintp(x_col + i)])
-                out[ro, np.uintp(out_col + i)] = np.float32(_function(func, v, alpha))
+                dst[i] = np.sqrt(src[i])
+        elif func == C.ACT_RECIPROCAL:
+            for i in range(n):
+                dst[i] = np.float32(1.0) / src[i]
+        elif func == C.ACT_SQUARE:
+            for i in range(n):
+                dst[i] = src[i] * src[i]
+        else:
+            v, y = work[0, :n], work[1, :n]
+            for i in range(n):   # read whole before dst (which may be src) is written
+                v[i] = np.float64(src[i])
+            if _is_fast(func):
+                _fast_rows(func, alpha, v, y, dst, n)
+            else:
+                _libm_rows(func, alpha, v, y, n)
+                for i in range(n):
+                    dst[i] = np.float32(y[i])
+
+
+@jit(inline="always")
+def _is_fast(func):
+    return (func == C.ACT_EXP or func == C.ACT_SIGMOID or func == C.ACT_SILU
+            or func == C.ACT_GELU_APPRX_TANH or func == C.ACT_GELU_APPRX_SIGMOID
+            or func == C.ACT_ERF_DX or func == C.ACT_TANH)
+
+
+@jit
+def _fast_rows(func, alpha, v, y, dst, n):
+    """dst = fp32(func(v)) for the functions ``_is_fast`` names: ``_function``'s float64
+    expressions with elementary.exp / tanh in place of libm's, whose relative error (below
+    elementary.REL_ERROR) is far inside elementary.GUARD. Where every value within GUARD of the
+    fast one rounds to one fp32 number, libm's value rounds to it too (rounding is monotonic);
+    the other elements (about one in 30,000, and NaN or |x| > 700) are computed with libm."""
+    if func == C.ACT_EXP:
+        for i in range(n):
+            y[i] = E.exp(v[i])
+    elif func == C.ACT_SIGMOID:
+        for i in range(n):
+            y[i] = 1.0 / (1.0 + E.exp(-v[i]))
+    elif func == C.ACT_SILU:
+        for i in range(n):
+            y[i] = v[i] / (1.0 + E.exp(-v[i]))
+    elif func == C.ACT_GELU_APPRX_TANH:
+        for i in range(n):
+            w = v[i]
+            z = 0.7978845608028654 * (w + 0.044715 * w * w * w)
+            y[i] = w / (1.0 + E.exp(-2.0 * z))
+    elif func == C.ACT_GELU_APPRX_SIGMOID:
+        for i in range(n):
+            y[i] = v[i] / (1.0 + E.exp(-1.702 * v[i]))
+    elif func == C.ACT_ERF_DX:
+        for i in range(n):
+            y[i] = 1.1283791670955126 * E.exp(-v[i] * v[i])
+    else:
+        for i in range(n):
+            y[i] = E.tanh(v[i])
+    if E.round_decided(y, dst, n):
+        for i in range(n):
+            if E.undecided(y[i]):
+                dst[i] = np.float32(_function(func, v[i], alpha))
+
+
+@jit
+def _libm_rows(func, alpha, v, y, n):
+    """y = func(v) in float64 for the functions not in ``_fast_rows``: a loop each for those
+    with no libm call (they vectorise), ``_function`` per element for the rest."""
+    if func == C.ACT_RSQRT:
+        for i in range(n):
+            y[i] = 1.0 / np.sqrt(v[i])
+    elif func == C.ACT_ABS:
+        for i in range(n):
+            y[i] = np.abs(v[i])
+    else:
+        for i in range(n):
+            y[i] = _function(func, v[i], alpha)
 
 
 @jit(inline="always")
@@ -259,6 +339,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         # a [1, n] row that stays in L1; the first out-of-range input in (p, i) order is noted
         owner = np.empty((1, n), dtype=np.float32)
         pre = borrowed(owner)  # not reference counted in the calls per partition
+        work = np.empty((2, n))
         noted = False
         for p in range(partitions):
             row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
@@ -271,7 +352,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
                     _note_out_of_range(regs, pre[0, bad])
                     noted = True
             function_rows(func, alpha, pre, 0, 0, 0, dst_words,
-                          dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP], 0, dst_col, 1, n)
+                          dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP], 0, dst_col, 1, n, work)
         keep_alive(owner)
         return True
     pre = np.empty((partitions, n), dtype=np.float32)
@@ -285,7 +366,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     if bad >= 0:
         _note_out_of_range(regs, pre.ravel()[bad])
     function_rows(func, alpha, pre, 0, 1, 0, dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP],
-                  dst_col, partitions, n)
+                  dst_col, partitions, n, np.empty((2, n)))
     return True
 
 
