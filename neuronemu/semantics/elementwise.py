@@ -83,9 +83,9 @@ from neuronemu.semantics.alu import (
     binary_bits,
     binary_rows,
     binary_scalar,
+    fold_rows,
     is_bitvec,
     reduce_rows,
-    row_extreme,
     to_int,
 )
 
@@ -265,30 +265,24 @@ def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def _tensor_reduce_in_place(ins, ops, mems, regs):
-    """maximum / minimum of each partition of an fp32 tile into an fp32 [P, 1] column, read and
-    written where they lie (``row_extreme``: the same result, bit for bit, as ``reduce_rows``
-    on the loaded tile); False, having done nothing, for any other reduction or tile. Each
-    partition is read whole before its result is written, so the column may lie inside the
-    data when both step through the same memory rows."""
-    op = arg_value(ins, TENSOR_REDUCE_OP)
-    if op != C.REDUCE_MAXIMUM and op != C.REDUCE_MINIMUM:
-        return False
+    """A reduction of each partition of an fp32 tile into an fp32 [P, 1] column, read and
+    written where they lie (``fold_rows``: the same result, bit for bit, as ``reduce_rows`` on
+    the loaded tile); False, having done nothing, for any other tile. Every partition is read
+    before any result is written, so the column may lie inside the data."""
     dst, data = ops[arg_value(ins, TENSOR_REDUCE_DST)], ops[arg_value(ins, TENSOR_REDUCE_DATA)]
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
     if (dst_col < 0 or data_col < 0 or dst[L.OP_SIZE] != 1 or data[L.OP_SIZE] < 1
             or dst[L.OP_PCOUNT] != data[L.OP_PCOUNT]):
         return False
-    same_rows = (dst[L.OP_PSTART] == data[L.OP_PSTART]
-                 and dst[L.OP_PROWSTEP] == data[L.OP_PROWSTEP])
-    if not same_rows and not in_place_safe(dst, dst_col, data, data_col):
-        return False
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    partitions = data[L.OP_PCOUNT]
+    values = np.empty((partitions, 1), dtype=np.float32)
+    fold_rows(arg_value(ins, TENSOR_REDUCE_OP), data_words, data[L.OP_PSTART],
+              data[L.OP_PROWSTEP], data_col, partitions, data[L.OP_SIZE], values, 0)
     negate = arg_value(ins, TENSOR_REDUCE_NEGATE) != 0
-    n = data[L.OP_SIZE]
-    for p in range(data[L.OP_PCOUNT]):
-        v = row_extreme(op == C.REDUCE_MAXIMUM, data_words,
-                        data[L.OP_PSTART] + p * data[L.OP_PROWSTEP], data_col, n)
+    for p in range(partitions):
+        v = values[p, 0]
         dst_words[np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP]), np.uintp(dst_col)] = (
             -v if negate else v)
     return True

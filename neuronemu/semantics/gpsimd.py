@@ -43,7 +43,7 @@ from neuronemu.isa.args.gpsimd import (
 )
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_value, load_bits, load_f32, one_row, store_bits, store_f32
-from neuronemu.semantics.alu import reduce_rows, to_int
+from neuronemu.semantics.alu import fold_partitions, to_int
 
 
 @jit
@@ -94,8 +94,8 @@ def affine_select(ins, ops, imms, mems, regs, fmt, table):
 def partition_reduce(ins, ops, imms, mems, regs, fmt, table):
     """dst[0, i] = op over p of data[p, i], combining partitions 0, 1, 2, ... in order."""
     data = load_f32(ops[arg_value(ins, PARTITION_REDUCE_DATA)], mems, regs, fmt, table)
-    out = reduce_rows(arg_value(ins, PARTITION_REDUCE_OP), data.T.copy(), 1)
-    store_f32(ops[arg_value(ins, PARTITION_REDUCE_DST)], mems, regs, fmt, out.T.copy())
+    store_f32(ops[arg_value(ins, PARTITION_REDUCE_DST)], mems, regs, fmt,
+              fold_partitions(arg_value(ins, PARTITION_REDUCE_OP), data))
     return L.STATUS_OK
 
 

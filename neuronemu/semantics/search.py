@@ -41,15 +41,48 @@ from neuronemu.machine.memory import (
 
 @jit
 def max8(ins, ops, imms, mems, regs, fmt, table):
-    """Descending top 8 per partition. np.sort puts NaN last, so NaN ranks above +inf here."""
+    """Descending top 8 per partition; NaN ranks above +inf, +0.0 above -0.0. One pass with
+    the 8 best so far in order (sorting each partition to take 8 of it cost 40x numpy's
+    partition at 512 elements)."""
     data = load_f32(ops[arg_value(ins, MAX8_DATA)], mems, regs, fmt, table)
     out = np.empty((data.shape[0], 8), dtype=np.float32)
     for p in range(data.shape[0]):
-        ordered = np.sort(data[p])
-        for k in range(8):
-            out[p, k] = ordered[ordered.size - 1 - k]
+        _top8(data[p], out[p])
     store_f32(ops[arg_value(ins, MAX8_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
+
+
+@jit
+def _top8(x, top):
+    """top = the 8 values of x (at least 8) that rank highest (``_above``), in descending
+    order."""
+    for k in range(8):   # the first 8, each inserted in order
+        j = k
+        while j > 0 and _above(x[k], top[j - 1]):
+            top[j] = top[j - 1]
+            j -= 1
+        top[j] = x[k]
+    for i in range(8, x.size):
+        v = x[i]
+        if not _above(v, top[7]):
+            continue
+        j = 7
+        while j > 0 and _above(v, top[j - 1]):
+            top[j] = top[j - 1]
+            j -= 1
+        top[j] = v
+
+
+@jit(inline="always")
+def _above(v, w):
+    """Whether v ranks above w: greater, NaN above everything else, +0.0 above -0.0."""
+    if np.isnan(w):
+        return False
+    if np.isnan(v):
+        return True
+    if v == w:
+        return v == 0.0 and not np.signbit(v) and np.signbit(w)
+    return v > w
 
 
 @jit
