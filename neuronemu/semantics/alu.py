@@ -426,25 +426,29 @@ def to_int(bits, code, fmt):
 def binary_bits(op, a, b, width):
     """Bitvec op on integer values a, b (int64 arrays of one shape) of ``width`` bits: the
     result's low ``width`` bits (shifts are logical and zero-fill; shift counts >= width give
-    0)."""
+    0). A loop per operator, the switch outside it, so each vectorises."""
     mask = (np.int64(1) << width) - 1 if width < 64 else np.int64(-1)
-    ua = a & mask
     out = np.empty(a.shape, dtype=np.int64)
     for p in range(a.shape[0]):
-        for i in range(a.shape[1]):
-            x = ua[p, i]
-            y = b[p, i]
-            if op == C.ALU_BITWISE_AND:
-                r = x & y
-            elif op == C.ALU_BITWISE_OR:
-                r = x | y
-            elif op == C.ALU_BITWISE_XOR:
-                r = x ^ y
-            elif op == C.ALU_INVERT:
-                r = ~x
-            elif op == C.ALU_LEFT_SHIFT:
-                r = x << y if 0 <= y < width else np.int64(0)
-            else:  # right_shift, logical
-                r = x >> y if 0 <= y < width else np.int64(0)
-            out[p, i] = r & mask
+        x, y, o = a[p], b[p], out[p]
+        if op == C.ALU_BITWISE_AND:
+            for i in range(x.size):
+                o[i] = x[i] & y[i] & mask
+        elif op == C.ALU_BITWISE_OR:
+            for i in range(x.size):
+                o[i] = ((x[i] & mask) | y[i]) & mask
+        elif op == C.ALU_BITWISE_XOR:
+            for i in range(x.size):
+                o[i] = ((x[i] & mask) ^ y[i]) & mask
+        elif op == C.ALU_INVERT:
+            for i in range(x.size):
+                o[i] = ~(x[i] & mask) & mask
+        elif op == C.ALU_LEFT_SHIFT:
+            for i in range(x.size):
+                s = y[i]
+                o[i] = ((x[i] & mask) << s if 0 <= s < width else np.int64(0)) & mask
+        else:  # right_shift, logical
+            for i in range(x.size):
+                s = y[i]
+                o[i] = ((x[i] & mask) >> s if 0 <= s < width else np.int64(0)) & mask
     return out

@@ -1,0 +1,63 @@
+"""Integer tiles through the typed views (load_f32, store_f32, load_bits / store_bits on dense
+tiles): random values over every range, against numpy's conversions of the same values (round
+to nearest even, saturate, NaN as 0 into integers; one rounding of the exact integer into fp32)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+
+BOUNDS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+          "uint16": (0, 65535), "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1)}
+
+
+def _run(source: str, **inputs) -> dict:
+    return neuronemu.run(neuronemu.assemble(source, filename="t.s"), inputs=inputs).outputs
+
+
+@pytest.mark.parametrize("dtype", sorted(BOUNDS))
+def test_fp32_into_integers_on_a_wide_tile(dtype: str) -> None:
+    lo, hi = BOUNDS[dtype]
+    rng = np.random.default_rng(len(dtype))
+    x = rng.uniform(lo * 1.3 - 5, hi * 1.3 + 5, (64, 300)).astype(np.float32)
+    x[0, :6] = [np.nan, np.inf, -np.inf, 0.5, 1.5, -2.5]
+    source = f""".hbm x float32[64, 300] input
+.hbm z {dtype}[64, 300] output
+.sbuf a float32[64, 300]
+.sbuf i {dtype}[64, 300]
+dma.copy a, x
+vector.tensor_copy i, a
+dma.copy z, i
+"""
+    got = _run(source, x=x)["z"]
+    want = np.clip(np.nan_to_num(np.rint(x.astype(np.float64)), nan=0.0, posinf=hi, neginf=lo),
+                   lo, hi).astype(np.int64)
+    np.testing.assert_array_equal(got.astype(np.int64), want)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_wide_integers_into_fp32_round_once(dtype: str) -> None:
+    lo, hi = BOUNDS[dtype]
+    x = np.random.default_rng(5).integers(lo, hi, (64, 300), endpoint=True).astype(dtype)
+    source = f""".hbm x {dtype}[64, 300] input
+.hbm z float32[64, 300] output
+.sbuf i {dtype}[64, 300]
+.sbuf a float32[64, 300]
+dma.copy i, x
+gpsimd.tensor_copy a, i
+dma.copy z, a
+"""
+    np.testing.assert_array_equal(_run(source, x=x)["z"], x.astype(np.float64).astype(np.float32))
+
+
+def test_iota_into_int32_is_the_fp32_affine_value_stored() -> None:
+    source = """.hbm z int32[128, 512] output
+.sbuf i int32[128, 512]
+gpsimd.iota i, base=-1000, channel_multiplier=70001, step=3
+dma.copy z, i
+"""
+    p, j = np.meshgrid(np.arange(128), np.arange(512), indexing="ij")
+    value = (-1000 + p * 70001 + j * 3).astype(np.float32)   # the summary: cast to dst's dtype
+    np.testing.assert_array_equal(_run(source)["z"], value.astype(np.float64).astype(np.int32))
