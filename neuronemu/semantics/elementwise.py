@@ -176,26 +176,11 @@ def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
     if _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
+    # any other dtype or layout: the stages run in place on the decoded fp32 tile
     data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_DATA)], mems, regs, fmt, table)
-    partitions = data.shape[0]
-    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table,
-                       partitions).reshape(-1, 1)
-    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table,
-                       partitions).reshape(-1, 1)
-    # broadcast by * 1.0, which keeps -0.0 (+ 0.0 would turn it into +0.0)
-    s0 = s0 * np.ones_like(data)
-    s1 = s1 * np.ones_like(data)
-    if arg_value(ins, TENSOR_SCALAR_REVERSE0) != 0:
-        x = binary(arg_value(ins, TENSOR_SCALAR_OP0), s0, data)
-    else:
-        x = binary(arg_value(ins, TENSOR_SCALAR_OP0), data, s0)
-    op1 = arg_value(ins, TENSOR_SCALAR_OP1)
-    if op1 != C.ALU_BYPASS:
-        if arg_value(ins, TENSOR_SCALAR_REVERSE1) != 0:
-            x = binary(op1, s1, x)
-        else:
-            x = binary(op1, x, s1)
-    store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, x)
+    _scalar_stages(ins, ops, imms, mems, regs, fmt, table, data, 0, 1, 0, data, 0, 1, 0,
+                   data.shape[0], data.shape[1])
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, data)
     return L.STATUS_OK
 
 
@@ -208,17 +193,25 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
     if dst_col < 0 or data_col < 0 or not same_shape(dst, data) \
             or not in_place_safe(dst, dst_col, data, data_col):
         return False
-    partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
-    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table, partitions)
-    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table, partitions)
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
-    row, step, data_row, data_step = (dst[L.OP_PSTART], dst[L.OP_PROWSTEP], data[L.OP_PSTART],
-                                      data[L.OP_PROWSTEP])
-    # the scalars broadcast by * 1.0, as the tile path does (keeps -0.0, quiets NaN), into a
-    # [1, n] row that stays in L1 instead of a [P, n] temporary: an immediate fills it once
-    # for every partition (row step 0), a [P, 1] column once per partition. The row is
-    # borrowed (not reference counted: one call per partition would cost two atomic updates)
+    _scalar_stages(ins, ops, imms, mems, regs, fmt, table, data_words, data[L.OP_PSTART],
+                   data[L.OP_PROWSTEP], data_col, dst_words, dst[L.OP_PSTART],
+                   dst[L.OP_PROWSTEP], dst_col, dst[L.OP_PCOUNT], dst[L.OP_SIZE])
+    return True
+
+
+@jit
+def _scalar_stages(ins, ops, imms, mems, regs, fmt, table, src, data_row, data_step, data_col,
+                   dst_words, row, step, dst_col, partitions, n):
+    """tensor_scalar's two stages from the fp32 rows of ``src`` into those of ``dst_words``
+    (``binary_rows``' convention; they may be the same elements)."""
+    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table, partitions)
+    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table, partitions)
+    # the scalars broadcast by * 1.0 (keeps -0.0, quiets NaN), into a [1, n] row that stays
+    # in L1 instead of a [P, n] temporary: an immediate fills it once for every partition (row
+    # step 0), a [P, 1] column once per partition. The row is borrowed (not reference
+    # counted: one call per partition would cost two atomic updates)
     owner = np.empty((1, n), dtype=np.float32)
     operand = borrowed(owner)
     op0, op1 = arg_value(ins, TENSOR_SCALAR_OP0), arg_value(ins, TENSOR_SCALAR_OP1)
@@ -233,10 +226,10 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
         d, x = row + p * step, data_row + p * data_step
         operand[0, :] = s0[p] * np.float32(1.0)
         if reverse0:
-            binary_rows(op0, operand, 0, 0, 0, data_words, x, data_step, data_col,
+            binary_rows(op0, operand, 0, 0, 0, src, x, data_step, data_col,
                         dst_words, d, step, dst_col, rows, n)
         else:
-            binary_rows(op0, data_words, x, data_step, data_col, operand, 0, 0, 0,
+            binary_rows(op0, src, x, data_step, data_col, operand, 0, 0, 0,
                         dst_words, d, step, dst_col, rows, n)
         if op1 != C.ALU_BYPASS:
             operand[0, :] = s1[p] * np.float32(1.0)
@@ -247,7 +240,6 @@ def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
                 binary_rows(op1, dst_words, d, step, dst_col, operand, 0, 0, 0,
                             dst_words, d, step, dst_col, rows, n)
     keep_alive(owner)
-    return True
 
 
 @jit
@@ -385,18 +377,38 @@ def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DATA)], mems, regs, fmt, table)
     column = scalar_column(ins, SCALAR_TENSOR_TENSOR_OPERAND0, ops, imms, mems, regs, fmt, table,
                            data.shape[0])
-    s0 = column.reshape(-1, 1) * np.ones_like(data)
     other = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_OPERAND1)], mems, regs, fmt, table)
-    if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE0) != 0:
-        t = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0), s0, data)
-    else:
-        t = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0), data, s0)
-    if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0:
-        out = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), other, t)
-    else:
-        out = binary(arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), t, other)
+    _apply_column(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0),
+                  arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE0) != 0, data, column)
+    op1, rows, n = arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), data.shape[0], data.shape[1]
+    if other.shape != data.shape:   # a broadcast operand
+        out = (binary(op1, other, data) if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0
+               else binary(op1, data, other))
+    else:   # into data, which holds the first stage's results
+        out = data
+        if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0:
+            binary_rows(op1, other, 0, 1, 0, data, 0, 1, 0, data, 0, 1, 0, rows, n)
+        else:
+            binary_rows(op1, data, 0, 1, 0, other, 0, 1, 0, data, 0, 1, 0, rows, n)
     store_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DST)], mems, regs, fmt, out)
     return L.STATUS_OK
+
+
+@jit
+def _apply_column(op, reverse, x, column):
+    """x = x op column (column op x when ``reverse``) in place on an fp32 tile [P, N]: column
+    [P] broadcast along each partition by * 1.0 (keeps -0.0, quiets NaN) into one row, not a
+    [P, N] temporary."""
+    n = x.shape[1]
+    owner = np.empty((1, n), dtype=np.float32)
+    operand = borrowed(owner)
+    for p in range(x.shape[0]):
+        operand[0, :] = column[p] * np.float32(1.0)
+        if reverse:
+            binary_rows(op, operand, 0, 0, 0, x, p, 1, 0, x, p, 1, 0, 1, n)
+        else:
+            binary_rows(op, x, p, 1, 0, operand, 0, 0, 0, x, p, 1, 0, 1, n)
+    keep_alive(owner)
 
 
 @jit
@@ -434,11 +446,10 @@ def tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DATA)], mems, regs, fmt, table)
     column = scalar_column(ins, TENSOR_SCALAR_REDUCE_OPERAND0, ops, imms, mems, regs, fmt, table,
                            data.shape[0])
-    out = binary(arg_value(ins, TENSOR_SCALAR_REDUCE_OP0), data,
-                 column.reshape(-1, 1) * np.ones_like(data))
-    store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DST)], mems, regs, fmt, out)
+    _apply_column(arg_value(ins, TENSOR_SCALAR_REDUCE_OP0), False, data, column)
+    store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DST)], mems, regs, fmt, data)
     store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_RES)], mems, regs, fmt,
-              reduce_rows(arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_OP), out, 1))
+              reduce_rows(arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_OP), data, 1))
     return L.STATUS_OK
 
 
