@@ -47,7 +47,7 @@ from neuronemu.timing.engines import (
     psum_readable,
     result_latency,
 )
-from neuronemu.timing.regions import segments
+from neuronemu.timing.regions import segments, segments_from
 
 _ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
 _FLOAT32 = 0               # dtype code of float32 (isa/dtypes.toml)
@@ -182,9 +182,11 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
                 elif w < 0.0:
                     unwritten = True
         return ready, unwritten
+    hint = 0
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        s0, s1 = segments(cuts, start + p * op[L.OP_PCOLSTEP], op[L.OP_EXTENT])
+        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, hint)
+        hint = s0
         for b in range(s0, s1):
             u = np.uintp(b)
             w = writes[u, r]
@@ -221,15 +223,26 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
                 if reading:
                     reads[u, r] = max(reads[u, r], end)
         return
+    hint = 0
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        s0, s1 = segments(cuts, start + p * op[L.OP_PCOLSTEP], op[L.OP_EXTENT])
+        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, hint)
+        hint = s0
         for b in range(s0, s1):
             u = np.uintp(b)
             if writing:
                 writes[u, r] = written
             if reading:
                 reads[u, r] = max(reads[u, r], end)
+
+
+@jit(inline="always")
+def _row_segments(cuts, c, op, hint):
+    """The segments of the row of ``op`` starting at byte c, the previous row's first segment
+    being ``hint``: walked on from it when rows ascend, else searched."""
+    if op[L.OP_PCOLSTEP] > 0:
+        return segments_from(cuts, c, op[L.OP_EXTENT], hint)
+    return segments(cuts, c, op[L.OP_EXTENT])
 
 
 @jit(inline="always")

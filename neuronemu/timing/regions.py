@@ -152,6 +152,31 @@ def segment(breaks, c):
 
 
 @jit(inline="always")
+def segment_from(breaks, c, hint):
+    """``segment(breaks, c)`` for a byte at or after breaks[hint]: a few steps on from ``hint``
+    (the segment of the previous row of an operand whose rows ascend), else the search."""
+    last = breaks.shape[0] - 2
+    s = hint
+    for _ in range(8):
+        if s >= last or breaks[np.uintp(s + 1)] > c:
+            return s
+        s += 1
+    return segment(breaks, c)
+
+
+@jit(inline="always")
+def segments_from(breaks, c, extent, hint):
+    """``segments`` found with ``segment_from``: HBM tiles are cut at every row, so a [128, N]
+    transfer looked up 4 x 128 rows by binary search (0.4 us of a 5 us DMA at N = 4)."""
+    s0 = segment_from(breaks, c, hint)
+    s1 = s0 + 1
+    end = c + extent
+    if end > breaks[np.uintp(s1)]:
+        s1 = segment_from(breaks, end - 1, s0) + 1
+    return s0, s1
+
+
+@jit(inline="always")
 def segments(breaks, c, extent):
     """Segments [s0, s1) covering bytes [c, c + extent) (exactly, when c and c + extent are
     cuts; otherwise the segments that hold them, a superset)."""
