@@ -37,7 +37,7 @@ from neuronemu.machine import layout as L
 from neuronemu.machine.memory import arg_tag, arg_value, load_f32, scalar_column, store_f32
 from neuronemu.numerics import elementary as E
 from neuronemu.semantics import accumulate as A
-from neuronemu.semantics.alu import binary_scalar, fold_rows
+from neuronemu.semantics.alu import binary_scalar
 
 
 @jit
@@ -89,10 +89,7 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
     cmd = arg_value(ins, EXPONENTIAL_REDUCE_CMD)
     init = np.float32(imms[arg_value(ins, EXPONENTIAL_REDUCE_INIT)])
     rows, n = data.shape
-    # column 0 holds each partition's starting total, the rest its exps: the running sums are
-    # then fold_rows' left-to-right sums, eight partitions at a time
-    running = np.empty((rows, n + 1), dtype=np.float32)
-    out = running[:, 1:]
+    out = np.empty((rows, n), dtype=np.float32)
     sums = np.empty((rows, 1), dtype=np.float32)
     x, y = np.empty(n), np.empty(n)
     for p in range(rows):
@@ -105,10 +102,11 @@ def exponential(ins, ops, imms, mems, regs, fmt, table):
             for i in range(n):
                 if E.undecided(y[i]):
                     o[i] = np.float32(np.exp(x[i]))
-        running[p, 0] = A.start(regs, L.REG_VACC, p, cmd, 0.0, init)
-    fold_rows(C.REDUCE_ADD, running, 0, 1, 0, rows, n + 1, sums, 0)
-    for p in range(rows):
-        A.finish(regs, L.REG_VACC, p, cmd, sums[p, 0], 0.0)
+        total = A.start(regs, L.REG_VACC, p, cmd, 0.0, init)
+        for i in range(n):
+            total = np.float32(total + o[i])
+        sums[p, 0] = total
+        A.finish(regs, L.REG_VACC, p, cmd, total, 0.0)
     store_f32(ops[arg_value(ins, EXPONENTIAL_DST)], mems, regs, fmt, out)
     if arg_tag(ins, EXPONENTIAL_REDUCE_RES) == L.TAG_OPERAND:
         store_f32(ops[arg_value(ins, EXPONENTIAL_REDUCE_RES)], mems, regs, fmt, sums)

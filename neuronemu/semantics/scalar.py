@@ -169,29 +169,38 @@ def _fast_rows(func, alpha, v, y, dst, n):
     elementary.REL_ERROR) is far inside elementary.GUARD. Where every value within GUARD of the
     fast one rounds to one fp32 number, libm's value rounds to it too (rounding is monotonic);
     the other elements (about one in 30,000, and NaN or |x| > 700) are computed with libm."""
-    if func == C.ACT_EXP:
-        for i in range(n):
-            y[i] = E.exp(v[i])
-    elif func == C.ACT_SIGMOID:
-        for i in range(n):
-            y[i] = 1.0 / (1.0 + E.exp(-v[i]))
-    elif func == C.ACT_SILU:
-        for i in range(n):
-            y[i] = v[i] / (1.0 + E.exp(-v[i]))
-    elif func == C.ACT_GELU_APPRX_TANH:
-        for i in range(n):
-            w = v[i]
-            z = 0.7978845608028654 * (w + 0.044715 * w * w * w)
-            y[i] = w / (1.0 + E.exp(-2.0 * z))
-    elif func == C.ACT_GELU_APPRX_SIGMOID:
-        for i in range(n):
-            y[i] = v[i] / (1.0 + E.exp(-1.702 * v[i]))
-    elif func == C.ACT_ERF_DX:
-        for i in range(n):
-            y[i] = 1.1283791670955126 * E.exp(-v[i] * v[i])
-    else:
+    if func == C.ACT_TANH:
         for i in range(n):
             y[i] = E.tanh(v[i])
+    else:   # exp's argument, exp (one loop for all: each copy of it costs compile time), then
+        # the rest of the expression
+        if func == C.ACT_EXP:
+            for i in range(n):
+                y[i] = v[i]
+        elif func == C.ACT_SIGMOID or func == C.ACT_SILU:
+            for i in range(n):
+                y[i] = -v[i]
+        elif func == C.ACT_GELU_APPRX_TANH:
+            for i in range(n):
+                w = v[i]
+                y[i] = -2.0 * (0.7978845608028654 * (w + 0.044715 * w * w * w))
+        elif func == C.ACT_GELU_APPRX_SIGMOID:
+            for i in range(n):
+                y[i] = -1.702 * v[i]
+        else:   # erf_dx
+            for i in range(n):
+                y[i] = -v[i] * v[i]
+        for i in range(n):
+            y[i] = E.exp(y[i])
+        if func == C.ACT_SIGMOID:
+            for i in range(n):
+                y[i] = 1.0 / (1.0 + y[i])
+        elif func == C.ACT_ERF_DX:
+            for i in range(n):
+                y[i] = 1.1283791670955126 * y[i]
+        elif func != C.ACT_EXP:   # silu and the two gelu approximations: v / (1 + exp(...))
+            for i in range(n):
+                y[i] = v[i] / (1.0 + y[i])
     if E.round_decided(y, dst, n):
         for i in range(n):
             if E.undecided(y[i]):
