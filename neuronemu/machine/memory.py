@@ -30,8 +30,6 @@ _U = np.uintp
 _F32 = D.get("float32").code
 _BF16 = D.get("bfloat16").code
 _KIND_FLOAT = D.KINDS["float"]
-_KIND_INT = D.KINDS["int"]
-_KIND_UINT = D.KINDS["uint"]
 
 
 @jit(inline="always")
@@ -139,14 +137,7 @@ def load_bits(op, mems, regs):
                 for i in range(n):
                     out[p, i] = np.int64(mem[r, _U(c + i)])
         return out
-    cols = element_columns(op, regs)
-    out = np.empty((p_count, cols.size), dtype=np.int64)
-    for p in range(p_count):
-        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
-        shift = p * op[L.OP_PCOLSTEP]
-        for i in range(cols.size):
-            out[p, i] = _read_bits(mem, r, cols[i] + shift, itemsize)
-    return out
+    return _load_bits_bytewise(op, mems, regs)
 
 
 @jit
@@ -172,6 +163,33 @@ def store_bits(op, mems, regs, bits):
                 for i in range(n):
                     mem[r, _U(c + i)] = np.uint8(bits[p, i] & 0xFF)
         return
+    _store_bits_bytewise(op, mems, regs, bits)
+
+
+@jit
+def _load_bits_bytewise(op, mems, regs):
+    """``load_bits`` element by element, for any layout. load_f32, store_f32 and copy_tile
+    fall back on these, not on load_bits / store_bits: their typed views would be compiled
+    into every instruction kernel that loads or stores a tile (0.6 s of compile each), for
+    layouts those helpers' own fast paths already take."""
+    mem = mems[op[L.OP_SPACE]]
+    p_count = op[L.OP_PCOUNT]
+    itemsize = op[L.OP_ITEMSIZE]
+    cols = element_columns(op, regs)
+    out = np.empty((p_count, cols.size), dtype=np.int64)
+    for p in range(p_count):
+        r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
+        shift = p * op[L.OP_PCOLSTEP]
+        for i in range(cols.size):
+            out[p, i] = _read_bits(mem, r, cols[i] + shift, itemsize)
+    return out
+
+
+@jit
+def _store_bits_bytewise(op, mems, regs, bits):
+    """``store_bits`` element by element (see ``_load_bits_bytewise``)."""
+    mem = mems[op[L.OP_SPACE]]
+    itemsize = op[L.OP_ITEMSIZE]
     cols = element_columns(op, regs)
     for p in range(op[L.OP_PCOUNT]):
         r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
@@ -214,7 +232,7 @@ def load_f32(op, mems, regs, fmt, table):
     code = op[L.OP_DTYPE]
     start = dynamic_offset(op, regs)
     if not _aligned_dense(op, start):
-        bits = load_bits(op, mems, regs)
+        bits = _load_bits_bytewise(op, mems, regs)
         out = empty_f32(bits.shape[0], bits.shape[1])
         for p in range(bits.shape[0]):
             for i in range(bits.shape[1]):
@@ -244,20 +262,6 @@ def load_f32(op, mems, regs, fmt, table):
             c = (start + p * op[L.OP_PCOLSTEP]) // 2
             for i in range(n):
                 wide[p, i] = np.uint32(halves[r, _U(c + i)]) << np.uint32(16)
-    elif itemsize == 4 and fmt[code, D.F_KIND] == _KIND_INT:   # numerics.cast.decode's values
-        signed = mem.view(np.int32)
-        for p in range(op[L.OP_PCOUNT]):
-            r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-            c = (start + p * op[L.OP_PCOLSTEP]) // 4
-            for i in range(n):
-                out[p, i] = np.float32(signed[r, _U(c + i)])
-    elif itemsize == 4 and fmt[code, D.F_KIND] == _KIND_UINT:
-        unsigned = mem.view(np.uint32)
-        for p in range(op[L.OP_PCOUNT]):
-            r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-            c = (start + p * op[L.OP_PCOLSTEP]) // 4
-            for i in range(n):
-                out[p, i] = np.float32(unsigned[r, _U(c + i)])
     elif is_float and itemsize == 2:
         halves = mem.view(np.uint16)
         for p in range(op[L.OP_PCOUNT]):
@@ -276,26 +280,6 @@ def load_f32(op, mems, regs, fmt, table):
 
 
 @jit
-def _integer_bits(values, signed, itemsize):
-    """The storage bits of fp32 ``values`` in an integer dtype, as numerics.cast's
-    ``_encode_integer`` gives them one by one (nearest even, saturated, NaN as 0), in one loop
-    with the bounds worked out once, which vectorises (iota into int32 was 9x numpy's)."""
-    width = 8 * itemsize
-    if signed:
-        lo, hi = -float(np.int64(1) << (width - 1)), float((np.int64(1) << (width - 1)) - 1)
-    else:
-        lo, hi = 0.0, float((np.int64(1) << width) - 1)
-    mask = (np.int64(1) << width) - 1
-    bits = np.empty(values.shape, dtype=np.int64)
-    for p in range(values.shape[0]):
-        for i in range(values.shape[1]):
-            x = np.float64(values[p, i])
-            r = min(max(np.rint(x), lo), hi)
-            bits[p, i] = np.int64(0) if np.isnan(x) else np.int64(r) & mask
-    return bits
-
-
-@jit
 def store_f32(op, mems, regs, fmt, values):
     """Round fp32 values [P, N] into the tile's dtype and write them: to nearest even, or
     stochastically when the run enables it (regs[REG_SR_ON])."""
@@ -309,7 +293,7 @@ def store_f32(op, mems, regs, fmt, values):
         for p in range(values.shape[0]):
             for i in range(values.shape[1]):
                 bits[p, i] = encode(values[p, i], code, fmt)
-        store_bits(op, mems, regs, bits)
+        _store_bits_bytewise(op, mems, regs, bits)
         return
     mem = mems[op[L.OP_SPACE]]
     n = op[L.OP_SIZE]
@@ -328,9 +312,6 @@ def store_f32(op, mems, regs, fmt, values):
             c = (start + p * op[L.OP_PCOLSTEP]) // 2
             for i in range(n):
                 halves[r, _U(c + i)] = encode_bf16(values[p, i])
-    elif fmt[code, D.F_KIND] == _KIND_INT or fmt[code, D.F_KIND] == _KIND_UINT:
-        store_bits(op, mems, regs, _integer_bits(values, fmt[code, D.F_KIND] == _KIND_INT,
-                                                 itemsize))
     else:
         for p in range(op[L.OP_PCOUNT]):
             r = op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]
@@ -408,7 +389,7 @@ def round_to_bits(values, code, fmt, regs):
 
 @jit
 def _store_stochastic(op, mems, regs, fmt, values):
-    store_bits(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
+    _store_bits_bytewise(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
 
 
 @jit
@@ -446,7 +427,7 @@ def copy_tile(dst, src, mems, regs, fmt, table):
     elif same and src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
         _copy_words(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]], d0, s0)
     elif dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
-        store_bits(dst, mems, regs, load_bits(src, mems, regs))
+        _store_bits_bytewise(dst, mems, regs, _load_bits_bytewise(src, mems, regs))
     else:
         store_f32(dst, mems, regs, fmt, load_f32(src, mems, regs, fmt, table))
 

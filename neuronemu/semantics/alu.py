@@ -252,18 +252,19 @@ def reduce_rows(op, data, groups):
 def fold_rows(op, words, row0, step, col, rows, run, out, out_col):
     """out[p, out_col] = words[row0 + p * step, col: col + run] folded with the reduce ``op``
     strictly left to right, for p < rows (``reduce_rows``' order: average divides the sum by
-    run). Sums and products run eight rows at a time, eight independent chains each in its own
-    row (sweeping every partition per element, as this did, strode 2 KiB at N = 512 and thrashed
-    L1: 10x numpy's sum); maximum and minimum are ``row_extreme``, which gives the same bits."""
+    run). Sums run eight rows at a time, eight independent chains each in its own row (sweeping
+    every partition per element, as this did, strode 2 KiB at N = 512 and thrashed L1: 10x
+    numpy's sum); maximum and minimum are ``row_extreme``, which gives the same bits; products
+    (rare) one row at a time."""
     if op == C.REDUCE_MAXIMUM or op == C.REDUCE_MINIMUM:
         for p in range(rows):
             out[p, out_col] = row_extreme(op == C.REDUCE_MAXIMUM, words, row0 + p * step, col,
                                           run)
         return
     multiply = op == C.REDUCE_MULTIPLY
-    whole = rows - rows % 8
+    whole = 0 if multiply else rows - rows % 8
     for p in range(0, whole, 8):
-        _fold8(multiply, words, row0 + p * step, step, col, run, out, p, out_col)
+        _sum8(words, row0 + p * step, step, col, run, out, p, out_col)
     for p in range(whole, rows):
         x = words[np.uintp(row0 + p * step), col: col + run]
         acc = x[0]
@@ -313,8 +314,8 @@ def fold_partitions(op, data):
 
 
 @jit
-def _fold8(multiply, words, row, step, col, run, out, p, out_col):
-    """The sums (or products) of eight rows, each left to right, as eight independent chains."""
+def _sum8(words, row, step, col, run, out, p, out_col):
+    """The sums of eight rows, each left to right, as eight independent chains."""
     x0, x1 = words[np.uintp(row), col: col + run], words[np.uintp(row + step), col: col + run]
     x2, x3 = (words[np.uintp(row + 2 * step), col: col + run],
               words[np.uintp(row + 3 * step), col: col + run])
@@ -323,14 +324,9 @@ def _fold8(multiply, words, row, step, col, run, out, p, out_col):
     x6, x7 = (words[np.uintp(row + 6 * step), col: col + run],
               words[np.uintp(row + 7 * step), col: col + run])
     a0, a1, a2, a3, a4, a5, a6, a7 = x0[0], x1[0], x2[0], x3[0], x4[0], x5[0], x6[0], x7[0]
-    if multiply:
-        for i in range(1, run):
-            a0, a1, a2, a3 = a0 * x0[i], a1 * x1[i], a2 * x2[i], a3 * x3[i]
-            a4, a5, a6, a7 = a4 * x4[i], a5 * x5[i], a6 * x6[i], a7 * x7[i]
-    else:
-        for i in range(1, run):
-            a0, a1, a2, a3 = a0 + x0[i], a1 + x1[i], a2 + x2[i], a3 + x3[i]
-            a4, a5, a6, a7 = a4 + x4[i], a5 + x5[i], a6 + x6[i], a7 + x7[i]
+    for i in range(1, run):
+        a0, a1, a2, a3 = a0 + x0[i], a1 + x1[i], a2 + x2[i], a3 + x3[i]
+        a4, a5, a6, a7 = a4 + x4[i], a5 + x5[i], a6 + x6[i], a7 + x7[i]
     out[p, out_col], out[p + 1, out_col], out[p + 2, out_col], out[p + 3, out_col] = a0, a1, a2, a3
     out[p + 4, out_col], out[p + 5, out_col], out[p + 6, out_col], out[p + 7, out_col] = (
         a4, a5, a6, a7)

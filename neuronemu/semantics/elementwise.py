@@ -380,17 +380,13 @@ def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     other = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_OPERAND1)], mems, regs, fmt, table)
     _apply_column(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0),
                   arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE0) != 0, data, column)
+    # into data, which holds the first stage's results (operand1 has data's shape: checked)
     op1, rows, n = arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), data.shape[0], data.shape[1]
-    if other.shape != data.shape:   # a broadcast operand
-        out = (binary(op1, other, data) if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0
-               else binary(op1, data, other))
-    else:   # into data, which holds the first stage's results
-        out = data
-        if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0:
-            binary_rows(op1, other, 0, 1, 0, data, 0, 1, 0, data, 0, 1, 0, rows, n)
-        else:
-            binary_rows(op1, data, 0, 1, 0, other, 0, 1, 0, data, 0, 1, 0, rows, n)
-    store_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DST)], mems, regs, fmt, out)
+    if arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE1) != 0:
+        binary_rows(op1, other, 0, 1, 0, data, 0, 1, 0, data, 0, 1, 0, rows, n)
+    else:
+        binary_rows(op1, data, 0, 1, 0, other, 0, 1, 0, data, 0, 1, 0, rows, n)
+    store_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DST)], mems, regs, fmt, data)
     return L.STATUS_OK
 
 

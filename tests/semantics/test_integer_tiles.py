@@ -1,6 +1,6 @@
-"""Integer tiles through the typed views (load_f32, store_f32, load_bits / store_bits on dense
-tiles): random values over every range, against numpy's conversions of the same values (round
-to nearest even, saturate, NaN as 0 into integers; one rounding of the exact integer into fp32)."""
+"""Integer tiles through the engines' loads and stores: random values over every range on wide
+tiles, against numpy's conversions of the same values (round to nearest even, saturate, NaN as 0
+into integers; one rounding of the exact integer into fp32)."""
 
 from __future__ import annotations
 
