@@ -123,36 +123,45 @@ def function_rows(func, alpha, x, x_row, x_step, x_col, out, out_row, out_step, 
     functions do). The exp family and tanh are computed with neuronemu.numerics.elementary's
     vectorised exp, and libm only where that cannot tell the fp32 result (``_fast_rows``)."""
     for p in range(rows):
-        src = x[np.uintp(x_row + p * x_step), x_col: x_col + n]
-        dst = out[np.uintp(out_row + p * out_step), out_col: out_col + n]
+        rx, ro = np.uintp(x_row + p * x_step), np.uintp(out_row + p * out_step)
         if func == C.ACT_COPY:
             for i in range(n):
-                dst[i] = src[i]
+                out[ro, np.uintp(out_col + i)] = x[rx, np.uintp(x_col + i)]
         elif func == C.ACT_RELU:
             for i in range(n):
-                dst[i] = np.float32(np.maximum(np.float64(src[i]), 0.0))
-        # fp32 arithmetic gives the float64 result rounded once for these: one operation, and
-        # 53 >= 2 * 24 + 2 bits make double rounding innocuous for it (Figueroa, "When is
-        # double rounding innocuous?", 1995); float64 loops would cost twice as much
-        elif func == C.ACT_SQRT:
-            for i in range(n):
-                dst[i] = np.sqrt(src[i])
-        elif func == C.ACT_RECIPROCAL:
-            for i in range(n):
-                dst[i] = np.float32(1.0) / src[i]
-        elif func == C.ACT_SQUARE:
-            for i in range(n):
-                dst[i] = src[i] * src[i]
+                v = np.float64(x[rx, np.uintp(x_col + i)])
+                out[ro, np.uintp(out_col + i)] = np.float32(np.maximum(v, 0.0))
+        else:   # kept out of this function, which the commonest callers (copy, relu on small
+            # tiles, one call per partition) then have inlined: 1 us of a [128, 64] relu
+            _function_row(func, alpha, x, rx, x_col, out, ro, out_col, n, work)
+
+
+@jit
+def _function_row(func, alpha, x, rx, x_col, out, ro, out_col, n, work):
+    """``function_rows`` of one row, for every function but copy and relu."""
+    src, dst = x[rx, x_col: x_col + n], out[ro, out_col: out_col + n]
+    # fp32 arithmetic gives the float64 result rounded once for these: one operation, and 53 >=
+    # 2 * 24 + 2 bits make double rounding innocuous for it (Figueroa, "When is double rounding
+    # innocuous?", 1995); float64 loops would cost twice as much
+    if func == C.ACT_SQRT:
+        for i in range(n):
+            dst[i] = np.sqrt(src[i])
+    elif func == C.ACT_RECIPROCAL:
+        for i in range(n):
+            dst[i] = np.float32(1.0) / src[i]
+    elif func == C.ACT_SQUARE:
+        for i in range(n):
+            dst[i] = src[i] * src[i]
+    else:
+        v, y = work[0, :n], work[1, :n]
+        for i in range(n):   # read whole before dst (which may be src) is written
+            v[i] = np.float64(src[i])
+        if _is_fast(func):
+            _fast_rows(func, alpha, v, y, dst, n)
         else:
-            v, y = work[0, :n], work[1, :n]
-            for i in range(n):   # read whole before dst (which may be src) is written
-                v[i] = np.float64(src[i])
-            if _is_fast(func):
-                _fast_rows(func, alpha, v, y, dst, n)
-            else:
-                _libm_rows(func, alpha, v, y, n)
-                for i in range(n):
-                    dst[i] = np.float32(y[i])
+            _libm_rows(func, alpha, v, y, n)
+            for i in range(n):
+                dst[i] = np.float32(y[i])
 
 
 @jit(inline="always")
@@ -325,6 +334,9 @@ def _activated(ins, ops, imms, mems, regs, fmt, table):
     return out
 
 
+_BLOCK = 8   # partitions per step of _activation_in_place
+
+
 @jit
 def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     """activation without reduce_res on fp32 tiles straight from and into memory, partition by
@@ -344,25 +356,32 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
     if in_place_safe(dst, dst_col, data, data_col):
-        # dst row p is data row p or shares no byte with data: one partition at a time, through
-        # a [1, n] row that stays in L1; the first out-of-range input in (p, i) order is noted
-        owner = np.empty((1, n), dtype=np.float32)
-        pre = borrowed(owner)  # not reference counted in the calls per partition
-        work = np.empty((2, n))
+        # dst row p is data row p or shares no byte with data: eight partitions at a time,
+        # through [8, n] rows that stay in L1 (a call per partition cost 1 us of a [128, 64]
+        # relu); the first out-of-range input in (p, i) order is noted
+        owner = np.empty((_BLOCK, n), dtype=np.float32)
+        pre = borrowed(owner)  # not reference counted in the calls per block
+        work_owner = np.empty((2, n))
+        work = borrowed(work_owner)
         noted = False
-        for p in range(partitions):
-            row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
-            for i in range(n):
-                product = data_words[row, np.uintp(data_col + i)] * scale[p]
-                pre[0, i] = product + bias[p]
+        for p0 in range(0, partitions, _BLOCK):
+            rows = min(_BLOCK, partitions - p0)
+            for q in range(rows):
+                p = p0 + q
+                row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
+                for i in range(n):
+                    product = data_words[row, np.uintp(data_col + i)] * scale[p]
+                    pre[q, i] = product + bias[p]
             if not noted:
-                bad = first_out_of_range(func, pre)
+                bad = first_out_of_range(func, pre[:rows])
                 if bad >= 0:
-                    _note_out_of_range(regs, pre[0, bad])
+                    _note_out_of_range(regs, pre[bad // n, bad % n])
                     noted = True
-            function_rows(func, alpha, pre, 0, 0, 0, dst_words,
-                          dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP], 0, dst_col, 1, n, work)
+            function_rows(func, alpha, pre, 0, 1, 0, dst_words,
+                          dst[L.OP_PSTART] + p0 * dst[L.OP_PROWSTEP], dst[L.OP_PROWSTEP],
+                          dst_col, rows, n, work)
         keep_alive(owner)
+        keep_alive(work_owner)
         return True
     pre = np.empty((partitions, n), dtype=np.float32)
     for p in range(partitions):
