@@ -61,3 +61,38 @@ dma.copy z, i
     p, j = np.meshgrid(np.arange(128), np.arange(512), indexing="ij")
     value = (-1000 + p * 70001 + j * 3).astype(np.float32)   # the summary: cast to dst's dtype
     np.testing.assert_array_equal(_run(source)["z"], value.astype(np.float64).astype(np.int32))
+
+
+@pytest.mark.parametrize("op", ["bitwise_and", "bitwise_or", "bitwise_xor", "invert",
+                                "left_shift", "right_shift"])
+@pytest.mark.parametrize(("a_type", "b_type"), [("int32", "int32"), ("uint32", "int32"),
+                                                ("int32", "uint32")])
+def test_word_bitvec_in_place_with_signed_counts(op: str, a_type: str, b_type: str) -> None:
+    """The uint32 row path of bitvec tensor_tensor, written onto its first operand at a
+    partition offset; shift counts are b's values (negative ones, from int32, give 0)."""
+    rng = np.random.default_rng(len(op))
+    lo, hi = BOUNDS[a_type]
+    x = rng.integers(lo, hi, (16, 48), endpoint=True).astype(a_type)
+    y = rng.integers(-8, 40, (16, 48)).astype(b_type) if "shift" in op else \
+        rng.integers(*BOUNDS[b_type], (16, 48), endpoint=True).astype(b_type)
+    source = f""".hbm x {a_type}[16, 48] input
+.hbm y {b_type}[16, 48] input
+.hbm z {a_type}[16, 48] output
+.sbuf a {a_type}[16, 48]
+.sbuf b {b_type}[16, 48]
+dma.copy a, x
+dma.copy b, y
+vector.tensor_tensor a[3:13, 8:40], a[3:13, 8:40], b[3:13, 8:40], op={op}
+dma.copy z, a
+"""
+    got = _run(source, x=x, y=y)["z"].view(np.uint32)
+    ux, uy = x.view(np.uint32).astype(np.uint64), y.view(np.uint32).astype(np.uint64)
+    count = y.astype(np.int64)   # the value, signed for int32
+    in_range = (count >= 0) & (count < 32)
+    shift = np.where(in_range, count, 0).astype(np.uint64)
+    result = {"bitwise_and": ux & uy, "bitwise_or": ux | uy, "bitwise_xor": ux ^ uy,
+              "invert": ~ux, "left_shift": np.where(in_range, ux << shift, 0),
+              "right_shift": np.where(in_range, ux >> shift, 0)}[op]
+    want = x.view(np.uint32).copy()
+    want[3:13, 8:40] = (result & np.uint64(0xFFFFFFFF)).astype(np.uint32)[3:13, 8:40]
+    np.testing.assert_array_equal(got, want)
