@@ -11,6 +11,7 @@ import numpy as np
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
 from neuronemu.isa import dtypes as D
+from neuronemu.machine.abi import borrowed, keep_alive
 
 _KIND_INT = D.KINDS["int"]
 
@@ -33,6 +34,23 @@ def _broadcast(x, rows, n):
         for i in range(n):
             out[p, i] = x[p if x.shape[0] > 1 else 0, i if x.shape[1] > 1 else 0]
     return out
+
+
+@jit
+def apply_column(op, reverse, x, column):
+    """x = x op column (column op x when ``reverse``) in place on an fp32 tile [P, N]: column
+    [P] broadcast along each partition by * 1.0 (keeps -0.0, quiets NaN) into one row, not a
+    [P, N] temporary."""
+    n = x.shape[1]
+    owner = np.empty((1, n), dtype=np.float32)
+    operand = borrowed(owner)
+    for p in range(x.shape[0]):
+        operand[0, :] = column[p] * np.float32(1.0)
+        if reverse:
+            binary_rows(op, operand, 0, 0, 0, x, p, 1, 0, x, p, 1, 0, 1, n)
+        else:
+            binary_rows(op, x, p, 1, 0, operand, 0, 0, 0, x, p, 1, 0, 1, n)
+    keep_alive(owner)
 
 
 @jit
@@ -264,7 +282,7 @@ def fold_rows(op, words, row0, step, col, rows, run, out, out_col):
     multiply = op == C.REDUCE_MULTIPLY
     whole = 0 if multiply else rows - rows % 8
     for p in range(0, whole, 8):
-        _sum8(words, row0 + p * step, step, col, run, out, p, out_col)
+        _sum8(words, row0 + p * step, step, col, run, out, p, out_col, out[:0, 0], False)
     for p in range(whole, rows):
         x = words[np.uintp(row0 + p * step), col: col + run]
         acc = x[0]
@@ -314,8 +332,24 @@ def fold_partitions(op, data):
 
 
 @jit
-def _sum8(words, row, step, col, run, out, p, out_col):
-    """The sums of eight rows, each left to right, as eight independent chains."""
+def sum_rows_from(init, values, out):
+    """out[p, 0] = ((init[p] + values[p, 0]) + values[p, 1]) + ... in fp32, strictly left to
+    right (the Scalar engine's add into its accumulator), eight partitions at a time."""
+    rows, n = values.shape
+    whole = rows - rows % 8
+    for p in range(0, whole, 8):
+        _sum8(values, p, 1, 0, n, out, p, 0, init, True)
+    for p in range(whole, rows):
+        acc = init[p]
+        for i in range(n):
+            acc = acc + values[p, i]
+        out[p, 0] = acc
+
+
+@jit
+def _sum8(words, row, step, col, run, out, p, out_col, init, from_init):
+    """The sums of eight rows, each left to right, as eight independent chains: from their
+    first element, or (``from_init``) from init[p + k] with every element added."""
     x0, x1 = words[np.uintp(row), col: col + run], words[np.uintp(row + step), col: col + run]
     x2, x3 = (words[np.uintp(row + 2 * step), col: col + run],
               words[np.uintp(row + 3 * step), col: col + run])
@@ -323,8 +357,14 @@ def _sum8(words, row, step, col, run, out, p, out_col):
               words[np.uintp(row + 5 * step), col: col + run])
     x6, x7 = (words[np.uintp(row + 6 * step), col: col + run],
               words[np.uintp(row + 7 * step), col: col + run])
-    a0, a1, a2, a3, a4, a5, a6, a7 = x0[0], x1[0], x2[0], x3[0], x4[0], x5[0], x6[0], x7[0]
-    for i in range(1, run):
+    if from_init:
+        a0, a1, a2, a3 = init[p], init[p + 1], init[p + 2], init[p + 3]
+        a4, a5, a6, a7 = init[p + 4], init[p + 5], init[p + 6], init[p + 7]
+        first = 0
+    else:
+        a0, a1, a2, a3, a4, a5, a6, a7 = x0[0], x1[0], x2[0], x3[0], x4[0], x5[0], x6[0], x7[0]
+        first = 1
+    for i in range(first, run):
         a0, a1, a2, a3 = a0 + x0[i], a1 + x1[i], a2 + x2[i], a3 + x3[i]
         a4, a5, a6, a7 = a4 + x4[i], a5 + x5[i], a6 + x6[i], a7 + x7[i]
     out[p, out_col], out[p + 1, out_col], out[p + 2, out_col], out[p + 3, out_col] = a0, a1, a2, a3

@@ -81,6 +81,7 @@ from neuronemu.machine.memory import (
     store_f32,
 )
 from neuronemu.semantics.alu import (
+    apply_column,
     binary,
     binary_bits,
     binary_rows,
@@ -443,7 +444,7 @@ def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     column = scalar_column(ins, SCALAR_TENSOR_TENSOR_OPERAND0, ops, imms, mems, regs, fmt, table,
                            data.shape[0])
     other = load_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_OPERAND1)], mems, regs, fmt, table)
-    _apply_column(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0),
+    apply_column(arg_value(ins, SCALAR_TENSOR_TENSOR_OP0),
                   arg_value(ins, SCALAR_TENSOR_TENSOR_REVERSE0) != 0, data, column)
     # into data, which holds the first stage's results (operand1 has data's shape: checked)
     op1, rows, n = arg_value(ins, SCALAR_TENSOR_TENSOR_OP1), data.shape[0], data.shape[1]
@@ -453,23 +454,6 @@ def scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
         binary_rows(op1, data, 0, 1, 0, other, 0, 1, 0, data, 0, 1, 0, rows, n)
     store_f32(ops[arg_value(ins, SCALAR_TENSOR_TENSOR_DST)], mems, regs, fmt, data)
     return L.STATUS_OK
-
-
-@jit
-def _apply_column(op, reverse, x, column):
-    """x = x op column (column op x when ``reverse``) in place on an fp32 tile [P, N]: column
-    [P] broadcast along each partition by * 1.0 (keeps -0.0, quiets NaN) into one row, not a
-    [P, N] temporary."""
-    n = x.shape[1]
-    owner = np.empty((1, n), dtype=np.float32)
-    operand = borrowed(owner)
-    for p in range(x.shape[0]):
-        operand[0, :] = column[p] * np.float32(1.0)
-        if reverse:
-            binary_rows(op, operand, 0, 0, 0, x, p, 1, 0, x, p, 1, 0, 1, n)
-        else:
-            binary_rows(op, x, p, 1, 0, operand, 0, 0, 0, x, p, 1, 0, 1, n)
-    keep_alive(owner)
 
 
 @jit
@@ -507,7 +491,7 @@ def tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table):
     data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DATA)], mems, regs, fmt, table)
     column = scalar_column(ins, TENSOR_SCALAR_REDUCE_OPERAND0, ops, imms, mems, regs, fmt, table,
                            data.shape[0])
-    _apply_column(arg_value(ins, TENSOR_SCALAR_REDUCE_OP0), False, data, column)
+    apply_column(arg_value(ins, TENSOR_SCALAR_REDUCE_OP0), False, data, column)
     store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_DST)], mems, regs, fmt, data)
     store_f32(ops[arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_RES)], mems, regs, fmt,
               reduce_rows(arg_value(ins, TENSOR_SCALAR_REDUCE_REDUCE_OP), data, 1))

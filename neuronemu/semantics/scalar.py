@@ -52,7 +52,7 @@ from neuronemu.machine.memory import (
 )
 from neuronemu.numerics import elementary as E
 from neuronemu.semantics import accumulate as A
-from neuronemu.semantics.alu import binary
+from neuronemu.semantics.alu import apply_column, sum_rows_from
 
 # _activated and _activation_in_place read activation's slots for activation_reduce too
 if (ACTIVATION_DST, ACTIVATION_DATA, ACTIVATION_FUNC, ACTIVATION_SCALE, ACTIVATION_BIAS,
@@ -425,18 +425,26 @@ def _fold(out, reduce_op, cmd, regs):
     """Fold each partition's outputs, in element order, into the Scalar accumulator registers as
     cmd says; returns the folded values [P, 1]."""
     identity = _reduce_identity(reduce_op)
-    folded = np.empty((out.shape[0], 1), dtype=np.float32)
-    for p in range(out.shape[0]):
-        acc = A.start(regs, L.REG_SACC, p, cmd, identity, 0.0)
-        for i in range(out.shape[1]):
-            if reduce_op == C.REDUCE_MAXIMUM:
-                acc = max(acc, out[p, i])
-            elif reduce_op == C.REDUCE_MINIMUM:
-                acc = min(acc, out[p, i])
+    rows, n = out.shape
+    folded = np.empty((rows, 1), dtype=np.float32)
+    start = np.empty(rows, dtype=np.float32)
+    for p in range(rows):
+        start[p] = A.start(regs, L.REG_SACC, p, cmd, identity, 0.0)
+    if reduce_op == C.REDUCE_MAXIMUM or reduce_op == C.REDUCE_MINIMUM:
+        maximum = reduce_op == C.REDUCE_MAXIMUM
+        for p in range(rows):
+            acc = start[p]
+            if maximum:
+                for i in range(n):
+                    acc = max(acc, out[p, i])
             else:
-                acc = np.float32(acc + out[p, i])
-        folded[p, 0] = acc
-        A.finish(regs, L.REG_SACC, p, cmd, acc, identity)
+                for i in range(n):
+                    acc = min(acc, out[p, i])
+            folded[p, 0] = acc
+    else:   # the serial chain of each partition, eight partitions at a time
+        sum_rows_from(start, out, folded)
+    for p in range(rows):
+        A.finish(regs, L.REG_SACC, p, cmd, folded[p, 0], identity)
     return folded
 
 
@@ -455,21 +463,15 @@ def activate2(ins, ops, imms, mems, regs, fmt, table):
     Scalar engine's accumulator registers with reduce_op (add, maximum or minimum)."""
     data = load_f32(ops[arg_value(ins, ACTIVATE2_DATA)], mems, regs, fmt, table)
     partitions = data.shape[0]
-    imm0 = scalar_column(ins, ACTIVATE2_IMM0, ops, imms, mems, regs, fmt, table,
-                         partitions).reshape(-1, 1)
-    imm1 = scalar_column(ins, ACTIVATE2_IMM1, ops, imms, mems, regs, fmt, table,
-                         partitions).reshape(-1, 1)
-    imm0 = imm0 * np.ones_like(data)
-    imm1 = imm1 * np.ones_like(data)
+    imm0 = scalar_column(ins, ACTIVATE2_IMM0, ops, imms, mems, regs, fmt, table, partitions)
+    imm1 = scalar_column(ins, ACTIVATE2_IMM1, ops, imms, mems, regs, fmt, table, partitions)
     op0, op1 = arg_value(ins, ACTIVATE2_OP0), arg_value(ins, ACTIVATE2_OP1)
-    x = data  # a bypass stage passes its input through, reversed or not
+    # the stages in place on the loaded tile; a bypass stage passes its input through
     if op0 != C.ALU_BYPASS:
-        x = (binary(op0, imm0, x) if arg_value(ins, ACTIVATE2_REVERSE0) != 0
-             else binary(op0, x, imm0))
+        apply_column(op0, arg_value(ins, ACTIVATE2_REVERSE0) != 0, data, imm0)
     if op1 != C.ALU_BYPASS:
-        x = (binary(op1, imm1, x) if arg_value(ins, ACTIVATE2_REVERSE1) != 0
-             else binary(op1, x, imm1))
-    out = checked_function(arg_value(ins, ACTIVATE2_FUNC), x,
+        apply_column(op1, arg_value(ins, ACTIVATE2_REVERSE1) != 0, data, imm1)
+    out = checked_function(arg_value(ins, ACTIVATE2_FUNC), data,
                            imms[arg_value(ins, ACTIVATE2_RELU_PARAM)], regs)
     store_f32(ops[arg_value(ins, ACTIVATE2_DST)], mems, regs, fmt, out)
     folded = _fold(out, arg_value(ins, ACTIVATE2_REDUCE_OP), arg_value(ins, ACTIVATE2_REDUCE_CMD),
