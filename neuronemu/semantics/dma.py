@@ -164,6 +164,8 @@ def gather(ins, ops, imms, mems, regs, fmt, table):
                                     src[L.OP_PCOUNT], ins[L.I_FLAGS] & L.DMA_OOB_SKIP != 0)
     if bad >= 0:
         return _fault_bad_index(regs, bad, value, src[L.OP_PCOUNT])
+    if _copy_rows(dst, src, rows, True, mems, regs):
+        return L.STATUS_OK
     for p in range(dst[L.OP_PCOUNT]):
         if rows[p] >= 0:   # -1: outside the table under oob=skip, dst row left as it was
             copy_tile(one_row(dst, p), one_row(src, rows[p]), mems, regs, fmt, table)
@@ -186,7 +188,40 @@ def scatter(ins, ops, imms, mems, regs, fmt, table):
             regs[L.REG_FAULT_INFO + 1] = order[k]
             regs[L.REG_FAULT_INFO + 2] = rows[order[k]]
             return L.STATUS_OVERLAP
+    if _copy_rows(dst, src, rows, False, mems, regs):
+        return L.STATUS_OK
     for p in range(src[L.OP_PCOUNT]):
         if rows[p] >= 0:
             copy_tile(one_row(dst, rows[p]), one_row(src, p), mems, regs, fmt, table)
     return L.STATUS_OK
+
+
+@jit
+def _copy_rows(dst, src, rows, gathering, mems, regs):
+    """The rows of an indexed transfer as raw 16-bit words, when both tiles are dense, of one
+    dtype of 2 or 4 bytes, their partitions on 2-byte boundaries: dst row p = src row rows[p]
+    (``gathering``), else dst row rows[p] = src row p; rows of -1 are skipped. (A copy_tile of
+    two one-row operands per row cost ~0.3 us a row.) False, having done nothing, otherwise."""
+    itemsize = src[L.OP_ITEMSIZE]
+    s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
+    if (dst[L.OP_DTYPE] != src[L.OP_DTYPE] or (itemsize != 2 and itemsize != 4)
+            or src[L.OP_DENSE] != 1 or dst[L.OP_DENSE] != 1 or s0 % 2 != 0 or d0 % 2 != 0
+            or src[L.OP_PCOLSTEP] % 2 != 0 or dst[L.OP_PCOLSTEP] % 2 != 0):
+        return False
+    halves = src[L.OP_SIZE] * itemsize // 2
+    src_words = mems[src[L.OP_SPACE]].view(np.uint16)
+    dst_words = mems[dst[L.OP_SPACE]].view(np.uint16)
+    row = np.empty(halves, dtype=np.uint16)   # the tiles may share memory
+    for p in range(rows.size):
+        if rows[p] < 0:
+            continue
+        ps, pd = (rows[p], p) if gathering else (p, rows[p])
+        r = np.uintp(src[L.OP_PSTART] + ps * src[L.OP_PROWSTEP])
+        c = (s0 + ps * src[L.OP_PCOLSTEP]) // 2
+        for i in range(halves):
+            row[i] = src_words[r, np.uintp(c + i)]
+        r = np.uintp(dst[L.OP_PSTART] + pd * dst[L.OP_PROWSTEP])
+        c = (d0 + pd * dst[L.OP_PCOLSTEP]) // 2
+        for i in range(halves):
+            dst_words[r, np.uintp(c + i)] = row[i]
+    return True

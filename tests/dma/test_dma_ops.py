@@ -185,3 +185,34 @@ dma.copy z, b
     # charged: the larger HBM side (fp32 x for HBM -> HBM), the HBM side of loads and stores,
     # the larger side of SBUF -> SBUF copies (two halves): 4 x 8 KiB in all
     assert result.timing.dma.queues["q0"].compressed_bytes == 4 * 16 * 128 * 4
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32", "int32", "float8_e4m3"])
+def test_gather_and_scatter_rows_of_each_width_match_numpy(dtype: str) -> None:
+    """Rows move as raw 16-bit words for 2- and 4-byte dtypes (byte by byte for 1-byte ones),
+    from a column window of the table into a column window of the tile and back."""
+    np_type = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "int32": np.int32,
+               "float8_e4m3": ml_dtypes.float8_e4m3}[dtype]
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((300, 24)).astype(np.float32) * 50
+    table = table.astype(np_type)
+    idx = rng.permutation(300)[:96].astype(np.int32).reshape(96, 1)
+    source = f""".hbm table {dtype}[300, 24] input
+.hbm idx int32[96, 1] input
+.hbm got {dtype}[96, 10] output
+.hbm back {dtype}[300, 24] output init=zeros
+.sbuf rows {dtype}[96, 16]
+.sbuf ids int32[96, 1]
+dma.copy ids, idx
+vector.memset rows, value=0.0
+dma.gather rows[:, 3:13], table[:, 5:15], index=ids, queue=5
+dma.copy got, rows[:, 3:13]
+dma.scatter back[:, 7:17], rows[:, 3:13], index=ids, queue=6
+"""
+    out = neuronemu.run(neuronemu.assemble(source, "t.s"),
+                        inputs={"table": table, "idx": idx}).outputs
+    want = table[idx[:, 0], 5:15]
+    np.testing.assert_array_equal(out["got"].view(np.uint8), want.view(np.uint8))
+    back = np.zeros((300, 24), dtype=np_type)
+    back[idx[:, 0], 7:17] = want
+    np.testing.assert_array_equal(out["back"].view(np.uint8), back.view(np.uint8))
