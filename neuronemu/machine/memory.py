@@ -122,18 +122,21 @@ def load_bits(op, mems, regs):
     if _aligned_dense(op, start):   # one typed view: the loops vectorise
         n = op[L.OP_SIZE]
         out = np.empty((p_count, n), dtype=np.int64)
-        for p in range(p_count):
-            r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-            c = (start + p * op[L.OP_PCOLSTEP]) // itemsize
-            if itemsize == 4:
-                words = mem.view(np.uint32)[r, c: c + n]
+        if itemsize == 4:
+            words = mem.view(np.uint32)
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 4
                 for i in range(n):
-                    out[p, i] = np.int64(words[i])
-            elif itemsize == 2:
-                halves = mem.view(np.uint16)[r, c: c + n]
+                    out[p, i] = np.int64(words[r, _U(c + i)])
+        elif itemsize == 2:
+            halves = mem.view(np.uint16)
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 2
                 for i in range(n):
-                    out[p, i] = np.int64(halves[i])
-            else:
+                    out[p, i] = np.int64(halves[r, _U(c + i)])
+        else:
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), start + p * op[L.OP_PCOLSTEP]
                 for i in range(n):
                     out[p, i] = np.int64(mem[r, _U(c + i)])
         return out
@@ -147,19 +150,22 @@ def store_bits(op, mems, regs, bits):
     itemsize = op[L.OP_ITEMSIZE]
     start = dynamic_offset(op, regs)
     if _aligned_dense(op, start):
-        n = op[L.OP_SIZE]
-        for p in range(op[L.OP_PCOUNT]):
-            r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-            c = (start + p * op[L.OP_PCOLSTEP]) // itemsize
-            if itemsize == 4:
-                words = mem.view(np.uint32)[r, c: c + n]
+        n, p_count = op[L.OP_SIZE], op[L.OP_PCOUNT]
+        if itemsize == 4:
+            words = mem.view(np.uint32)
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 4
                 for i in range(n):
-                    words[i] = np.uint32(bits[p, i] & 0xFFFFFFFF)
-            elif itemsize == 2:
-                halves = mem.view(np.uint16)[r, c: c + n]
+                    words[r, _U(c + i)] = np.uint32(bits[p, i] & 0xFFFFFFFF)
+        elif itemsize == 2:
+            halves = mem.view(np.uint16)
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 2
                 for i in range(n):
-                    halves[i] = np.uint16(bits[p, i] & 0xFFFF)
-            else:
+                    halves[r, _U(c + i)] = np.uint16(bits[p, i] & 0xFFFF)
+        else:
+            for p in range(p_count):
+                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), start + p * op[L.OP_PCOLSTEP]
                 for i in range(n):
                     mem[r, _U(c + i)] = np.uint8(bits[p, i] & 0xFF)
         return

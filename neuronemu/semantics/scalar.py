@@ -131,8 +131,7 @@ def function_rows(func, alpha, x, x_row, x_step, x_col, out, out_row, out_step, 
             for i in range(n):
                 v = np.float64(x[rx, np.uintp(x_col + i)])
                 out[ro, np.uintp(out_col + i)] = np.float32(np.maximum(v, 0.0))
-        else:   # kept out of this function, which the commonest callers (copy, relu on small
-            # tiles, one call per partition) then have inlined: 1 us of a [128, 64] relu
+        else:   # the rest in a function of their own, so that this one stays small
             _function_row(func, alpha, x, rx, x_col, out, ro, out_col, n, work)
 
 
