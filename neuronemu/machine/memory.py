@@ -118,69 +118,6 @@ def load_bits(op, mems, regs):
     mem = mems[op[L.OP_SPACE]]
     p_count = op[L.OP_PCOUNT]
     itemsize = op[L.OP_ITEMSIZE]
-    start = dynamic_offset(op, regs)
-    if _aligned_dense(op, start):   # one typed view: the loops vectorise
-        n = op[L.OP_SIZE]
-        out = np.empty((p_count, n), dtype=np.int64)
-        if itemsize == 4:
-            words = mem.view(np.uint32)
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 4
-                for i in range(n):
-                    out[p, i] = np.int64(words[r, _U(c + i)])
-        elif itemsize == 2:
-            halves = mem.view(np.uint16)
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 2
-                for i in range(n):
-                    out[p, i] = np.int64(halves[r, _U(c + i)])
-        else:
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), start + p * op[L.OP_PCOLSTEP]
-                for i in range(n):
-                    out[p, i] = np.int64(mem[r, _U(c + i)])
-        return out
-    return _load_bits_bytewise(op, mems, regs)
-
-
-@jit
-def store_bits(op, mems, regs, bits):
-    """Write the low bits of ``bits`` (int64 [P, N]) as the tile's storage."""
-    mem = mems[op[L.OP_SPACE]]
-    itemsize = op[L.OP_ITEMSIZE]
-    start = dynamic_offset(op, regs)
-    if _aligned_dense(op, start):
-        n, p_count = op[L.OP_SIZE], op[L.OP_PCOUNT]
-        if itemsize == 4:
-            words = mem.view(np.uint32)
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 4
-                for i in range(n):
-                    words[r, _U(c + i)] = np.uint32(bits[p, i] & 0xFFFFFFFF)
-        elif itemsize == 2:
-            halves = mem.view(np.uint16)
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), (start + p * op[L.OP_PCOLSTEP]) // 2
-                for i in range(n):
-                    halves[r, _U(c + i)] = np.uint16(bits[p, i] & 0xFFFF)
-        else:
-            for p in range(p_count):
-                r, c = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), start + p * op[L.OP_PCOLSTEP]
-                for i in range(n):
-                    mem[r, _U(c + i)] = np.uint8(bits[p, i] & 0xFF)
-        return
-    _store_bits_bytewise(op, mems, regs, bits)
-
-
-@jit
-def _load_bits_bytewise(op, mems, regs):
-    """``load_bits`` element by element, for any layout. load_f32, store_f32 and copy_tile
-    fall back on these, not on load_bits / store_bits: their typed views would be compiled
-    into every instruction kernel that loads or stores a tile (0.6 s of compile each), for
-    layouts those helpers' own fast paths already take."""
-    mem = mems[op[L.OP_SPACE]]
-    p_count = op[L.OP_PCOUNT]
-    itemsize = op[L.OP_ITEMSIZE]
     cols = element_columns(op, regs)
     out = np.empty((p_count, cols.size), dtype=np.int64)
     for p in range(p_count):
@@ -192,8 +129,7 @@ def _load_bits_bytewise(op, mems, regs):
 
 
 @jit
-def _store_bits_bytewise(op, mems, regs, bits):
-    """``store_bits`` element by element (see ``_load_bits_bytewise``)."""
+def store_bits(op, mems, regs, bits):
     mem = mems[op[L.OP_SPACE]]
     itemsize = op[L.OP_ITEMSIZE]
     cols = element_columns(op, regs)
@@ -238,7 +174,7 @@ def load_f32(op, mems, regs, fmt, table):
     code = op[L.OP_DTYPE]
     start = dynamic_offset(op, regs)
     if not _aligned_dense(op, start):
-        bits = _load_bits_bytewise(op, mems, regs)
+        bits = load_bits(op, mems, regs)
         out = empty_f32(bits.shape[0], bits.shape[1])
         for p in range(bits.shape[0]):
             for i in range(bits.shape[1]):
@@ -299,7 +235,7 @@ def store_f32(op, mems, regs, fmt, values):
         for p in range(values.shape[0]):
             for i in range(values.shape[1]):
                 bits[p, i] = encode(values[p, i], code, fmt)
-        _store_bits_bytewise(op, mems, regs, bits)
+        store_bits(op, mems, regs, bits)
         return
     mem = mems[op[L.OP_SPACE]]
     n = op[L.OP_SIZE]
@@ -395,7 +331,7 @@ def round_to_bits(values, code, fmt, regs):
 
 @jit
 def _store_stochastic(op, mems, regs, fmt, values):
-    _store_bits_bytewise(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
+    store_bits(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
 
 
 @jit
@@ -433,7 +369,7 @@ def copy_tile(dst, src, mems, regs, fmt, table):
     elif same and src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
         _copy_words(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]], d0, s0)
     elif dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
-        _store_bits_bytewise(dst, mems, regs, _load_bits_bytewise(src, mems, regs))
+        store_bits(dst, mems, regs, load_bits(src, mems, regs))
     else:
         store_f32(dst, mems, regs, fmt, load_f32(src, mems, regs, fmt, table))
 
