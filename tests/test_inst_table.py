@@ -37,7 +37,9 @@ def test_two_cases_measured_give_positive_figures(tmp_path):
     assert (memset["case"], memset["n"], ctrl["family"]) == ("f32", 64, "ctrl.mov")
     assert memset["emu_us"] > 0 and memset["np_us"] > 0 and memset["i2"] > memset["i1"]
     assert memset["ratio"] == pytest.approx(memset["emu_us"] / memset["np_us"])
-    assert ctrl["emu_us"] > 0 and ctrl["np_us"] is None and ctrl["ratio"] is None
+    # a ctrl instruction costs about what the loop's own ctrl cost subtracted from it does, so
+    # its figure is near zero and may come out slightly negative on a loaded machine
+    assert abs(ctrl["emu_us"]) < 1.0 and ctrl["np_us"] is None and ctrl["ratio"] is None
     text = inst_table.table(doc)
     assert "| `vector.memset` | f32 |  |  |  | " in text   # N=64 only: the second column group
     assert "| `ctrl.mov` | ctrl.mov r5, 7 | " in text
