@@ -275,6 +275,18 @@ def f32_window(op, regs):
 
 
 @jit(inline="always")
+def word_window(op, regs, fmt):
+    """``f32_window`` for dense on-chip tiles of a 4-byte integer dtype: the first uint32
+    column, or -1."""
+    if (op[L.OP_ITEMSIZE] != 4 or fmt[op[L.OP_DTYPE], D.F_KIND] == _KIND_FLOAT
+            or op[L.OP_DENSE] != 1 or op[L.OP_PCOLSTEP] != 0 or op[L.OP_PROWSTEP] < 1
+            or op[L.OP_SPACE] == L.SPACE_HBM):
+        return -1
+    start = dynamic_offset(op, regs)
+    return start // 4 if start % 4 == 0 else -1
+
+
+@jit(inline="always")
 def f32_row(words, op, column, p):
     """Partition p of a tile with ``f32_window`` ``column``, as a 1-D view of ``words``."""
     return words[_U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), column: column + op[L.OP_SIZE]]

@@ -69,7 +69,6 @@ from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     copy_tile,
-    dynamic_offset,
     f32_row,
     f32_window,
     in_place_safe,
@@ -79,6 +78,7 @@ from neuronemu.machine.memory import (
     scalar_column,
     store_bits,
     store_f32,
+    word_window,
 )
 from neuronemu.semantics.alu import (
     apply_column,
@@ -151,19 +151,7 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_OK
 
 
-_KIND_FLOAT, _KIND_INT = D.KINDS["float"], D.KINDS["int"]
-
-
-@jit(inline="always")
-def _word_window(op, regs, fmt):
-    """``f32_window`` for dense on-chip tiles of a 4-byte integer dtype: the first uint32
-    column, or -1."""
-    if (op[L.OP_ITEMSIZE] != 4 or fmt[op[L.OP_DTYPE], D.F_KIND] == _KIND_FLOAT
-            or op[L.OP_DENSE] != 1 or op[L.OP_PCOLSTEP] != 0 or op[L.OP_PROWSTEP] < 1
-            or op[L.OP_SPACE] == L.SPACE_HBM):
-        return -1
-    start = dynamic_offset(op, regs)
-    return start // 4 if start % 4 == 0 else -1
+_KIND_INT = D.KINDS["int"]
 
 
 @jit
@@ -172,8 +160,8 @@ def _bits_in_place(op, dst, a, b, mems, regs, fmt):
     words (``binary_bits``' rules at width 32: a shift count is b's value, signed when b is
     int32), without the int64 tiles of the general path (five 512 KiB temporaries at
     [128, 512]: 15x numpy); False, having done nothing, for any other tiles."""
-    dst_col, a_col, b_col = _word_window(dst, regs, fmt), _word_window(a, regs, fmt), \
-        _word_window(b, regs, fmt)
+    dst_col, a_col, b_col = word_window(dst, regs, fmt), word_window(a, regs, fmt), \
+        word_window(b, regs, fmt)
     if dst_col < 0 or a_col < 0 or b_col < 0 or not same_shape(dst, a) \
             or not same_shape(dst, b) or not in_place_safe(dst, dst_col, a, a_col) \
             or not in_place_safe(dst, dst_col, b, b_col):

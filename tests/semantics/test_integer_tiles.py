@@ -96,3 +96,21 @@ dma.copy z, a
     want = x.view(np.uint32).copy()
     want[3:13, 8:40] = (result & np.uint64(0xFFFFFFFF)).astype(np.uint32)[3:13, 8:40]
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_iota_rounds_through_fp32_and_saturates(dtype: str) -> None:
+    """Affine values in int32 (wrapping), then as any store of fp32 values: past 2**24 they
+    are rounded to fp32 first; negative ones saturate to 0 in uint32."""
+    source = f""".hbm z {dtype}[128, 40] output
+.sbuf i {dtype}[128, 40]
+gpsimd.iota i[:, 4:36], base=-300, channel_multiplier=16777259, step=7
+dma.copy z[:, 4:36], i[:, 4:36]
+"""
+    p, j = np.meshgrid(np.arange(128, dtype=np.int64), np.arange(32, dtype=np.int64),
+                       indexing="ij")
+    value = (-300 + p * 16777259 + j * 7).astype(np.int32)   # int32 arithmetic, wrapping
+    lo, hi = BOUNDS[dtype]
+    want = np.clip(value.astype(np.float32).astype(np.float64), lo, hi).astype(np.int64)
+    got = _run(source)["z"][:, 4:36].astype(np.int64)
+    np.testing.assert_array_equal(got, want)
