@@ -38,6 +38,7 @@ from neuronemu.machine.memory import (
     arg_value,
     copy_tile,
     dynamic_offset,
+    f32_window,
     load_bits,
     load_f32,
     one_row,
@@ -125,9 +126,19 @@ def compute(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def accumulate(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, ACCUMULATE_DST)]
-    total = load_f32(dst, mems, regs, fmt, table) + load_f32(ops[arg_value(ins, ACCUMULATE_SRC)],
-                                                             mems, regs, fmt, table)
-    store_f32(dst, mems, regs, fmt, total)
+    src = load_f32(ops[arg_value(ins, ACCUMULATE_SRC)], mems, regs, fmt, table)
+    column = f32_window(dst, regs)
+    if column >= 0:   # an fp32 dst: the same fp32 sums, added in place row by row (the source,
+        # read whole first, may share its memory)
+        words = mems[dst[L.OP_SPACE]].view(np.float32)
+        n = dst[L.OP_SIZE]
+        for p in range(dst[L.OP_PCOUNT]):
+            row = words[np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP]), column: column + n]
+            add = src[p]
+            for i in range(n):
+                row[i] = row[i] + add[i]
+        return L.STATUS_OK
+    store_f32(dst, mems, regs, fmt, load_f32(dst, mems, regs, fmt, table) + src)
     return L.STATUS_OK
 
 

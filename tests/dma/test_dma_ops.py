@@ -216,3 +216,27 @@ dma.scatter back[:, 7:17], rows[:, 3:13], index=ids, queue=6
     back = np.zeros((300, 24), dtype=np_type)
     back[idx[:, 0], 7:17] = want
     np.testing.assert_array_equal(out["back"].view(np.uint8), back.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_accumulate_broadcast_and_window_match_numpy(dtype: str) -> None:
+    """fp32 tiles add in place row by row, other dtypes through the general path: the same
+    fp32 sum, then one rounding; a [1, N] source adds to every partition."""
+    src = f""".hbm x float32[16, 40] input
+.hbm b float32[1, 24] input
+.hbm y {dtype}[16, 40] output
+.sbuf acc {dtype}[16, 40]
+dma.copy acc, x
+dma.accumulate acc[2:14, 8:32], b, queue=4
+dma.accumulate acc[0:16, 0:24], acc[0:16, 16:40], queue=5
+dma.copy y, acc
+"""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(16, 40)).astype(np.float32)
+    brow = rng.normal(size=(1, 24)).astype(np.float32)
+    np_type = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float32
+    acc = x.astype(np_type).astype(np.float32)
+    acc[2:14, 8:32] = (acc[2:14, 8:32] + brow).astype(np_type).astype(np.float32)
+    acc[:, 0:24] = (acc[:, 0:24] + acc[:, 16:40].copy()).astype(np_type).astype(np.float32)
+    result = run(src, target="trn3", x=x, b=brow)
+    np.testing.assert_array_equal(result.outputs["y"].astype(np.float32), acc)
