@@ -133,7 +133,7 @@ def _encode_float(sign, magnitude, src_exp, src_mant, src_bias, fmt, code, rand)
 
 
 @jit(inline="always")
-def _encode_integer(x, kind, itemsize):
+def encode_integer(x, kind, itemsize):
     """Round to nearest even and saturate; NaN stores 0; bool stores (x != 0)."""
     if kind == _KIND_INT or kind == _KIND_UINT:
         if np.isnan(x):
@@ -161,7 +161,7 @@ def encode(x, code, fmt):
         if code == _F32_CODE:
             return b
         return _encode_float(b >> 31, b & 0x7FFFFFFF, 8, 23, 127, fmt, code, -1)
-    return _encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
+    return encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
 
 
 @jit
@@ -175,7 +175,7 @@ def encode_stochastic(x, code, fmt, rand):
         if code == _F32_CODE:
             return b
         return _encode_float(b >> 31, b & 0x7FFFFFFF, 8, 23, 127, fmt, code, rand)
-    return _encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
+    return encode_integer(np.float64(np.float32(x)), kind, fmt[code, D.F_ITEMSIZE])
 
 
 @jit(inline="always")
@@ -208,7 +208,7 @@ def encode64(x, code, fmt):
         sign = (b >> 63) & 1
         magnitude = b & 0x7FFFFFFFFFFFFFFF
         return _encode_float(sign, magnitude, 11, 52, 1023, fmt, code, -1)
-    return _encode_integer(np.float64(x), kind, fmt[code, D.F_ITEMSIZE])
+    return encode_integer(np.float64(x), kind, fmt[code, D.F_ITEMSIZE])
 
 
 @jit

@@ -52,9 +52,8 @@ from neuronemu.machine.memory import (
     store_f32,
     word_window,
 )
+from neuronemu.numerics.cast import encode_integer
 from neuronemu.semantics.alu import fold_partitions, to_int
-
-_KIND_INT = D.KINDS["int"]
 
 
 @jit
@@ -75,24 +74,22 @@ def iota(ins, ops, imms, mems, regs, fmt, table):
     column = word_window(dst, regs, fmt)
     if column >= 0:   # an int32 / uint32 tile: the fp32 values stored as integers in one loop
         _store_words(dst, column, mems[dst[L.OP_SPACE]].view(np.uint32), values,
-                     fmt[dst[L.OP_DTYPE], D.F_KIND] == _KIND_INT)
+                     fmt[dst[L.OP_DTYPE], D.F_KIND])
         return L.STATUS_OK
     store_f32(dst, mems, regs, fmt, values.astype(np.float32))
     return L.STATUS_OK
 
 
 @jit
-def _store_words(dst, column, words, values, signed):
-    """store_f32 of values rounded to fp32, into a 4-byte integer tile: numerics.cast's integer
-    encoding (nearest even, saturated; the fp32 values are whole numbers) with its bounds worked
-    out once, in a loop that vectorises (the per-element encoder made iota into int32 10x
-    numpy's)."""
-    lo, hi = (-2147483648.0, 2147483647.0) if signed else (0.0, 4294967295.0)
+def _store_words(dst, column, words, values, kind):
+    """store_f32 of values rounded to fp32, into a 4-byte integer tile, element by element with
+    numerics.cast's integer encoding but without store_f32's per-element dtype dispatch and
+    byte writes (which made iota into int32 10x numpy's)."""
     for p in range(dst[L.OP_PCOUNT]):
         r = np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP])
         for i in range(dst[L.OP_SIZE]):
-            v = min(max(np.rint(np.float64(np.float32(values[p, i]))), lo), hi)
-            words[r, np.uintp(column + i)] = np.uint32(np.int64(v) & 0xFFFFFFFF)
+            words[r, np.uintp(column + i)] = np.uint32(
+                encode_integer(np.float64(np.float32(values[p, i])), kind, 4))
 
 
 @jit
