@@ -217,6 +217,7 @@ class Program:
     imms: np.ndarray = field(repr=False, default=None)
     warnings: list = field(default_factory=list)   # the assembler's Diagnostics (located)
     sync_mode: str = "auto"         # .sync auto | explicit (docs/timing.md)
+    schedule: str = "program"       # .schedule program | compiler (docs/timing.md)
     topology: str | None = None     # .topology NAME: the system it runs on by default
     ranks_per_chip: int = 1         # .topology NAME ranks_per_chip=N
 

@@ -40,11 +40,13 @@ INITIALISERS = {
     "zeros": 0, "ones": 0, "arange": 0, "nan": 0, "identity": 0,
     "full": 1, "normal": 2, "uniform": 2, "relu_normal": 2,
 }
-DIRECTIVES = ("target", "topology", "sync", "hbm", "sbuf", "psum", "const")
+DIRECTIVES = ("target", "topology", "sync", "schedule", "no_reorder", "hbm", "sbuf", "psum",
+              "const")
 # .topology NAME [ranks_per_chip=N]: system names hold dots and dashes (trn2.48xlarge), which
 # the expression grammar splits, so the name is read from the line's text
 _TOPOLOGY = re.compile(r'\.topology\s+"?([A-Za-z0-9_.\-]+)"?\s*(?:,?\s*ranks_per_chip\s*=.*)?$')
 SYNC_MODES = ("auto", "explicit")
+SCHEDULES = ("program", "compiler")
 # Largest size of one dimension. Sizes are Python ints (exact), and every tensor must fit its
 # memory (HBM is at most 144 GiB); this bound keeps every lowered offset far inside int64.
 MAX_DIM = 1 << 40
@@ -101,6 +103,8 @@ class Assembler:
         asm/direct.py)."""
         items = tree.children
         self.sync_mode = "auto"
+        self.schedule = "program"
+        self.no_reorder: list[tuple[int, int, object]] = []   # (first, count, its node)
         collector = self.collector
         try:
             self._choose_target(items)
@@ -127,6 +131,11 @@ class Assembler:
             except AsmError as e:
                 collector.add(e)
                 collector.poison(_declared_name(item))
+        if self.schedule == "compiler" and self.sync_mode == "explicit":
+            # explicit sync is the kernel's own schedule: its semaphores order the engines
+            collector.add(self.error(self._schedule_node,
+                                     ".schedule compiler needs .sync auto: under .sync "
+                                     "explicit the kernel's semaphores are its schedule"))
         given = []   # the instructions given as values, after the text's
         for op in ops:
             if op.label is None:
@@ -140,14 +149,20 @@ class Assembler:
         instructions, same_as = self._instructions(statements, direct)
         if given:
             direct.extend(given, instructions, same_as)
+        for first, count, node in self.no_reorder:
+            if first + count > len(instructions):
+                collector.add(self.error(node, f".no_reorder {first}, {count}: the kernel has "
+                                               f"{len(instructions)} instructions"))
         collector.raise_if_any()
         program = Program(self.source, self.target, self.tensors, self.allocations,
                           instructions, self.labels, warnings=self.warnings,
-                          sync_mode=self.sync_mode,
+                          sync_mode=self.sync_mode, schedule=self.schedule,
                           topology=self.topology, ranks_per_chip=self.ranks_per_chip)
         # records (Made, Repeat) make their Instructions on first use (Program.__getattr__)
         program.__dict__["_pending"] = program.__dict__.pop("instructions")
         lower(program, same_as)
+        for first, count, _ in self.no_reorder:
+            program.instrs[first: first + count, L.I_FLAGS] |= L.ORDERED
         program.warnings.extend(unwritten_outputs(program))
         return program
 
@@ -251,6 +266,21 @@ class Assembler:
                 where = args[0] if args else node
                 raise self.error(where, f"usage: .sync {'|'.join(SYNC_MODES)}")
             self.sync_mode = str(args[0].children[0])
+        elif name == "schedule":
+            if len(args) != 1 or getattr(args[0], "data", None) != "name" \
+                    or str(args[0].children[0]) not in SCHEDULES:
+                where = args[0] if args else node
+                raise self.error(where, f"usage: .schedule {'|'.join(SCHEDULES)}")
+            self.schedule = str(args[0].children[0])
+            self._schedule_node = node
+        elif name == "no_reorder":
+            usage = "usage: .no_reorder FIRST, COUNT (instructions FIRST.. kept in order)"
+            if len(args) != 2 or any(getattr(a, "data", None) == "kwarg" for a in args):
+                raise self.error(args[0] if args else node, usage)
+            first, count = (self.eval.integer(a) for a in args)
+            if first < 0 or count < 1:
+                raise self.error(node, f"{usage}: FIRST >= 0, COUNT >= 1")
+            self.no_reorder.append((first, count, node))
         elif name == "hbm":
             self._hbm(node, args)
         else:

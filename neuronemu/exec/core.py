@@ -305,7 +305,7 @@ class Core:
         from neuronemu.isa.table import load_isa
         from neuronemu.timing import model
         from neuronemu.timing.costs import cost_table
-        from neuronemu.timing.dma import ENGINE_INTERVALS, STATS_WIDTH
+        from neuronemu.timing.dma import STATS_WIDTH
 
         self.program = program
         self.rank = rank
@@ -345,10 +345,10 @@ class Core:
                                    tensor.offset, tensor.nbytes)
         self.track_free = np.zeros(L.TIMING_SLOTS, dtype=np.float64)
         engines = program.target.dma_engines
-        self.engine_free = np.zeros((engines, ENGINE_INTERVALS + 1, 2), dtype=np.float64)
+        self.engine_free = model.interval_rings(program.target)
         self.engine_busy = np.zeros(engines, dtype=np.float64)
         self.dma_stats = np.zeros((L.NUM_DMA_QUEUES, STATS_WIDTH), dtype=np.float64)
-        self.timing_state = (cost_table(isa), model.target_params(program.target),
+        self.timing_state = (cost_table(isa), model.target_params(program.target, program.schedule),
                              self.clocks, self.track_free, self.busy, self.breaks,
                              self.write_end, self.read_end, self.engine_free, self.engine_busy,
                              self.dma_stats)

@@ -31,6 +31,7 @@ MATMUL_TRANSPOSE = 4    # v3+ transpose mode: bits move through the one-hot movi
 MATMUL_FP32_HALF = 8    # fp32 matmul at half its cost (a 0/1 operand hint, or transpose mode)
 PE_TRANSPOSE_MATMUL = 16  # v2 tensor.transpose: an fp32 matmul with an identity (NaN/Inf smear)
 DMA_OOB_SKIP = 32       # dma.copy oob=skip: a register-offset tile wholly outside is not moved
+ORDERED = 64            # kept in program order under .schedule compiler (an NKI no_reorder block)
 PE_BLOCKS_SHIFT = 16    # bits 16..31: the 32 x 32 PE blocks a Tensor instruction occupies
                         # (bit r * 4 + c); 0 = the whole array
 

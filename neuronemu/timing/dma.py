@@ -27,6 +27,7 @@ import numpy as np
 
 from neuronemu.compiled.jit import jit
 from neuronemu.machine import layout as L
+from neuronemu.timing.intervals import reserve
 
 # target_params entries (neuronemu.timing.model.target_params)
 T_DMA_BYTES_PER_NS = 0
@@ -191,61 +192,3 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
         end = max(end, start + duration)
         alone = max(alone, duration)
     return end, fixed + alone, raw_bytes, wire_bytes
-
-
-ENGINE_INTERVALS = 32  # busy intervals remembered per engine; older gaps are given up
-
-
-@jit
-def reserve(intervals, earliest, duration):
-    """Book ``duration`` ns on an engine at the first idle gap at or after ``earliest``.
-
-    ``intervals`` [ENGINE_INTERVALS + 1, 2]: row 0 holds (count, head), rows 1.. a ring of the
-    busy intervals (start, end) sorted by start from ``head`` on. A transfer issued later in
-    program order may use a gap left earlier (its queue was free while the engine idled), which
-    is how transfers of different queues interleave on shared engines. When the list is full
-    the two oldest intervals merge, so the oldest gap is treated as busy (conservative).
-
-    A ring, a binary search past the intervals that end before ``earliest`` and an append
-    without a scan in the usual case (a rotated list shifted on every transfer once full: 0.8 us
-    a DMA over 16 engines); the same bookings as the scan from the oldest interval."""
-    n = int(intervals[0, 0])
-    head = int(intervals[0, 1])
-    if n == ENGINE_INTERVALS:   # the two oldest become one: the second starts at the first
-        intervals[_row(head, 1), 0] = intervals[_row(head, 0), 0]
-        head = (head + 1) % ENGINE_INTERVALS
-        n -= 1
-    start = earliest
-    slot = n
-    if n > 0 and intervals[_row(head, n - 1), 1] > earliest:
-        # busy intervals do not overlap, so their ends ascend too: skip those ending by then
-        lo, hi = 0, n - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if intervals[_row(head, mid), 1] <= earliest:
-                lo = mid + 1
-            else:
-                hi = mid
-        for i in range(lo, n):
-            a = intervals[_row(head, i), 0]
-            b = intervals[_row(head, i), 1]
-            if b <= start:
-                continue
-            if a >= start + duration:
-                slot = i
-                break
-            start = b
-    for i in range(n, slot, -1):   # make room at ``slot`` (usually the end: nothing moves)
-        intervals[_row(head, i), 0] = intervals[_row(head, i - 1), 0]
-        intervals[_row(head, i), 1] = intervals[_row(head, i - 1), 1]
-    intervals[_row(head, slot), 0] = start
-    intervals[_row(head, slot), 1] = start + duration
-    intervals[0, 0] = n + 1
-    intervals[0, 1] = head
-    return start
-
-
-@jit(inline="always")
-def _row(head, i):
-    """The row of the ring's i-th interval (oldest first)."""
-    return np.uintp(1 + (head + i) % ENGINE_INTERVALS)

@@ -47,6 +47,7 @@ from neuronemu.timing.engines import (
     psum_readable,
     result_latency,
 )
+from neuronemu.timing.intervals import RING, book, fence, find_gap, last_end
 from neuronemu.timing.regions import segments, segments_from
 
 _ALU_FAST_OPS = (1, 2, 3)  # add, subtract, multiply (isa/enums.toml alu_op)
@@ -67,15 +68,23 @@ def track_clocks(target) -> np.ndarray:
 
 # target_params entries after the DMA ones (neuronemu.timing.dma)
 T_PSUM_DRAIN_NS = dma.PARAMS_WIDTH   # TensorE pipeline drain: a PSUM result's latency, in ns
+T_COMPILER_SCHEDULE = dma.PARAMS_WIDTH + 1   # 1: .schedule compiler (engines' work reordered)
 
 
-def target_params(target) -> np.ndarray:
+def target_params(target, schedule: str = "program") -> np.ndarray:
     from neuronemu.isa.table import load_isa
 
     isa = load_isa()
     matmul = cost_table(isa)[isa.costs["tensor_matmul"].code]
     drain = result_latency.py_func(matmul, target.clock_ghz["tensor"])   # set-up: no compile
-    return np.concatenate([dma.params(target), np.array([drain])])
+    return np.concatenate([dma.params(target),
+                           np.array([drain, 1.0 if schedule == "compiler" else 0.0])])
+
+
+def interval_rings(target) -> np.ndarray:
+    """The busy intervals (neuronemu.timing.intervals) of every DMA engine, then of every
+    track (used under ``.schedule compiler``): [dma_engines + NUM_TRACKS, RING + 1, 2]."""
+    return np.zeros((target.dma_engines + L.NUM_TRACKS, RING + 1, 2), dtype=np.float64)
 
 
 @jit
@@ -264,21 +273,36 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
     where k is the first argument that reads never-written memory, or -1, and bytes / wire are
     a DMA's bytes uncompressed and as charged (0 for other instructions).
 
-    ``dma_state`` = (engine_free, engine_busy): the DMA engines every queue shares; ``breaks``
-    the cuts of each memory space (neuronemu/timing/regions.py)."""
+    ``dma_state`` = (rings, engine_busy): ``rings`` the busy intervals of the DMA engines every
+    queue shares, then of each track (``interval_rings``); ``breaks`` the cuts of each memory
+    space (neuronemu/timing/regions.py).
+
+    Under ``.schedule compiler`` (docs/timing.md, "The compiler's schedule") a compute
+    instruction is not held behind the instructions issued before it on its engine: it takes
+    the engine's first idle gap at or after its operands are ready, as a list scheduler would
+    have moved it, unless its flags keep it in program order (ORDERED: a no_reorder block; a
+    tiled matmul, whose PE blocks overlap others'). DMA queues stay FIFO."""
     track = ins[L.I_TRACK]
     row = costs[ins[L.I_COST]]
     is_dma = int(row[C_FORMULA]) == F_DMA
     cycles = 0.0 if is_dma else cost_cycles(ins, ops, costs, params)
     if cycles == 0.0 and not is_dma:
         return track_free[track], track_free[track], 0.0, -1, 0.0, 0.0
-    ready = track_free[track]
+    rings, engine_busy = dma_state
+    compiler = params[T_COMPILER_SCHEDULE] > 0.0 and not is_dma
+    ring = rings[int(params[dma.T_DMA_ENGINES]) + track]
     tensor = track == L.TENSOR_TRACK
-    blocks = 0
-    if tensor:
+    blocks = pe_blocks(ins) if tensor else 0
+    moved = compiler and blocks == 0 and not ins[L.I_FLAGS] & L.ORDERED
+    if moved:
+        ready = 0.0
+    elif tensor:
         # issue in order, each instruction once the PE blocks it occupies are free
-        blocks = pe_blocks(ins)
         ready = pe_ready(blocks, track_free, L.PE_FREE0, track_free[L.TENSOR_ISSUE])
+    else:
+        ready = track_free[track]
+    if compiler and not moved:
+        ready = max(ready, last_end(ring))   # kept in order: after all the engine's work
     queue_free = ready
     unwritten_arg = -1
     for k in range(ins[L.I_NARGS]):
@@ -294,11 +318,22 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
     nbytes = 0.0
     wire = 0.0
     if is_dma:
-        engine_free, engine_busy = dma_state
         end, cycles, nbytes, wire = dma.transfer(
             ins, ops, regs, params, row[C_EFFICIENCY], row[C_SBUF_EFFICIENCY],
-            row[C_INDEXED] > 0.0, ready, ready > queue_free, engine_free, engine_busy)
+            row[C_INDEXED] > 0.0, ready, ready > queue_free, rings, engine_busy)
         duration = end - ready
+    elif moved:
+        duration = cycles / clocks[track]
+        start, before, slot = find_gap(ring, ready, duration)
+        if tensor and start > before:
+            # the PE array idled before this matmul: its LoadStationary is exposed, so it
+            # needs a longer gap
+            cycles += stationary_load_cycles(ins, ops, row)
+            duration = cycles / clocks[track]
+            start, before, slot = find_gap(ring, ready, duration)
+        book(ring, start, duration, slot)
+        ready = start
+        end = start + duration
     else:
         if tensor and (ready > queue_free or ready == 0.0):
             # the PE blocks idled before this instruction: its LoadStationary had nothing to
@@ -306,19 +341,34 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
             cycles += stationary_load_cycles(ins, ops, row)
         duration = cycles / clocks[track]
         end = ready + duration
+        if compiler:
+            fence(ring, end)   # nothing later moves before an instruction kept in order
     # results are readable after the engine's pipeline latency; TensorE's (PSUM) is charged to
     # the reader above, so that accumulating matmuls stream back to back
     result = end if tensor else end + result_latency(row, clocks[track])
     record_accesses(ins, ops, regs, end, result, breaks, write_end, read_end)
-    if tensor:
+    if moved:
+        if tensor:
+            pe_raise(track_free, L.PE_FREE0, end)
+            track_free[L.TENSOR_ISSUE] = max(track_free[L.TENSOR_ISSUE], ready)
+        busy[track] += duration   # a gap: it overlaps no other work of the engine
+        track_free[track] = max(track_free[track], end)
+    elif tensor:
         pe_commit(blocks, track_free, L.PE_FREE0, end)
         track_free[L.TENSOR_ISSUE] = ready
         busy_union(busy, track, ready, end, track_free[track])
         track_free[track] = max(track_free[track], end)
     else:
-        track_free[track] = end
+        track_free[track] = max(track_free[track], end)
         busy[track] += duration
     return ready, end, cycles, unwritten_arg, nbytes, wire
+
+
+@jit(inline="always")
+def pe_raise(pe_free, base, end):
+    """A whole-array matmul placed in a gap: every PE block is busy until at least ``end``."""
+    for b in range(16):
+        pe_free[base + b] = max(pe_free[base + b], end)
 
 
 NEVER_WRITTEN = -1.0

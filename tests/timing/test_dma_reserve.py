@@ -1,4 +1,4 @@
-"""The DMA engines' booking (neuronemu.timing.dma.reserve: a ring with a binary search) against a
+"""The DMA engines' booking (neuronemu.timing.intervals.reserve: a ring with a binary search) against a
 plain list that does what the docstring says, scanning every remembered interval from the
 oldest: random bookings, in and out of order, many more than the list remembers."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neuronemu.timing.dma import ENGINE_INTERVALS, reserve
+from neuronemu.timing.intervals import RING as ENGINE_INTERVALS
+from neuronemu.timing.intervals import reserve
 
 
 def _reference(busy: list[list[float]], earliest: float, duration: float) -> float:

@@ -28,7 +28,8 @@ syn keyword nemuMnemonic vector.stream_shuffle vector.tensor_copy vector.tensor_
 syn keyword nemuMnemonic vector.tensor_copy_dynamic_src vector.tensor_copy_predicated vector.tensor_reduce
 syn keyword nemuMnemonic vector.tensor_scalar vector.tensor_scalar_cumulative vector.tensor_scalar_reduce
 syn keyword nemuMnemonic vector.tensor_tensor vector.tensor_tensor_scan vector.transpose
-syn keyword nemuDirective .const .endm .endr .hbm .macro .psum .rept .sbuf .sync .target .topology
+syn keyword nemuDirective .const .endm .endr .hbm .macro .no_reorder .psum .rept .sbuf .schedule .sync .target
+syn keyword nemuDirective .topology
 syn keyword nemuEnum abs abs_max abs_min add arctan auto average bitwise_and bitwise_or bitwise_xor bypass
 syn keyword nemuEnum copy divide double_row equal erf erf_dx error exp gelu gelu_apprx_sigmoid
 syn keyword nemuEnum gelu_apprx_sigmoid_dx gelu_apprx_tanh gelu_dx gpsimd greater greater_equal hw idle
