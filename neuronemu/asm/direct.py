@@ -45,12 +45,13 @@ class Op:
     the file: ``node`` is then that line's parse node (asm/lines.py), from which its
     instruction objects are made the ordinary way."""
 
-    __slots__ = ("keywords", "label", "line", "mnemonic", "node", "operands", "site")
+    __slots__ = ("keywords", "label", "line", "mnemonic", "node", "operands", "ordered", "site")
 
     def __init__(self, mnemonic: str | None, operands: tuple, keywords: dict, site,
                  label: str | None = None) -> None:
         self.mnemonic, self.operands, self.keywords = mnemonic, operands, keywords
         self.site, self.label, self.line, self.node = site, label, 0, None
+        self.ordered = False   # kept in program order under .schedule compiler (no_reorder)
 
     @property
     def text(self) -> str:

@@ -223,22 +223,45 @@ def default_target() -> str:
 
 
 def trace(kernel, *args, target: str | None = None, dma_queues=None, grid=None,
-          **kwargs) -> KernelTrace:
+          schedule: str | None = None, **kwargs) -> KernelTrace:
     """Trace ``kernel(*args, **kwargs)`` (numpy / ml_dtypes arrays, torch CPU tensors and jax
     arrays become HBM inputs) into neuronemu assembly. ``dma_queues``: the queues DMAs are
     spread over, round-robin in program order (default 0..15). ``grid``: an SPMD launch grid
     (as ``kernel[grid](...)``): the programs are traced one after another, each with its
     ``nl.program_id``, sharing the kernel's ``nl.shared_hbm`` tensors; programs that meet at
-    ``nisa.core_barrier`` are traced in lockstep between barriers (neuronemu/nki/_lockstep.py)."""
+    ``nisa.core_barrier`` are traced in lockstep between barriers (neuronemu/nki/_lockstep.py).
+    ``schedule``: how the modelled time orders each engine's work: ``"compiler"`` (the
+    default; the NKI compiler's reordering, docs/timing.md "The compiler's schedule") or
+    ``"program"`` (program order); the environment's ``NEURONEMU_NKI_SCHEDULE`` sets the
+    default."""
     from neuronemu.asm.assembler import no_cyclic_collection
+
+    schedule = _schedule(schedule)
 
     # (8-30% of a large kernel's trace, measured; cycles the kernel itself drops are
     # collected once tracing is over)
     with no_cyclic_collection():
         try:
-            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=False)
+            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, schedule,
+                               lockstep=False)
         except NeedsLockstep:
-            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep=True)
+            return _trace_once(kernel, args, kwargs, target, dma_queues, grid, schedule,
+                               lockstep=True)
+
+
+SCHEDULES = ("compiler", "program")
+
+
+def _schedule(schedule: str | None) -> str:
+    """The schedule asked for, else NEURONEMU_NKI_SCHEDULE's, else the compiler's."""
+    import os
+
+    chosen = schedule if schedule is not None else os.environ.get("NEURONEMU_NKI_SCHEDULE")
+    chosen = "compiler" if chosen in (None, "") else str(chosen).strip().lower()
+    if chosen not in SCHEDULES:
+        where = "schedule=" if schedule is not None else "NEURONEMU_NKI_SCHEDULE="
+        raise ValueError(f"{where}{chosen!r}: the schedules are {', '.join(SCHEDULES)}")
+    return chosen
 
 
 def _dialect(fn) -> str:
@@ -269,7 +292,8 @@ def _on_chip_returned(value):
     return type(value)(out) if isinstance(value, (tuple, list)) else out[0]
 
 
-def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) -> KernelTrace:
+def _trace_once(kernel, args, kwargs, target, dma_queues, grid, schedule: str,
+                lockstep: bool) -> KernelTrace:
     grid = _normal_grid(_grid_of(kernel, grid))
     target = _PLATFORMS.get(str(target).lower(), target) if target else default_target()
     fn = _kernel_function(kernel)
@@ -277,7 +301,7 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, lockstep: bool) 
         raise TypeError(f"a kernel function is needed, got {type(kernel).__name__}")
     code = fn.__code__
     kernel_site = Site(code.co_filename, code.co_firstlineno, fn.__name__)
-    tr = Tracer(target=target, grid=grid, dialect=_dialect(fn))
+    tr = Tracer(target=target, grid=grid, dialect=_dialect(fn), schedule=schedule)
     if dma_queues is not None:
         tr.dma_queues = tuple(int(q) for q in dma_queues)
     try:
@@ -369,7 +393,7 @@ script there and debugs that kernel)."""
 
 
 def run(kernel, *args, target: str | None = None, dma_queues=None, seed: int = 0, grid=None,
-        **kwargs) -> KernelRun:
+        schedule: str | None = None, **kwargs) -> KernelRun:
     """Trace and run ``kernel(*args)`` on neuronemu: outputs, the ``Result`` and the assembly.
     Errors (assembler checks, run-time faults) and warnings point at the kernel's Python line.
     An argument the kernel wrote is updated in place for the caller (numpy arrays, torch
@@ -377,7 +401,8 @@ def run(kernel, *args, target: str | None = None, dma_queues=None, seed: int = 0
     warning, as is a written argument that cannot be updated (a jax array)."""
     from neuronemu import api
 
-    tr = trace(kernel, *args, target=target, dma_queues=dma_queues, grid=grid, **kwargs)
+    tr = trace(kernel, *args, target=target, dma_queues=dma_queues, grid=grid,
+               schedule=schedule, **kwargs)
     for hook in TRACE_HOOKS:
         hook(tr)
     program = tr.assemble()
@@ -510,7 +535,7 @@ _JIT_IGNORED = {"mode", "show_compiler_tb", "debug_kernel",
 
 def jit(func=None, **options) -> JitKernel | Callable[[Callable], JitKernel]:
     """``@nki.jit`` / ``@nki.jit(...)``. NKI's compiler options are accepted and ignored;
-    neuronemu options (``target``, ``dma_queues``, ``seed``) are honoured
+    neuronemu options (``target``, ``dma_queues``, ``seed``, ``schedule``) are honoured
     (``platform_target='trn3'`` selects the target too)."""
     platform = options.pop("platform_target", None)
     ours = {k: v for k, v in options.items() if k not in _JIT_IGNORED}
@@ -524,7 +549,7 @@ def jit(func=None, **options) -> JitKernel | Callable[[Callable], JitKernel]:
 def simulate(kernel, **options) -> Callable[..., object]:
     """``nki.simulate(kernel)(*args)`` (also ``nki.simulate(kernel[2])``): run on neuronemu and
     return the kernel's outputs as the caller's kind of array (numpy / ml_dtypes, torch,
-    jax). ``options``: ``target``, ``dma_queues``, ``seed``."""
+    jax). ``options``: ``target``, ``dma_queues``, ``seed``, ``schedule``."""
     fn = _kernel_function(kernel)
     grid = _grid_of(kernel, None)
     base = kernel.kernel if isinstance(kernel, GridLaunch) else kernel

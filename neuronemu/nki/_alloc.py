@@ -71,10 +71,17 @@ def _fits_bank(offset: int, size: int, bank: int | None) -> int:
     return offset
 
 
-def place(tiles: list[Live], capacity: dict[str, int], bank: int) -> Placement:
+def place(tiles: list[Live], capacity: dict[str, int], bank: int,
+          group_buffers: bool = False) -> Placement:
     """Give every used tile an offset. A call site whose tiles already have two or more homes
     (byte ranges of the same dtype and shape) reuses the one free the longest, as a ring of
-    buffers; otherwise the tile goes next-fit over the bytes free at its allocation."""
+    buffers; otherwise the tile goes next-fit over the bytes free at its allocation.
+
+    ``group_buffers`` (the compiler's schedule): a site reuses a home only once it has twice
+    as many as it ever had tiles live at once, so that a group of tiles (eight lhsT tiles of
+    one block) is double-buffered as a whole, not only tile by tile: the next group loads
+    into bytes of its own while the last one is still being read. While memory lasts: a site
+    that finds no room reuses a free home as before."""
     out = Placement()
     for kind in ("sbuf", "psum"):
         mine = sorted((t for t in tiles if t.slot.kind == kind and t.end >= 0),
@@ -87,6 +94,7 @@ def place(tiles: list[Live], capacity: dict[str, int], bank: int) -> Placement:
         disjoint = all(t.fixed is None for t in mine)
         active = _Active(disjoint)       # placed and live, by offset
         homes: dict[tuple, list[list[int]]] = {}   # site key -> [[offset, last end], ...]
+        most_live: dict[tuple, int] = {}   # site key -> the most of its tiles live at once
         cursor, peak = 0, 0
         for tile in mine:
             active.expire(tile.start)
@@ -96,7 +104,12 @@ def place(tiles: list[Live], capacity: dict[str, int], bank: int) -> Placement:
                 s = tile.slot
                 key = (s.site.filename, s.site.line, s.site.column, s.dtype, s.shape)
                 ring = homes.setdefault(key, [])
-                home = active.free_home(ring, tile) if len(ring) >= 2 else None
+                wanted = 2
+                if group_buffers:
+                    live = 1 + sum(1 for h in ring if h[1] >= tile.start)
+                    most_live[key] = max(most_live.get(key, 1), live)
+                    wanted = 2 * most_live[key]
+                home = active.free_home(ring, tile) if len(ring) >= wanted else None
                 if home is None:
                     tile.offset = active.next_fit(tile.size, cursor, cap, bank_size)
                     if tile.offset is None:

@@ -1413,6 +1413,10 @@ class Tracer:
     dialect: str = NKI_VERSION
     """The NKI version the kernel is written in (0.1: it takes ``neuronxcc.nki``'s names)."""
     dma_queues: tuple[int, ...] = tuple(range(16))
+    schedule: str = "compiler"
+    """How the run models each engine's order (``.schedule``): the compiler's, or program."""
+    no_reorder: int = 0
+    """Open ``nl.no_reorder()`` blocks: their instructions keep program order."""
     instructions: list[Op] = field(default_factory=list)
     hbm: list[Slot] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
@@ -1674,7 +1678,7 @@ class Tracer:
             else:
                 self._separate_programs(capacity)
                 placement = place([s.live for s in self.slots], capacity,
-                                  tdata.psum_bank_bytes)
+                                  tdata.psum_bank_bytes, self.schedule == "compiler")
         except (Overflow, NkiUnsupported) as error:
             for live, at in fixed:
                 live.fixed = at
@@ -1706,13 +1710,19 @@ class Tracer:
             slot.name = names[key]
             slot.offset = live.offset
 
+    def _ordered_runs(self) -> list[tuple[int, int]]:
+        """The instructions of ``no_reorder`` blocks as (first, count) runs of instruction
+        numbers (labels are not instructions)."""
+        return _runs([op.ordered for op in self.instructions if op.label is None])
+
     def _place_per_core(self, capacity: dict[str, int], bank: int) -> Placement:
         """Program p's tiles in core p's SBUF and PSUM, which follow core p - 1's in the
         logical core's (each program placed as if alone, its address= tiles where it put
         them in its own core)."""
         out = Placement()
         for p in range(self.cores):
-            mine = place([s.live for s in self.slots if s.program == p], capacity, bank)
+            mine = place([s.live for s in self.slots if s.program == p], capacity, bank,
+                         self.schedule == "compiler")
             for live in mine.placed:
                 live.offset += p * capacity[live.slot.kind]
             out.placed += mine.placed
@@ -1747,7 +1757,9 @@ class Tracer:
                  f"one kernel may have (an endless Python loop?)",
                  "Python loops unroll when a kernel is traced (docs/nki.md): every iteration "
                  "adds its instructions; the limit is the assembler's for unrolled code")
-        self.instructions.append(Op(mnemonic, operands, kwargs, user_site()))
+        op = Op(mnemonic, operands, kwargs, user_site())
+        op.ordered = self.no_reorder > 0
+        self.instructions.append(op)
 
     def label(self, name: str) -> None:
         self.control_flow = True
@@ -1788,6 +1800,10 @@ class Tracer:
         if self.deferred_errors:
             raise self.deferred_errors[0]
         lines = [header, policy, f".target {self.target}"]
+        if self.schedule != "program":   # program order is what a .s file gets by default
+            lines.append(f".schedule {self.schedule}")
+            lines += [f".no_reorder {first}, {count}    # nl.no_reorder()"
+                      for first, count in self._ordered_runs()]
         source_map: dict[int, Site] = {}
         for slot in self.hbm:
             if slot.role == "scratch" and slot.used_shape is None:
@@ -1818,6 +1834,19 @@ class Tracer:
             op.line = line
             source_map[line] = op.site
         return "\n".join(lines) + "\n", self.instructions, source_map
+
+
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """(first, count) of each run of True in ``flags``."""
+    runs: list[tuple[int, int]] = []
+    for i, flag in enumerate(flags):
+        if not flag:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
 
 
 def render(op: Op) -> str:

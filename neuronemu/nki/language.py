@@ -19,6 +19,7 @@ import numpy as np
 from neuronemu.nki import isa as _isa
 from neuronemu.nki._control import dynamic_range, fori_loop, while_loop  # noqa: F401 (nl names)
 from neuronemu.nki._trace import (
+    _CURRENT,
     HOOKS,
     SPACES,
     DynSlice,
@@ -884,14 +885,18 @@ def rand(shape, dtype, buffer=None, name: str = "", **kwargs) -> NkiTensor:
 
 
 class no_reorder:
-    """``with nl.no_reorder():`` keeps the block in program order; neuronemu never reorders
-    a kernel's instructions (each engine runs its stream in program order), so it changes
-    nothing here."""
+    """``with nl.no_reorder():`` keeps the block in program order: under the compiler's
+    schedule (docs/timing.md) its instructions are not moved into earlier idle gaps of their
+    engine, and nothing later is moved before them. Values never depend on it."""
 
     def __enter__(self):
+        if _CURRENT:
+            _CURRENT[-1].no_reorder += 1
         return self
 
     def __exit__(self, *exc) -> bool:
+        if _CURRENT:
+            _CURRENT[-1].no_reorder -= 1
         return False
 
 

@@ -56,7 +56,7 @@ def test_nki_breakpoint_on_a_python_line_and_variable_names(tmp_path):
     docs = [json.loads(line) for line in result.stdout.splitlines()]
     frames = docs[3]["position"]["frames"]
     assert [(Path(f["file"]).name, f["line"]) for f in frames] == [
-        ("residual_relu.py", 24), ("residual_relu.nki.s", 24)]
+        ("residual_relu.py", 24), ("residual_relu.nki.s", 25)]
     assert docs[4]["symbol"] == "sb_L23_1"      # the second pass's slot of line 23's ring
 
 
