@@ -16,12 +16,14 @@ missing fails: a golden check that compares nothing is no check.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import golden_digest
 import pytest
 
-SUITE_CORPUS = Path(__file__).parent / "golden" / "suite.json"
+SUITE_CORPUS = Path(os.environ.get("NEURONEMU_GOLDEN_CORPUS")
+                    or Path(__file__).parent / "golden" / "suite.json")
 
 
 def pytest_addoption(parser):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +44,20 @@ def _array(h, name: str, array) -> None:
     h.update(array.view(np.uint8).tobytes() if array.size else b"")
 
 
+VALUES_ONLY = os.environ.get("NEURONEMU_GOLDEN_VALUES_ONLY") == "1"
+"""Fingerprint what a run computes, not when: HBM tensors, instruction counts, warnings and
+errors, without the timing report, the on-chip allocations (whose placement a traced kernel's
+schedule may change) or a ``.schedule`` line in the key. Used with NEURONEMU_GOLDEN_CORPUS
+around a change of the timing model: record a values-only corpus before it, compare after it,
+then re-record the corpus (docs/timing.md, "Changing the model")."""
+
+
 def key(program, inputs, options: dict) -> str:
     h = hashlib.sha256()
-    h.update(_source_name(program.source.name).encode() + b"\0" + program.source.text.encode())
+    text = program.source.text
+    if VALUES_ONLY:
+        text = "\n".join(line for line in text.split("\n") if not line.startswith(".schedule"))
+    h.update(_source_name(program.source.name).encode() + b"\0" + text.encode())
     h.update(f"|{program.target.name}|{program.sync_mode}|".encode())
     for name in sorted(inputs or {}):
         value = (inputs or {})[name]
@@ -71,12 +83,12 @@ def _plain(value):
 
 
 def _result(h, result) -> None:
-    for group in ("outputs", "tensors", "tiles"):
+    for group in ("outputs", "tensors") if VALUES_ONLY else ("outputs", "tensors", "tiles"):
         for name, array in sorted(getattr(result, group).items()):
             _array(h, f"{group}.{name}", array)
     h.update(json.dumps([result.instructions, result.steps], sort_keys=True).encode())
     timing = result.timing
-    if timing is not None:
+    if timing is not None and not VALUES_ONLY:
         h.update(json.dumps(_plain(timing), sort_keys=True).encode())
         n = timing.events_recorded
         if timing.events is not None:
