@@ -16,19 +16,23 @@ missing fails: a golden check that compares nothing is no check.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import golden_digest
 import pytest
 
-SUITE_CORPUS = Path(os.environ.get("NEURONEMU_GOLDEN_CORPUS")
-                    or Path(__file__).parent / "golden" / "suite.json")
+SUITE_CORPUS = Path(__file__).parent / "golden" / "suite.json"
 
 
 def pytest_addoption(parser):
     parser.addoption("--golden-record", action="store_true",
                      help="rewrite tests/golden/suite.json from the runs of this session")
+    parser.addoption("--golden-corpus", default=None, metavar="PATH",
+                     help="the corpus file to compare with or record (default: "
+                          "tests/golden/suite.json)")
+    parser.addoption("--golden-values-only", action="store_true",
+                     help="fingerprint values only (HBM tensors, counts, warnings, errors), not "
+                          "timing or on-chip placement: to check a timing-model change")
 
 
 class _Golden:
@@ -88,10 +92,13 @@ _GOLDEN: _Golden | None = None
 
 
 def pytest_configure(config):
-    global _GOLDEN
+    global _GOLDEN, SUITE_CORPUS
     import neuronemu
     from neuronemu import api
 
+    if config.getoption("--golden-corpus"):
+        SUITE_CORPUS = Path(config.getoption("--golden-corpus")).resolve()
+    golden_digest.VALUES_ONLY = bool(config.getoption("--golden-values-only"))
     _GOLDEN = _Golden(config.getoption("--golden-record"))
     api.run = _GOLDEN.wrap(api.run, spmd=False)
     api.run_spmd = _GOLDEN.wrap(api.run_spmd, spmd=True)

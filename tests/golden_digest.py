@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +34,13 @@ def _source_name(name: str) -> str:
 
 
 def _portable(text: str) -> str:
-    """Rendered diagnostics name their files: paths inside the checkout relative to it."""
-    return text.replace(f"{ROOT.as_posix()}/", "")
+    """Rendered diagnostics name their files: paths inside the checkout relative to it. Values
+    only: a generated NKI file's line numbers too (its header changes with the schedule)."""
+    text = text.replace(f"{ROOT.as_posix()}/", "")
+    if VALUES_ONLY:
+        text = re.sub(r"(\.nki\.s):\d+(:\d+)?", r"\1:N", text)
+        text = re.sub(r"(?m)^ *\d+ \| ", "| ", text)   # the quoted line's number
+    return text
 
 
 def _array(h, name: str, array) -> None:
@@ -44,12 +49,12 @@ def _array(h, name: str, array) -> None:
     h.update(array.view(np.uint8).tobytes() if array.size else b"")
 
 
-VALUES_ONLY = os.environ.get("NEURONEMU_GOLDEN_VALUES_ONLY") == "1"
-"""Fingerprint what a run computes, not when: HBM tensors, instruction counts, warnings and
-errors, without the timing report, the on-chip allocations (whose placement a traced kernel's
-schedule may change) or a ``.schedule`` line in the key. Used with NEURONEMU_GOLDEN_CORPUS
-around a change of the timing model: record a values-only corpus before it, compare after it,
-then re-record the corpus (docs/timing.md, "Changing the model")."""
+VALUES_ONLY = False
+"""(pytest --golden-values-only) Fingerprint what a run computes, not when: HBM tensors,
+instruction counts, warnings and errors, without the timing report, the on-chip allocations
+(whose placement a traced kernel's schedule may change) or a ``.schedule`` line in the key.
+Around a change of the timing model: record a values-only corpus (--golden-corpus PATH) before
+it, compare after it, then re-record the corpus (README, "Tests")."""
 
 
 def key(program, inputs, options: dict) -> str:
