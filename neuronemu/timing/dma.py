@@ -6,9 +6,10 @@ overwrites), it pays the cross-engine synchronisation latency (semaphore to star
 then moves its rows. Row i (a partition of the
 on-chip side) is served by the DMA engine owning that partition (128 / 16 = 8 partitions per
 engine), so a transfer over all 128 partitions uses all 16 engines and one over 8 partitions
-uses one. An engine moves a row in (bytes + buffers * overhead) / (bandwidth * efficiency):
-every contiguous run of bytes is a DMA buffer with a fixed overhead, which gives the documented
-efficiency curve (small chunks are overhead-bound). Engines are shared by all queues: a
+uses one. An engine moves a row in max(bytes + buffers * overhead, min_row_bytes) /
+(bandwidth * efficiency): every contiguous run of bytes is a DMA buffer with a fixed overhead,
+and a row takes at least the time of min_row_bytes (2 KiB) however few bytes it moves, which
+gives the documented efficiency curve (rows below 2 KiB are overhead-bound). Engines are shared by all queues: a
 transfer's rows start when their engine is free, in issue order.
 
 Bytes are counted where the bandwidth is spent: the HBM side when the transfer touches HBM (the
@@ -36,7 +37,8 @@ T_DMA_HWDGE_FIXED_NS = 2
 T_DMA_ENGINES = 3
 T_DMA_BUFFER_OVERHEAD = 4
 T_PARTITIONS = 5
-PARAMS_WIDTH = 6
+T_DMA_MIN_ROW_BYTES = 6
+PARAMS_WIDTH = 7
 
 # dma statistics columns, per queue
 S_TRANSFERS = 0
@@ -53,6 +55,7 @@ def params(target) -> np.ndarray:
     row[T_DMA_ENGINES] = target.dma_engines
     row[T_DMA_BUFFER_OVERHEAD] = target.dma_buffer_overhead_bytes
     row[T_PARTITIONS] = target.partitions
+    row[T_DMA_MIN_ROW_BYTES] = target.dma_min_row_bytes
     return row
 
 
@@ -167,7 +170,9 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
     engine_bw = params[T_DMA_BYTES_PER_NS] / engines
     eff = sbuf_efficiency if src_on_chip and not hbm_read > 0.0 else efficiency
     overhead = params[T_DMA_BUFFER_OVERHEAD]
-    row_ns = (wire_bytes / rows + row_buffers * overhead) / (engine_bw * eff)
+    # an engine spends at least dma_min_row_bytes' worth of time on a row's descriptors
+    row_ns = max(wire_bytes / rows + row_buffers * overhead, params[T_DMA_MIN_ROW_BYTES]) \
+        / (engine_bw * eff)
     per_engine = np.zeros(engines, dtype=np.int64)
     partitions = int(params[T_PARTITIONS])
     if rows_op >= 0:

@@ -49,7 +49,9 @@ def test_compression_saves_bytes_and_time(streams) -> None:
     other = plain.timing.dma.bytes - 2048 * 1024 * 2  # x in, y out: not compressed
     assert compressed.timing.dma.compressed_bytes == weight_wire + other
     assert compressed.timing.dma.compression_ratio > 1.5
-    assert compressed.timing.time_ns < 0.8 * plain.timing.time_ns
+    # fewer wire bytes, but the compressed rows (~1.2 KiB of 2 KiB) fall under the DMA row
+    # floor (docs/dma.md): the time saved is what the rows above it save
+    assert compressed.timing.time_ns < 0.95 * plain.timing.time_ns
 
 
 def test_queue_kernel_interleaves_queues() -> None:

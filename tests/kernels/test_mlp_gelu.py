@@ -83,7 +83,8 @@ def test_mlp_gelu(neuronemu_run) -> None:
     serial = sum(tracks[n].busy_ns for n in ("tensor", "scalar", "vector")) + max(
         t.busy_ns for n, t in tracks.items() if n.startswith("dma."))
     assert r.time_ns < serial
-    assert_timing(r, min_utilisation={"tensor": 0.25})
+    # (trn1 since the DMA row floor, docs/dma.md: 21-23%, its loads of 1 KiB bf16 rows slower)
+    assert_timing(r, min_utilisation={"tensor": 0.2})
 
 
 @pytest.mark.neuronemu_targets("trn2")

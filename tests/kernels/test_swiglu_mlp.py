@@ -75,4 +75,5 @@ def test_swiglu_mlp(neuronemu_run) -> None:
     serial = sum(tracks[n].busy_ns for n in ("tensor", "scalar", "vector")) + max(
         t.busy_ns for n, t in tracks.items() if n.startswith("dma."))
     assert r.time_ns < serial
-    assert_timing(r, min_utilisation={"tensor": 0.25})
+    # (trn1 since the DMA row floor, docs/dma.md: 21-23%, its loads of 1 KiB bf16 rows slower)
+    assert_timing(r, min_utilisation={"tensor": 0.2})

@@ -173,9 +173,9 @@ k_tile:
 """),
         ("    ctrl.blt r1, KT, k_tile\n", "    ctrl.jmp k_tile\ndone_k:\n")])
     report = grade(LABS["02-matmul"], fixed)
-    assert report.score == 83.5, report.text()
+    assert report.score == 88.0, report.text()
     handout = (HERE.parents[1] / "docs" / "labs" / "02-matmul.md").read_text()
-    assert "scores 83.5 / 100" in handout
+    assert "scores 88 / 100" in handout
 
 
 def test_sbuf_overflow_on_an_unseen_shape_is_reported() -> None:
