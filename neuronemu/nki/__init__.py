@@ -492,6 +492,10 @@ class JitKernel:
     """What ``@nki.jit`` makes: calling it traces and runs the kernel on neuronemu and returns
     its outputs; ``last_run`` keeps the last ``KernelRun`` (timing, assembly)."""
 
+    # a kernel named test_* in a test module is not a test (pytest would unwrap it to the
+    # kernel function and call it with fixtures; NKI's own kernel objects are not collected)
+    __test__ = False
+
     def __init__(self, func: Callable, **options) -> None:
         self.func = func
         self.options = options

@@ -673,3 +673,30 @@ def test_vector_select_gathers_one_row_per_partition():
     idx = rng.integers(0, 200, (128, 1)).astype(np.int32)
     np.testing.assert_array_equal(nki.simulate(rows_by_vector_select)(table, idx),
                                   table[idx[:, 0]])
+
+
+def test_a_jitted_kernel_named_test_is_not_collected_as_a_test(tmp_path):
+    """NKI 0.1 test files name kernels test_*: pytest must run the test that calls the kernel,
+    not the kernel (which it would call with fixtures for its arguments)."""
+    (tmp_path / "test_named_kernel.py").write_text(
+        "import numpy as np\n"
+        "from neuronemu import nki\n"
+        "import neuronemu.nki.language as nl\n"
+        "import neuronemu.nki.isa as nisa\n\n\n"
+        "@nki.jit\n"
+        "def test_copy_kernel(x):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=x)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n\n\n"
+        "def test_calls_the_kernel():\n"
+        "    x = np.arange(512, dtype=np.float32).reshape(128, 4)\n"
+        "    np.testing.assert_array_equal(test_copy_kernel(x), x)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_named_kernel.py"], cwd=tmp_path, capture_output=True,
+                          text=True, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout and "error" not in done.stdout.lower()
