@@ -30,15 +30,17 @@ class _Slot:
     bytes_per_partition: int
 
 
-def reference_place(tiles, capacity, bank):
+def reference_place(tiles, capacity, bank, group_buffers=False):
     """The rules of ``_alloc.place`` written as plainly as possible: (offsets, pool bytes), or
-    the overflowing tile's name and the names of the live tiles."""
+    the overflowing tile's name and the names of the live tiles. ``group_buffers``: a site
+    reuses a home only once it has twice as many as the most of its tiles ever live at once."""
     offsets, pools = {}, {}
     for kind in ("sbuf", "psum"):
         mine = sorted((t for t in tiles if t.slot.kind == kind and t.end >= 0),
                       key=lambda t: t.start)
         cap, bank_size = capacity[kind], bank if kind == "psum" else None
         active, homes, cursor, peak = [], {}, 0, 0
+        most = {}
 
         def overlaps(lo, hi, active):
             return any(offsets[id(t)] < hi and lo < offsets[id(t)] + t.size for t in active)
@@ -72,8 +74,15 @@ def reference_place(tiles, capacity, bank):
                 offset = tile.fixed
             else:
                 s = tile.slot
-                ring = homes.setdefault((s.site, s.dtype, s.shape), [])
-                home = free_home(ring, tile.size, active) if len(ring) >= 2 else None
+                key = (s.site, s.dtype, s.shape)
+                ring = homes.setdefault(key, [])
+                wanted = 2
+                if group_buffers:
+                    # this tile and the site's tiles still live (each home's last tile)
+                    live_now = 1 + len([h for h in ring if h[1] >= tile.start])
+                    most[key] = max(most.get(key, 1), live_now)
+                    wanted = 2 * most[key]
+                home = free_home(ring, tile.size, active) if len(ring) >= wanted else None
                 if home is None:
                     offset = next_fit(tile.size, active, cursor, cap, bank_size)
                     if offset is None:
@@ -112,20 +121,24 @@ def _random_tiles(rng: random.Random, fixed: bool) -> list:
     return tiles
 
 
+@pytest.mark.parametrize("group_buffers", [False, True])
 @pytest.mark.parametrize("fixed", [False, True])
-def test_placements_match_the_brute_force_rules(fixed):
+def test_placements_match_the_brute_force_rules(fixed, group_buffers):
     rng = random.Random(25 + fixed)
     capacity, bank = {"sbuf": 16384, "psum": 8192}, 2048
+    modes_differ = 0
     for _ in range(400):
         tiles = _random_tiles(rng, fixed)
-        want = reference_place(tiles, capacity, bank)
+        want = reference_place(tiles, capacity, bank, group_buffers)
+        modes_differ += want != reference_place(tiles, capacity, bank, not group_buffers)
         for t in tiles:
             t.offset = None
         try:
-            got = _alloc.place(tiles, capacity, bank)
+            got = _alloc.place(tiles, capacity, bank, group_buffers)
         except _alloc.Overflow as e:
             assert want == ("overflow", e.tile.slot.name,
                             sorted(t.slot.name for t in e.live)), want
             continue
         offsets = {t.slot.name: t.offset for t in got.placed}
         assert (offsets, got.pool_bytes) == want
+    assert modes_differ > 10   # the two modes place some of these sets differently
