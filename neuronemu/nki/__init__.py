@@ -260,7 +260,8 @@ def _schedule(schedule: str | None) -> str:
     chosen = "compiler" if chosen in (None, "") else str(chosen).strip().lower()
     if chosen not in SCHEDULES:
         where = "schedule=" if schedule is not None else "NEURONEMU_NKI_SCHEDULE="
-        raise ValueError(f"{where}{chosen!r}: the schedules are {', '.join(SCHEDULES)}")
+        raise NkiError(f"{where}{chosen!r}: the schedules are {', '.join(SCHEDULES)}",
+                       user_site().location())
     return chosen
 
 

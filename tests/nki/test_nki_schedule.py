@@ -85,9 +85,12 @@ def test_the_environment_chooses_the_default(monkeypatch) -> None:
     monkeypatch.setenv("NEURONEMU_NKI_SCHEDULE", "program")
     assert ".schedule" not in nki.run(blocked_matmul, lhsT, rhs).asm
     monkeypatch.setenv("NEURONEMU_NKI_SCHEDULE", "greedy")
-    with pytest.raises(ValueError, match="NEURONEMU_NKI_SCHEDULE='greedy': the schedules are "
-                                         "compiler, program"):
+    with pytest.raises(nki.NkiError) as info:
         nki.run(blocked_matmul, lhsT, rhs)
+    # located at the caller's line, as every NKI error
+    assert f"{__file__}:" in info.value.render()
+    assert "NEURONEMU_NKI_SCHEDULE='greedy': the schedules are compiler, program" in \
+        info.value.render()
 
 
 def waits_then_free(x, y, big, ordered):
