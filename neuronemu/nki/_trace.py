@@ -291,9 +291,18 @@ class Buffer:
         self.written: list[tuple] = []     # PSUM regions written (for accumulate auto-detect)
         self.written_mask = None           # ... or exactly which elements (a bool array)
         self.written_count = 0             # elements set in written_mask
+        # nl.zeros in PSUM under the compiler's schedule: the whole view to zero, not yet
+        # emitted (the first use that needs the zeros emits it; a whole-tile `+=` matmul
+        # first does not: it overwrites, as the compiler folds the fill into it)
+        self.pending_zero = None
         # device loops open when it was allocated (a PSUM tile from outside a loop is written
         # by every iteration of it)
         self.loop_depth = len(_CURRENT[-1].loops) if _CURRENT else 0
+
+    def fill_zero(self) -> None:
+        """Emit the pending ``nl.zeros`` fill now."""
+        view, self.pending_zero = self.pending_zero, None
+        HOOKS["nisa"].memset(view, 0.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -1130,8 +1139,9 @@ class NkiTensor(NKIObject):
     def __iadd__(self, other):
         """NKI 0.1's ``+=``. PSUM accumulation, ``acc += nl.matmul(a, b)``: the matmul just
         traced writes into ``acc`` instead of its own new tile, accumulating where ``acc`` was
-        written (``nl.zeros``), as the hardware accumulates in PSUM. Anything else is an
-        addition in place on the Vector engine."""
+        written, as the hardware accumulates in PSUM; under the compiler's schedule a whole
+        ``nl.zeros`` tile's first matmul overwrites instead (its fill was never emitted).
+        Anything else is an addition in place on the Vector engine."""
         tr = tracer()
         if isinstance(other, NkiTensor) and other._masked is not None and not (
                 other._masked.boxes(other.shape)):
@@ -1143,6 +1153,19 @@ class NkiTensor(NKIObject):
                 and last.operands[0].slot is other._buffer.slot
                 and last.operands[0].index is None and last.operands[0].ap is None
                 and other._index == _whole(other._base_shape) and other.shape == self.shape):
+            buffer = self._buffer
+            if buffer.pending_zero is not None:
+                if self._index == _whole(self._base_shape) and self._ap is None \
+                        and self.shape == tuple(buffer.slot.shape) \
+                        and buffer.loop_depth == len(tr.loops):   # (not once per iteration)
+                    buffer.pending_zero = None   # the first matmul overwrites the whole tile
+                else:   # the zeros go first, then this matmul accumulates onto them
+                    buffer.fill_zero()
+                    tr.instructions[-2], tr.instructions[-1] = tr.instructions[-1], last
+                    for operand in last.operands:   # (still read at its new place)
+                        if type(operand) is TileRef and operand.slot.live is not None:
+                            operand.slot.live.end = max(operand.slot.live.end,
+                                                        len(tr.instructions) - 1)
             accumulate = HOOKS["nisa"]._psum_accumulate(self)
             last.operands = (self.operand(tr),) + last.operands[1:]
             last.keywords["accumulate"] = "true" if accumulate else "false"
@@ -1166,6 +1189,8 @@ class NkiTensor(NKIObject):
     def operand(self, tracer: Tracer) -> TileRef:
         """This view as an instruction operand (the tile's bytes and name are chosen after the
         trace: the operand names the tile, not its text)."""
+        if self._buffer.pending_zero is not None:
+            self._buffer.fill_zero()   # (before the instruction being built)
         slot = self._buffer.slot
         plain = self._ap is None and self._indirect is None and self._broadcast is None
         if not plain and 0 in self.shape:   # (a plain view is looked at below, on the way)

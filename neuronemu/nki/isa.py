@@ -484,6 +484,8 @@ def _psum_accumulate(dst: NkiTensor) -> bool:
     accumulate. Which elements were written is known exactly (a view at a run-time offset
     counts as its box); a write that covers some written elements and some not is refused."""
     buffer = dst._buffer
+    if buffer.pending_zero is not None:   # nl.zeros, then a matmul: onto the zeros
+        buffer.fill_zero()
     size = math.prod(buffer.slot.shape)
     if buffer.written_count == size:   # every element written: this one accumulates
         return True

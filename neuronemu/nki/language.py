@@ -236,6 +236,11 @@ def _filled(shape, dtype, buffer, value, name):
     if t.kind == "hbm":
         fail("nl.zeros/ones/full in HBM are not supported (fill an SBUF tile and store it)",
              unsupported=True)
+    if t.kind == "psum" and value == 0.0 and tracer().schedule == "compiler":
+        # the compiler folds a PSUM zero-fill into the first matmul accumulating there (its
+        # accumulate flag off): emitted only if something else uses the tile first
+        t._buffer.pending_zero = t
+        return t
     _isa.memset(t, value)
     return t
 

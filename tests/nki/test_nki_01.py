@@ -272,10 +272,14 @@ def test_psum_accumulation_is_the_pe_arrays():
     got = nki.simulate_kernel(matmul_accumulated, lhs_t, rhs)
     np.testing.assert_allclose(got, lhs_t.T.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-4)
     text = trace_kernel(matmul_accumulated, lhs_t, rhs).asm
-    # 2 x 2 output tiles of 3 K steps: every step one matmul into its accumulator (the first
-    # onto the zeros), no vector addition
-    assert text.count("tensor.matmul") == 12 and text.count("accumulate=true") == 12
+    # 2 x 2 output tiles of 3 K steps: every step one matmul into its accumulator, no vector
+    # addition; under the compiler's schedule the nl.zeros fill is folded into each tile's
+    # first matmul, which overwrites (docs/timing.md), in program order it is a memset
+    assert text.count("tensor.matmul") == 12 and text.count("accumulate=true") == 8
+    assert text.count("accumulate=false") == 4 and "memset" not in text
     assert "tensor_tensor" not in text
+    program = trace_kernel(matmul_accumulated, lhs_t, rhs, schedule="program").asm
+    assert program.count("accumulate=true") == 12 and program.count("vector.memset") == 4
 
 
 def isa_calls_returning_tiles(a, b):
@@ -675,3 +679,48 @@ def test_a_read_modify_write_dma_adds_into_the_rows_it_names():
     want = table.copy()
     want[2 * np.arange(100) + 1] += 0.5
     np.testing.assert_array_equal(nki.simulate_kernel(scatter_add, table, values), want)
+
+
+def zeros_used_three_ways(lhs_t, rhs):
+    """Three zeroed PSUM tiles: one read before any matmul (its zeros must be there), one
+    accumulated into half by half (the fill must come first), one whole (the fill folds into
+    the first matmul)."""
+    out = nl.ndarray((3, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_k = nl.arange(128)[:, None]
+    i_m = nl.arange(128)[None, :]
+    i_n = nl.arange(512)[None, :]
+    a = nl.load(lhs_t[i_k, i_m])
+    b = nl.load(rhs[i_k, i_n])
+    read_first = nl.zeros((nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+    nl.store(out[0, i_k, i_n], value=nl.copy(read_first, dtype=nl.float32))
+    halves = nl.zeros((nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+    halves[:, 0:256] += nl.matmul(a, b[:, 0:256], transpose_x=True)
+    nl.store(out[1, i_k, i_n], value=nl.copy(halves, dtype=nl.float32))
+    whole = nl.zeros((nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+    whole += nl.matmul(a, b, transpose_x=True)
+    whole += nl.matmul(a, b, transpose_x=True)
+    nl.store(out[2, i_k, i_n], value=nl.copy(whole, dtype=nl.float32))
+    return out
+
+
+def test_a_psum_zero_fill_is_emitted_only_where_it_is_needed():
+    rng = np.random.default_rng(3)
+    lhs_t = rng.integers(-4, 5, (128, 128)).astype(np.float32)   # exact products and sums
+    rhs = rng.integers(-4, 5, (128, 512)).astype(np.float32)
+    product = lhs_t.T.astype(np.float64) @ rhs
+    for schedule in ("compiler", "program"):
+        got = nki.simulate_kernel(nki.jit(zeros_used_three_ways, schedule=schedule), lhs_t, rhs)
+        np.testing.assert_array_equal(got[0], 0.0)
+        np.testing.assert_array_equal(got[1][:, :256], product[:, :256])
+        np.testing.assert_array_equal(got[1][:, 256:], 0.0)
+        np.testing.assert_array_equal(got[2], 2 * product)
+    compiler = trace_kernel(zeros_used_three_ways, lhs_t, rhs).asm
+    program = trace_kernel(zeros_used_three_ways, lhs_t, rhs, schedule="program").asm
+    assert program.count("vector.memset") == 3
+    # the read one and the half one keep their fill; the whole one's folds into its first
+    # matmul, which overwrites
+    assert compiler.count("vector.memset") == 2
+    assert compiler.count("accumulate=false") == 1 and compiler.count("accumulate=true") == 2
+    lines = [line.split("#")[0].strip() for line in compiler.splitlines()]
+    half = next(i for i, line in enumerate(lines) if "accumulate=true" in line)
+    assert lines[half - 1].startswith("vector.memset")   # the fill goes first
