@@ -254,8 +254,6 @@ SCHEDULES = ("compiler", "program")
 
 def _schedule(schedule: str | None) -> str:
     """The schedule asked for, else NEURONEMU_NKI_SCHEDULE's, else the compiler's."""
-    import os
-
     chosen = schedule if schedule is not None else os.environ.get("NEURONEMU_NKI_SCHEDULE")
     chosen = "compiler" if chosen in (None, "") else str(chosen).strip().lower()
     if chosen not in SCHEDULES:

@@ -43,6 +43,14 @@ def pe_commit(blocks, pe_free, base, end):
 
 
 @jit(inline="always")
+def pe_raise(pe_free, base, end):
+    """A whole-array matmul the compiler's schedule placed in an earlier gap: every PE block
+    is busy until at least ``end`` (later work may already hold it longer)."""
+    for b in range(PE_BLOCKS):
+        pe_free[base + b] = max(pe_free[base + b], end)
+
+
+@jit(inline="always")
 def pe_finished(pe_free, base, after):
     """When everything the PE array started has finished, given the engine's own ``after``."""
     m = pe_free[base]

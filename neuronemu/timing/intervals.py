@@ -106,7 +106,8 @@ def last_end(intervals):
 def fence(intervals, end):
     """Everything before ``end`` counts as busy from now on: later work cannot be placed
     before it (an instruction kept in program order)."""
+    until = max(end, last_end(intervals))
     intervals[0, 0] = 1
     intervals[0, 1] = 0
     intervals[1, 0] = 0.0
-    intervals[1, 1] = max(end, last_end(intervals))
+    intervals[1, 1] = until

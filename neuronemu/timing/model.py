@@ -43,6 +43,7 @@ from neuronemu.timing.engines import (
     busy_union,
     pe_blocks,
     pe_commit,
+    pe_raise,
     pe_ready,
     psum_readable,
     result_latency,
@@ -362,13 +363,6 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
         track_free[track] = max(track_free[track], end)
         busy[track] += duration
     return ready, end, cycles, unwritten_arg, nbytes, wire
-
-
-@jit(inline="always")
-def pe_raise(pe_free, base, end):
-    """A whole-array matmul placed in a gap: every PE block is busy until at least ``end``."""
-    for b in range(16):
-        pe_free[base + b] = max(pe_free[base + b], end)
 
 
 NEVER_WRITTEN = -1.0
