@@ -159,6 +159,9 @@ def test_argument_names_are_the_slots_of_the_table() -> None:
         names = importlib.import_module(f"neuronemu.isa.args.{module}")
         for slot, a in enumerate(d.args):
             key = f"{function}_{a.name}".upper().replace(".", "_")
+            if a.timing:   # read by the timing model only: no slot of the function's
+                assert not hasattr(names, key), (d.name, a.name)
+                continue
             assert getattr(names, key) == slot, (d.name, a.name)
 
 
@@ -180,3 +183,39 @@ def test_generated_names_may_not_collide(tmp_path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stderr.startswith("error: isa/scalar.toml: [activation_reduce]: argument 'res' "
                                     "would be named ACTIVATION_REDUCE_RES"), result.stderr
+
+
+def test_a_timing_argument_comes_last_and_need_not_be_shared(tmp_path) -> None:
+    """A keyword only the timing model reads (``timing = true``) is not a slot of the
+    semantics function: one entry may declare it where the others sharing the function do
+    not; before another argument it would shift that argument's slot, which is refused."""
+    import shutil
+
+    from neuronemu.isa.resources import isa_dir
+    from neuronemu.isa.table import TableError
+
+    def with_arg(entry_name: str, before: str | None, line: str) -> Path:
+        """The tables with ``line`` added to vector's ``entry_name``: before its argument
+        ``before``, or after its last."""
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        shutil.copytree(isa_dir(), root)
+        table = root / "vector.toml"
+        head, rest = table.read_text().split(f"[{entry_name}]\n", 1)
+        entry, tail = rest.split("\n[", 1)
+        lines = entry.split("\n")
+        if before is None:
+            at = max(i for i, t in enumerate(lines) if t.startswith("  { name = "))
+            lines.insert(at + 1, line)
+        else:
+            at = next(i for i, t in enumerate(lines) if t.startswith(f'  {{ name = "{before}"'))
+            lines.insert(at, line)
+        table.write_text(f"{head}[{entry_name}]\n" + "\n".join(lines) + f"\n[{tail}")
+        return root
+
+    hint = ('  {{ name = "{}", kind = "bool", keyword = true, default = false, timing = true, '
+            'doc = "a timing hint" }},')
+    isa = load_isa(str(with_arg("tensor_copy", None, hint.format("late"))))
+    assert [a.name for a in isa.instructions["vector.tensor_copy"].args][-1] == "late"
+    with pytest.raises(TableError, match=r"'early' is a timing argument: it comes after every "
+                                         r"other argument"):
+        load_isa(str(with_arg("tensor_scalar", "op0", hint.format("early"))))

@@ -96,6 +96,8 @@ ARG_KEYS = {
     "length": "int_list: the number of items.",
     "broadcast": "true: a read tile (a DMA source) of one partition whose free size equals "
                  "the written operand's is read by every partition of it.",
+    "timing": "true: a keyword only the timing model reads, after every other argument (the "
+              "semantics function never reads it; entries sharing one need not declare it).",
 }
 
 
@@ -121,6 +123,9 @@ class ArgDef:
     # a DMA source that may be broadcast across partitions: a one-partition tile whose free
     # size equals the written operand's is read by every partition of it (docs/dma.md)
     broadcast: bool = False
+    # read by the timing model only (a trailing keyword the semantics function never reads):
+    # entries sharing a semantics function need not declare it
+    timing: bool = False
 
     @property
     def required(self) -> bool:
@@ -306,7 +311,8 @@ def _parse_arg(origin: str, raw: dict, enums: dict[str, EnumDef]) -> ArgDef:
                   keyword=bool(raw.get("keyword", False)), default=raw.get("default"),
                   optional=bool(raw.get("optional", False)), enum=raw.get("enum"),
                   doc=raw.get("doc", ""), range=tuple(rng) if rng else None,
-                  broadcast=bool(raw.get("broadcast", False)))
+                  broadcast=bool(raw.get("broadcast", False)),
+                  timing=bool(raw.get("timing", False)))
 
 
 def _parse_instr(engine: str, mnemonic: str, raw: dict, origin: str,
@@ -434,8 +440,8 @@ def argument_sets(instructions: dict[str, InstrDef]) -> dict[str, tuple[ArgDef, 
     ``args``): the compiled function reads an argument by its slot, through the names
     tools/gen_isa.py generates from this (neuronemu/isa/args/)."""
     sets: dict[str, tuple[ArgDef, ...]] = {}
-    for instr in instructions.values():
-        sets.setdefault(instr.semantics, instr.args)
+    for instr in instructions.values():   # (timing arguments are not the function's)
+        sets.setdefault(instr.semantics, tuple(a for a in instr.args if not a.timing))
     return sets
 
 
@@ -445,9 +451,13 @@ def _check_shared_semantics(instructions: dict[str, InstrDef]) -> None:
     reordered argument in one table would otherwise be a silent change of meaning."""
     first: dict[str, InstrDef] = {}
     for instr in instructions.values():
+        timing = [k for k, a in enumerate(instr.args) if a.timing]
+        if timing and timing != list(range(len(instr.args) - len(timing), len(instr.args))):
+            _fail(instr.origin, f"'{instr.args[timing[0]].name}' is a timing argument: it comes "
+                                f"after every other argument")
         other = first.setdefault(instr.semantics, instr)
-        mine = [(a.name, a.kind) for a in instr.args]
-        theirs = [(a.name, a.kind) for a in other.args]
+        mine = [(a.name, a.kind) for a in instr.args if not a.timing]
+        theirs = [(a.name, a.kind) for a in other.args if not a.timing]
         if mine == theirs:
             continue
         k = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
