@@ -1249,6 +1249,8 @@ def lower(program: Program, same_as: list[int] | None = None) -> None:
                 row[L.I_FLAGS] |= L.DMA_HWDGE
             if ins.args.get("oob") == isa.enums["oob_mode"].values["skip"]:
                 row[L.I_FLAGS] |= L.DMA_OOB_SKIP
+        if d.name == "vector.tensor_copy" and ins.args.get("compiler_engine"):
+            row[L.I_FLAGS] |= L.COMPILER_ENGINE
         if d.engine == "tensor":
             row[L.I_FLAGS] |= _tensor_flags(ins.args, program.target, isa)
             # NeuronCore-v2 transposes through a plain matmul with an identity (nc_transpose)

@@ -32,6 +32,7 @@ MATMUL_FP32_HALF = 8    # fp32 matmul at half its cost (a 0/1 operand hint, or t
 PE_TRANSPOSE_MATMUL = 16  # v2 tensor.transpose: an fp32 matmul with an identity (NaN/Inf smear)
 DMA_OOB_SKIP = 32       # dma.copy oob=skip: a register-offset tile wholly outside is not moved
 ORDERED = 64            # kept in program order under .schedule compiler (an NKI no_reorder block)
+COMPILER_ENGINE = 128   # vector.tensor_copy compiler_engine=true: ScalarE when it finishes first
 PE_BLOCKS_SHIFT = 16    # bits 16..31: the 32 x 32 PE blocks a Tensor instruction occupies
                         # (bit r * 4 + c); 0 = the whole array
 
@@ -44,6 +45,8 @@ DMA_TRACK0 = 8
 NUM_DMA_QUEUES = 16
 NUM_TRACKS = DMA_TRACK0 + NUM_DMA_QUEUES
 TENSOR_TRACK = 1
+SCALAR_TRACK = 2
+VECTOR_TRACK = 5
 # timing state: track_free holds each track's finish time, then the PE array's blocks and the
 # Tensor engine's last issue time (tiled matmuls on disjoint blocks overlap; issue stays in order)
 PE_FREE0 = NUM_TRACKS            # 16 slots: when each PE block is free

@@ -303,8 +303,18 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):
         tr.emit("scalar.activation", d, s, func="copy")
     elif engine == "gpsimd" and dst.kind == "sbuf" and src.kind == "sbuf":
         tr.emit("gpsimd.tensor_copy", d, s)
+    elif engine == "unknown" and tr.schedule == "compiler" and _floats(dst, src):
+        # the compiler's choice of engine: VectorE, or ScalarE when it finishes first (its
+        # copy casts through fp32, exact for float tiles: the values are the same)
+        tr.emit("vector.tensor_copy", d, s, compiler_engine="true")
     else:
         tr.emit("vector.tensor_copy", d, s)
+
+
+def _floats(*tiles) -> bool:
+    from neuronemu.isa import dtypes
+
+    return all(dtypes.get(dtype_name(t.dtype)).is_float for t in tiles)
 
 
 def memset(dst, value, engine=engine.unknown, name=None):

@@ -70,6 +70,7 @@ def track_clocks(target) -> np.ndarray:
 # target_params entries after the DMA ones (neuronemu.timing.dma)
 T_PSUM_DRAIN_NS = dma.PARAMS_WIDTH   # TensorE pipeline drain: a PSUM result's latency, in ns
 T_COMPILER_SCHEDULE = dma.PARAMS_WIDTH + 1   # 1: .schedule compiler (engines' work reordered)
+T_SCALAR_COPY_COST = dma.PARAMS_WIDTH + 2    # the cost class of a copy on ScalarE (activation)
 
 
 def target_params(target, schedule: str = "program") -> np.ndarray:
@@ -78,8 +79,10 @@ def target_params(target, schedule: str = "program") -> np.ndarray:
     isa = load_isa()
     matmul = cost_table(isa)[isa.costs["tensor_matmul"].code]
     drain = result_latency.py_func(matmul, target.clock_ghz["tensor"])   # set-up: no compile
+    scalar_copy = isa.costs[isa.instructions["scalar.activation"].cost_class].code
     return np.concatenate([dma.params(target),
-                           np.array([drain, 1.0 if schedule == "compiler" else 0.0])])
+                           np.array([drain, 1.0 if schedule == "compiler" else 0.0,
+                                     float(scalar_copy)])])
 
 
 def interval_rings(target) -> np.ndarray:
@@ -109,7 +112,13 @@ def stationary_load_cycles(ins, ops, row):
 @jit
 def cost_cycles(ins, ops, costs, params):
     """Cycles of the instruction's track clock (ns for DMA queues)."""
-    row = costs[ins[L.I_COST]]
+    return cycles_as(ins, ops, costs[ins[L.I_COST]])
+
+
+@jit
+def cycles_as(ins, ops, row):
+    """Cycles of the instruction timed by the cost class ``row`` (its own, or the class of
+    the engine the compiler may move it to)."""
     formula = int(row[C_FORMULA])
     if formula == F_FREE:
         return 0.0
@@ -284,6 +293,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
     have moved it, unless its flags keep it in program order (ORDERED: a no_reorder block; a
     tiled matmul, whose PE blocks overlap others'). DMA queues stay FIFO."""
     track = ins[L.I_TRACK]
+    if ins[L.I_FLAGS] & L.COMPILER_ENGINE:
+        track = L.VECTOR_TRACK   # its own engine, whichever it ran on last time
     row = costs[ins[L.I_COST]]
     is_dma = int(row[C_FORMULA]) == F_DMA
     cycles = 0.0 if is_dma else cost_cycles(ins, ops, costs, params)
@@ -332,6 +343,16 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
             cycles += stationary_load_cycles(ins, ops, row)
             duration = cycles / clocks[track]
             start, before, slot = find_gap(ring, ready, duration)
+        if ins[L.I_FLAGS] & L.COMPILER_ENGINE:
+            # a copy whose engine the compiler chooses: ScalarE when it would finish first
+            alt_row = costs[int(params[T_SCALAR_COPY_COST])]
+            alt_cycles = cycles_as(ins, ops, alt_row)
+            alt_duration = alt_cycles / clocks[L.SCALAR_TRACK]
+            alt_ring = rings[int(params[dma.T_DMA_ENGINES]) + L.SCALAR_TRACK]
+            a_start, _, a_slot = find_gap(alt_ring, ready, alt_duration)
+            if a_start + alt_duration < start + duration:
+                track, ring, row = L.SCALAR_TRACK, alt_ring, alt_row
+                start, slot, duration, cycles = a_start, a_slot, alt_duration, alt_cycles
         book(ring, start, duration, slot)
         ready = start
         end = start + duration
@@ -362,6 +383,8 @@ def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, wr
     else:
         track_free[track] = max(track_free[track], end)
         busy[track] += duration
+    if ins[L.I_FLAGS] & L.COMPILER_ENGINE:
+        ins[L.I_TRACK] = track   # (the event and the report name the engine it ran on)
     return ready, end, cycles, unwritten_arg, nbytes, wire
 
 

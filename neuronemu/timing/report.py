@@ -120,6 +120,20 @@ def dma_stats(stats: np.ndarray, busy: np.ndarray, engine_busy: np.ndarray,
                     tuple(float(b) for b in engine_busy), queues)
 
 
+def _recount_compiler_engine(program, counts, per_track, events, recorded, n_events) -> None:
+    """A copy whose engine the compiler chose (``compiler_engine``) ran on VectorE or ScalarE
+    each time: its executions are counted on the engine of each event (the row names only the
+    last one), when every event was recorded."""
+    flexible = np.flatnonzero(program.instrs[:, L.I_FLAGS] & L.COMPILER_ENGINE)
+    if not len(flexible) or recorded < n_events:
+        return
+    for pc in flexible:
+        per_track[program.instrs[pc, L.I_TRACK]] -= counts[pc]
+    pcs = events[:recorded, 0]
+    ran = np.isin(pcs, flexible)
+    np.add.at(per_track, events[:recorded, 1][ran], 1)
+
+
 def build(program, counts, busy, track_free, clocks, events, event_times, n_events,
           dma_counts=None, engine_busy=None) -> Timing:
     names = track_names()
@@ -135,6 +149,7 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
     for pc, n in enumerate(counts):
         if n and program.instrs[pc, L.I_COST] != _free_code():
             per_track[program.instrs[pc, L.I_TRACK]] += n
+    _recount_compiler_engine(program, counts, per_track, events, recorded, n_events)
     tracks = {}
     for t in range(L.NUM_TRACKS):
         if per_track[t]:

@@ -139,3 +139,41 @@ def test_no_reorder_keeps_the_block_in_program_order() -> None:
         np.testing.assert_array_equal(run.outputs[0], (x.astype(np.float64)
                                                        + big[:, :512]).astype(np.float32))
         np.testing.assert_array_equal(run.outputs[1], x * y)
+
+
+def copies(a, n):
+    """A PSUM matmul result copied out by nisa.tensor_copy without an engine (the compiler's
+    choice), and an int32 tile copied the same way."""
+    out = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nout = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=t, moving=t)
+    res = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    ni = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ni, src=n)
+    nc = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=nc, src=ni)
+    nisa.dma_copy(dst=nout, src=nc)
+    return out, nout
+
+
+def test_a_float_copy_left_to_the_compiler_may_run_on_scalar_an_integer_one_does_not() -> None:
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, size=(128, 128)).astype(np.float32).astype(BF16)
+    n = rng.integers(-2**31, 2**31 - 1, size=(128, 64), dtype=np.int64).astype(np.int32)
+    compiler = nki.run(copies, a, n)
+    program = nki.run(copies, a, n, schedule="program")
+    float_copy = [line for line in compiler.asm.splitlines() if "vector.tensor_copy" in line]
+    assert "compiler_engine=true" in float_copy[0] and "compiler_engine" not in float_copy[1]
+    assert "compiler_engine" not in program.asm
+    exact = a.astype(np.float64).T @ a.astype(np.float64)   # small integers: exact in fp32
+    for run in (compiler, program):
+        np.testing.assert_array_equal(run.outputs[0].astype(np.float64), exact.astype(BF16))
+        np.testing.assert_array_equal(run.outputs[1], n)   # every bit of every int32
+    # both engines idle: ScalarE's faster clock takes the PSUM copy
+    assert "scalar" in compiler.result.timing.tracks
+    assert "scalar" not in program.result.timing.tracks

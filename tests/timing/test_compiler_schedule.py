@@ -6,6 +6,7 @@ programs, and numpy for the values (which never depend on the schedule)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -154,3 +155,75 @@ def test_no_reorder_past_the_last_instruction_is_an_error() -> None:
         neuronemu.assemble(text, "sched.s")
     assert "sched.s:3:1: error: .no_reorder 6, 2: the kernel has 7 instructions" in \
         info.value.render()
+
+
+# ------------------------------------------------------------------ compiler_engine copies
+# trn2 clocks: VectorE 0.96 GHz, ScalarE 1.2 GHz; a copy of N = 512 elements is max(64, N)
+# cycles on either (vector_one_input, scalar_stream): 533.3 ns on VectorE, 426.7 ns on ScalarE.
+COPY_VECTOR_NS = 512 / VECTOR_GHZ
+COPY_SCALAR_NS = 512 / 1.2
+EXP_BIG_NS = 16384 / 1.2                 # scalar.activation over N = 16384
+
+FLEX = """\
+.target trn2
+.schedule {schedule}
+.hbm x float32[128, 512] input
+.hbm big float32[128, 16384] input
+.hbm out bfloat16[128, 512] output
+.hbm out2 float32[128, 16384] output
+.sbuf a float32[128, 512]
+.sbuf slab float32[128, 16384]
+.sbuf e float32[128, 16384]
+.sbuf b bfloat16[128, 512]
+    dma.copy slab, big, queue=2
+    dma.copy a, x, queue=2
+    {busy}
+    vector.tensor_copy b, a, compiler_engine=true
+    dma.copy out, b, queue=3
+    dma.copy out2, e, queue=4
+"""
+
+
+def _flex(schedule: str, busy: str) -> neuronemu.Result:
+    x = np.random.default_rng(9).standard_normal((128, 512)).astype(np.float32)
+    big = np.zeros((128, 16384), np.float32)
+    src = FLEX.format(schedule=schedule, busy=busy)
+    return neuronemu.run(neuronemu.assemble(src, "flex.s"), inputs={"x": x, "big": big})
+
+
+def _track(result: neuronemu.Result, pc: int) -> int:
+    events = result.timing.events[: result.timing.events_recorded]
+    return int(events[np.flatnonzero(events[:, 0] == pc)[0], 1])
+
+
+@pytest.mark.parametrize("busy, engine, ns", [
+    # both engines idle: ScalarE's faster clock finishes the copy first
+    ("vector.memset e, value=1.0", L.SCALAR_TRACK, COPY_SCALAR_NS),
+    # ScalarE busy with a long activation of the slab (which lands just before the copy's
+    # input, on the same queue) when the copy is ready: VectorE
+    ("scalar.activation e, slab, func=exp", L.VECTOR_TRACK, COPY_VECTOR_NS),
+])
+def test_a_compiler_engine_copy_runs_on_the_engine_that_finishes_it_first(busy, engine,
+                                                                          ns) -> None:
+    result = _flex("compiler", busy)
+    assert _track(result, 3) == engine
+    start, end = _span(result, 3)
+    assert end - start == pytest.approx(ns)
+    assert start == pytest.approx(_span(result, 1)[1])   # as soon as its input has landed
+    # the values are the copy's (bf16 of the fp32 input) whichever engine ran it
+    x = np.random.default_rng(9).standard_normal((128, 512)).astype(np.float32)
+    np.testing.assert_array_equal(result.outputs["out"].view(np.uint16),
+                                  x.astype(ml_dtypes.bfloat16).view(np.uint16))
+    # the report counts the copy on the engine it ran on
+    names = {L.SCALAR_TRACK: "scalar", L.VECTOR_TRACK: "vector"}
+    tracks = result.timing.tracks
+    assert tracks[names[engine]].instructions == 1 + (
+        1 if busy.split(".")[0] == names[engine] else 0)
+
+
+def test_program_order_keeps_a_compiler_engine_copy_on_vector() -> None:
+    result = _flex("program", "vector.memset e, value=1.0")
+    assert _track(result, 3) == L.VECTOR_TRACK
+    start, end = _span(result, 3)
+    assert end - start == pytest.approx(COPY_VECTOR_NS)
+    assert "scalar" not in result.timing.tracks
