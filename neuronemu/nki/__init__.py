@@ -47,6 +47,7 @@ from neuronemu.nki._trace import (
     render,
     user_site,
 )
+from neuronemu.nki._versions import split_versions
 
 names.check_module("isa", isa)
 names.check_module("language", language)
@@ -172,6 +173,13 @@ class KernelRun:
                     args["asm_source"] = src
                     args["source"] = site.short()
         return doc
+
+
+def _split_versions(tr: Tracer) -> None:
+    """The 0.1 compiler's renaming of tiles written whole again (``_versions``), under its
+    schedule, in kernels without device loops or registers."""
+    if tr.schedule == "compiler" and tr.dialect == "0.1" and not tr.control_flow:
+        split_versions(tr.instructions, tr.slots)
 
 
 def _kernel_function(kernel):
@@ -333,6 +341,7 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, schedule: str,
             together = Lockstep(tr, programs, run_program)
             returned = together.run()[0]
             _check_same_barriers(together, grid)
+            _split_versions(tr)
         else:
             starts = []
             for program in programs:
@@ -340,6 +349,7 @@ def _trace_once(kernel, args, kwargs, target, dma_queues, grid, schedule: str,
                 value = run_program(program)
                 if program == programs[0]:
                     returned = value
+            _split_versions(tr)
             tr.interleave_programs(starts + [len(tr.instructions)])
     finally:
         _CURRENT.pop()

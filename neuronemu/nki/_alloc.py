@@ -72,7 +72,7 @@ def _fits_bank(offset: int, size: int, bank: int | None) -> int:
 
 
 def place(tiles: list[Live], capacity: dict[str, int], bank: int,
-          group_buffers: bool = False) -> Placement:
+          group_buffers: bool = False, sbuf_homes: int = 2) -> Placement:
     """Give every used tile an offset. A call site whose tiles already have two or more homes
     (byte ranges of the same dtype and shape) reuses the one free the longest, as a ring of
     buffers; otherwise the tile goes next-fit over the bytes free at its allocation.
@@ -80,8 +80,10 @@ def place(tiles: list[Live], capacity: dict[str, int], bank: int,
     ``group_buffers`` (the compiler's schedule): a site reuses a home only once it has twice
     as many as it ever had tiles live at once, so that a group of tiles (eight lhsT tiles of
     one block) is double-buffered as a whole, not only tile by tile: the next group loads
-    into bytes of its own while the last one is still being read. While memory lasts: a site
-    that finds no room reuses a free home as before."""
+    into bytes of its own while the last one is still being read; and an SBUF site reuses
+    none before it has ``sbuf_homes`` (the tracer passes its DMA queue count, 16: each queue
+    may have a transfer of the site's in flight). While memory lasts: a site that finds no
+    room reuses a free home as before."""
     out = Placement()
     for kind in ("sbuf", "psum"):
         mine = sorted((t for t in tiles if t.slot.kind == kind and t.end >= 0),
@@ -102,13 +104,13 @@ def place(tiles: list[Live], capacity: dict[str, int], bank: int,
                 tile.offset = tile.fixed
             else:
                 s = tile.slot
-                key = (s.site.filename, s.site.line, s.site.column, s.dtype, s.shape)
+                key = (s.site.filename, s.site.line, s.site.column, s.dtype, s.shape, s.family)
                 ring = homes.setdefault(key, [])
                 wanted = 2
                 if group_buffers:
                     live = 1 + sum(1 for h in ring if h[1] >= tile.start)
                     most_live[key] = max(most_live.get(key, 1), live)
-                    wanted = 2 * most_live[key]
+                    wanted = max(2 * most_live[key], sbuf_homes if kind == "sbuf" else 2)
                 home = active.free_home(ring, tile) if len(ring) >= wanted else None
                 if home is None:
                     tile.offset = active.next_fit(tile.size, cursor, cap, bank_size)

@@ -255,6 +255,7 @@ class Slot:
     used_site: Site | None = None
     live: object = None            # on chip: its _alloc.Live (live range, placement)
     program: int = 0               # on chip: the grid program that allocated it
+    family: int = 0                # on chip: versions of one tile share it (nki._versions)
 
     @property
     def bytes_per_partition(self) -> int:
@@ -1703,7 +1704,7 @@ class Tracer:
             else:
                 self._separate_programs(capacity)
                 placement = place([s.live for s in self.slots], capacity,
-                                  tdata.psum_bank_bytes, self.schedule == "compiler")
+                                  tdata.psum_bank_bytes, *self._homes())
         except (Overflow, NkiUnsupported) as error:
             for live, at in fixed:
                 live.fixed = at
@@ -1735,6 +1736,13 @@ class Tracer:
             slot.name = names[key]
             slot.offset = live.offset
 
+    def _homes(self) -> tuple[bool, int]:
+        """``place``'s group_buffers and sbuf_homes: under the compiler's schedule, groups
+        double-buffered and an SBUF site given a home per DMA queue (docs/timing.md)."""
+        if self.schedule != "compiler":
+            return False, 2
+        return True, len(self.dma_queues)
+
     def _ordered_runs(self) -> list[tuple[int, int]]:
         """The instructions of ``no_reorder`` blocks as (first, count) runs of instruction
         numbers (labels are not instructions)."""
@@ -1747,7 +1755,7 @@ class Tracer:
         out = Placement()
         for p in range(self.cores):
             mine = place([s.live for s in self.slots if s.program == p], capacity, bank,
-                         self.schedule == "compiler")
+                         *self._homes())
             for live in mine.placed:
                 live.offset += p * capacity[live.slot.kind]
             out.placed += mine.placed

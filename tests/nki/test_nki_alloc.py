@@ -28,12 +28,14 @@ class _Slot:
     shape: tuple
     site: _Site
     bytes_per_partition: int
+    family: int = 0   # versions of one tile (nki/_versions.py) share homes of their own
 
 
-def reference_place(tiles, capacity, bank, group_buffers=False):
+def reference_place(tiles, capacity, bank, group_buffers=False, sbuf_homes=2):
     """The rules of ``_alloc.place`` written as plainly as possible: (offsets, pool bytes), or
     the overflowing tile's name and the names of the live tiles. ``group_buffers``: a site
-    reuses a home only once it has twice as many as the most of its tiles ever live at once."""
+    reuses a home only once it has twice as many as the most of its tiles ever live at once,
+    and an SBUF site only once it has ``sbuf_homes``."""
     offsets, pools = {}, {}
     for kind in ("sbuf", "psum"):
         mine = sorted((t for t in tiles if t.slot.kind == kind and t.end >= 0),
@@ -74,7 +76,7 @@ def reference_place(tiles, capacity, bank, group_buffers=False):
                 offset = tile.fixed
             else:
                 s = tile.slot
-                key = (s.site, s.dtype, s.shape)
+                key = (s.site, s.dtype, s.shape, s.family)
                 ring = homes.setdefault(key, [])
                 wanted = 2
                 if group_buffers:
@@ -82,6 +84,8 @@ def reference_place(tiles, capacity, bank, group_buffers=False):
                     live_now = 1 + len([h for h in ring if h[1] >= tile.start])
                     most[key] = max(most.get(key, 1), live_now)
                     wanted = 2 * most[key]
+                    if kind == "sbuf":
+                        wanted = max(wanted, sbuf_homes)
                 home = free_home(ring, tile.size, active) if len(ring) >= wanted else None
                 if home is None:
                     offset = next_fit(tile.size, active, cursor, cap, bank_size)
@@ -111,7 +115,8 @@ def _random_tiles(rng: random.Random, fixed: bool) -> list:
         kind = rng.choice(["sbuf", "sbuf", "psum"])
         site = rng.choice(sites)
         size = rng.choice([4, 64, 512, 2048, 2052, 4096])
-        slot = _Slot(f"t{i}", kind, "float32", (128, size // 4), site, size)
+        slot = _Slot(f"t{i}", kind, "float32", (128, size // 4), site, size,
+                     1 if i % 7 == 6 else 0)
         clock += rng.randint(0, 3)
         tile = _alloc.Live(slot, clock)
         tile.end = -1 if rng.random() < 0.05 else clock + rng.randint(0, 40)
@@ -121,20 +126,20 @@ def _random_tiles(rng: random.Random, fixed: bool) -> list:
     return tiles
 
 
-@pytest.mark.parametrize("group_buffers", [False, True])
+@pytest.mark.parametrize("group_buffers,sbuf_homes", [(False, 2), (True, 2), (True, 5)])
 @pytest.mark.parametrize("fixed", [False, True])
-def test_placements_match_the_brute_force_rules(fixed, group_buffers):
+def test_placements_match_the_brute_force_rules(fixed, group_buffers, sbuf_homes):
     rng = random.Random(25 + fixed)
     capacity, bank = {"sbuf": 16384, "psum": 8192}, 2048
     modes_differ = 0
     for _ in range(400):
         tiles = _random_tiles(rng, fixed)
-        want = reference_place(tiles, capacity, bank, group_buffers)
+        want = reference_place(tiles, capacity, bank, group_buffers, sbuf_homes)
         modes_differ += want != reference_place(tiles, capacity, bank, not group_buffers)
         for t in tiles:
             t.offset = None
         try:
-            got = _alloc.place(tiles, capacity, bank, group_buffers)
+            got = _alloc.place(tiles, capacity, bank, group_buffers, sbuf_homes)
         except _alloc.Overflow as e:
             assert want == ("overflow", e.tile.slot.name,
                             sorted(t.slot.name for t in e.live)), want

@@ -47,7 +47,7 @@ def test_simulate_and_jit_return_numpy_outputs():
 
 
 def test_loop_body_tiles_rotate_over_two_byte_ranges_and_every_instruction_has_its_line():
-    run = nki.run(copy_kernel, X)
+    run = nki.run(copy_kernel, X, schedule="program")   # (the compiler's: see the file's end)
     lines = run.asm.splitlines()
     alloc_line = line_of(copy_kernel, "tile = nl.ndarray")
     pools = [d for d in lines if d.startswith(".sbuf sbuf_pool")]
@@ -480,3 +480,15 @@ def dropped_column(x):
 def test_a_column_an_int_index_dropped_still_indexes_as_one_column():
     x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
     np.testing.assert_array_equal(nki.simulate(dropped_column)(x), x[:64, 2:3])
+
+
+def test_under_the_compilers_schedule_an_sbuf_site_gets_a_home_per_dma_queue():
+    """The same loop under the compiler's schedule (the default): the site's four tiles take
+    four byte ranges (up to one per DMA queue before any is reused), so no load waits for
+    the store that read its bytes."""
+    run = nki.run(copy_kernel, X)
+    lines = run.asm.splitlines()
+    tiles = [d for d in lines if d.startswith(".sbuf sb_")]
+    assert [d.split("at=")[1].split()[0] for d in tiles] == ["0", "256", "512", "768"]
+    np.testing.assert_array_equal(run.outputs, X)
+    assert run.time_ns < nki.run(copy_kernel, X, schedule="program").time_ns
