@@ -4,8 +4,8 @@ stay inside the band recorded for it (tools/calibration_bands.json), so that a m
 that moves a kernel is seen, and is recorded again on purpose (``--record``) with the reason.
 
 The kernels are not in this repository: the test runs where NEURONEMU_PUBLIC_KERNELS names a
-directory holding nki-samples-01 (nki-samples at 7af4e4d) and nki-samples-02 (at 6905a68),
-and is skipped elsewhere (a clean clone, CI). The band file itself is checked everywhere."""
+directory holding nki-samples-01 (nki-samples at 7af4e4d), nki-samples-02 (at 6905a68) and
+nki-samples-221 (at 05c0769), and is skipped elsewhere (a clean clone, CI). The band file itself is checked everywhere."""
 
 from __future__ import annotations
 

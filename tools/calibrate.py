@@ -10,6 +10,8 @@ environment's NEURONEMU_PUBLIC_KERNELS) holds copies checked out by the user:
     DIR/nki-samples-01    github.com/aws-neuron/nki-samples at 7af4e4d (the last commit with
                           the NKI 0.1 tutorials, reference kernels and their unit tests)
     DIR/nki-samples-02    the same repository at 6905a68 (the 0.2+ matmul tutorial)
+    DIR/nki-samples-221   the same repository at 05c0769 (Neuron SDK 2.21, December 2024):
+                          the kernels two figures were measured with, changed since (below)
 
 Every case runs the public code unchanged, in a process of its own, through neuronemu's
 drop-in switch (``neuronxcc.nki`` and ``nki`` are neuronemu), on the figure's target:
@@ -17,7 +19,13 @@ drop-in switch (``neuronxcc.nki`` and ``nki`` are neuronemu), on the figure's ta
 - nki-samples' unit-test perf cases (their ``latency`` bounds: ``assert p99 <= latency`` held
   on AWS's machines until the checks were removed): the test method itself with its own
   parametrize row; the modelled time is its ``nki.benchmark`` result (neuronemu's benchmark
-  reports the modelled latency).
+  reports the modelled latency). A figure belongs to the kernel it was measured with: where
+  the kernel changed the work it does after its test's latency was last written, the case
+  runs the kernel and test of that commit (``checkout``): resize_nearest_fixed_dma_kernel
+  was rewritten in 83a3630 (August 2025, gathers of 128 positions instead of one DMA per
+  position) under latencies written in 05c0769 and 5d97201, and allocated_fused_rms_norm_qkv
+  stopped computing masked-off row groups in fc202b2 (February 2025) under latencies written
+  in 05c0769. The others' kernels did not change their work after their figures.
 - the fused Mamba tutorial's kernels (nki-samples' 0.1 copy) at the tutorial's shapes (its
   measured times: aws-neuron-sdk ``guides/tutorials/fused_mamba.rst``).
 - the matmul tutorial's four stages at [4096, 8192] x [8192, 8192] bf16 on trn1 (the SDK
@@ -44,14 +52,18 @@ from pathlib import Path
 
 BANDS = Path(__file__).with_name("calibration_bands.json")
 BAND = 0.05   # a recorded ratio's band: +-5%
+CHECKOUTS = ("nki-samples-01", "nki-samples-02", "nki-samples-221")
 F32, BF16, F16 = "float32", "bfloat16", "float16"
 LADDER = ("tiled", "hoist_load", "block_free_dimension", "fully_optimized")
 LADDER_FIGURES_US = (51800.0, 42960.0, 22070.0, 6970.0)   # trn1, the SDK matmul tutorial
 
 
-def _unit(name, file, cls, method, params, figure, target="trn2"):
-    return {"name": name, "kind": "unit", "file": file, "cls": cls, "method": method, "params": params,
-                "figure_us": figure, "target": target}
+def _unit(name, file, cls, method, params, figure, target="trn2", checkout="nki-samples-01"):
+    return {"name": name, "kind": "unit", "file": file, "cls": cls, "method": method,
+            "params": params, "figure_us": figure, "target": target, "checkout": checkout}
+
+
+ERA = "nki-samples-221"   # the kernels of 05c0769, with the figures written then
 
 
 def _cases() -> list[dict]:
@@ -69,16 +81,19 @@ def _cases() -> list[dict]:
               380),
         _unit("allocated SD attention (1, 5120, 128) bf16", *alloc, [1, 5120, 128, BF16, 586],
               586),
-        _unit("RMSNorm + QKV (1, 128, 512, 512) fp16", *qkv, [1, 128, 512, 512, F16, 25], 25),
-        _unit("RMSNorm + QKV (1, 512, 1024, 384) bf16", *qkv, [1, 512, 1024, 384, BF16, 40], 40),
-        _unit("RMSNorm + QKV (1, 128, 1024, 512) bf16", *qkv, [1, 128, 1024, 512, BF16, 28], 28),
+        _unit("RMSNorm + QKV (1, 128, 512, 512) fp16", *qkv, [1, 128, 512, 512, F16, 25], 25,
+              checkout=ERA),
+        _unit("RMSNorm + QKV (1, 512, 1024, 384) bf16", *qkv, [1, 512, 1024, 384, BF16, 40], 40,
+              checkout=ERA),
+        _unit("RMSNorm + QKV (1, 128, 1024, 512) bf16", *qkv, [1, 128, 1024, 512, BF16, 28], 28,
+              checkout=ERA),
         _unit("double-row fp8 matmul (512, 16384, 1024)", "test_double_row_matmul.py",
               "TestDoubleRowMatmul", "test_double_row_matmul_perf",
               [512, 16 * 1024, 1024, BF16, 2, 2, 16, 320], 320),
         _unit("resize nearest 30x20 -> 59x38, 1280 ch, batch 1, fp16", *resize,
-              [1, 30, 20, 1280, 1, 59, 38, 1280, F16, 659], 659),
+              [1, 30, 20, 1280, 1, 59, 38, 1280, F16, 659], 659, checkout=ERA),
         _unit("resize nearest, batch 10, fp32", *resize,
-              [10, 30, 20, 1280, 10, 59, 38, 1280, F32, 1740], 1740),
+              [10, 30, 20, 1280, 10, 59, 38, 1280, F32, 1740], 1740, checkout=ERA),
         _unit("select and scatter (8, 64, 112, 112) fp32", "test_select_and_scatter.py",
               "TestSelectAndScatter", "test_select_and_scatter_for_perf",
               [8, 64, 112, 112, 56, 56, F32, 4500], 4500),
@@ -126,15 +141,21 @@ def _child_unit(case: dict, public: Path) -> float:
     import neuronxcc.nki.language as nl  # the drop-in's 0.1 language
     import numpy as np
 
-    unit = public / "nki-samples-01" / "test" / "unit"
-    sys.path[:0] = [str(public / "nki-samples-01" / "src"), str(unit)]
+    unit = public / case["checkout"] / "test" / "unit"
+    sys.path[:0] = [str(public / case["checkout"] / "src"), str(unit)]
     module = _import_path("calib_" + case["file"][:-3], unit / case["file"])
     if case["file"] == "test_double_row_matmul.py":
         module.get_target_string = lambda: "trn2"   # its perf test runs on trn2 machines only
     dtypes = {F32: np.float32, BF16: nl.bfloat16, F16: nl.float16}
     params = [dtypes.get(p, p) if isinstance(p, str) else tuple(p) if isinstance(p, list) else p
               for p in case["params"]]
-    getattr(getattr(module, case["cls"])(), case["method"])(*params)
+    try:
+        getattr(getattr(module, case["cls"])(), case["method"])(*params)
+    except AssertionError:
+        # the test's own `assert p99 <= latency` (removed after 05c0769): the modelled time
+        # is over the figure, which the ratio says
+        if module.bench_func.benchmark_result is None:
+            raise
     return module.bench_func.benchmark_result.nc_latency.get_latency_percentile(50)
 
 
@@ -279,8 +300,7 @@ def public_dir(given: str | None) -> Path | None:
     if not chosen:
         return None
     path = Path(chosen).expanduser().resolve()
-    return path if (path / "nki-samples-01").is_dir() and (path / "nki-samples-02").is_dir() \
-        else None
+    return path if all((path / name).is_dir() for name in CHECKOUTS) else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -299,8 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     public = public_dir(args.public)
     if public is None:
         print("calibrate: error: no public kernels: give --public DIR (or set "
-              "NEURONEMU_PUBLIC_KERNELS) holding nki-samples-01 (nki-samples at 7af4e4d) and "
-              "nki-samples-02 (at 6905a68)", file=sys.stderr)
+              "NEURONEMU_PUBLIC_KERNELS) holding nki-samples-01 (nki-samples at 7af4e4d), "
+              "nki-samples-02 (at 6905a68) and nki-samples-221 (at 05c0769)", file=sys.stderr)
         return 2
     if args.run_case:
         _child(args.run_case, public, args.out)
