@@ -256,6 +256,7 @@ class Slot:
     live: object = None            # on chip: its _alloc.Live (live range, placement)
     program: int = 0               # on chip: the grid program that allocated it
     family: int = 0                # on chip: versions of one tile share it (nki._versions)
+    version_of: object = None      # on chip: the tile this is a later version of
 
     @property
     def bytes_per_partition(self) -> int:
@@ -1473,6 +1474,9 @@ class Tracer:
     may be live together)."""
     sequential: tuple | None = None
     """The instructions and live ranges before ``interleave_programs`` merged them."""
+    deep_homes: bool = True
+    """Under the compiler's schedule: an SBUF site gets a home per DMA queue (dropped when the
+    kernel does not fit with it)."""
     control_flow: bool = False
     """Whether the trace made labels or used sequencer registers (its instructions cannot
     be reordered)."""
@@ -1708,6 +1712,15 @@ class Tracer:
         except (Overflow, NkiUnsupported) as error:
             for live, at in fixed:
                 live.fixed = at
+            if isinstance(error, Overflow) and self.schedule == "compiler":
+                # the compiler's extra buffering lasts while memory does: a kernel that does
+                # not fit with it is placed without the deeper SBUF rings, then without the
+                # 0.1 tile versions
+                if self.deep_homes:
+                    self.deep_homes = False
+                    return self.place_onchip()
+                if self._merge_versions():
+                    return self.place_onchip()
             if self.sequential is not None:
                 # merged, the programs' tiles do not fit in one core together (each program
                 # has a core of its own on the hardware): keep them one after the other
@@ -1741,7 +1754,40 @@ class Tracer:
         double-buffered and an SBUF site given a home per DMA queue (docs/timing.md)."""
         if self.schedule != "compiler":
             return False, 2
-        return True, len(self.dma_queues)
+        return True, len(self.dma_queues) if self.deep_homes else 2
+
+    def _merge_versions(self) -> bool:
+        """Undo ``_versions.split_versions``: every version named by its first tile again,
+        whose live range covers theirs. False when there were none."""
+        versions = [s for s in self.slots if s.version_of is not None]
+        if not versions:
+            return False
+        for op in self.instructions:
+            if op.label is not None:
+                continue
+            if any(type(v) is TileRef and v.slot.version_of is not None for v in op.operands):
+                op.operands = tuple(TileRef(v.slot.version_of, v.index, v.ap)
+                                    if type(v) is TileRef and v.slot.version_of is not None
+                                    else v for v in op.operands)
+            for k, v in op.keywords.items():
+                if type(v) is TileRef and v.slot.version_of is not None:
+                    op.keywords[k] = TileRef(v.slot.version_of, v.index, v.ap)
+        merged = {id(v): v.version_of for v in versions}
+        for v in versions:
+            base = v.version_of
+            base.live.end = max(base.live.end, v.live.end)
+            base.family = 0
+        if self.sequential is not None:   # the live ranges before the programs were merged
+            instructions, lives = self.sequential
+            ends = {}
+            for live, _, end, _ in lives:
+                base = merged.get(id(live.slot), live.slot)
+                ends[id(base)] = max(ends.get(id(base), -1), end)
+            self.sequential = (instructions, [
+                (live, start, ends.get(id(live.slot), end), fixed)
+                for live, start, end, fixed in lives if id(live.slot) not in merged])
+        self.slots = [s for s in self.slots if s.version_of is None]
+        return True
 
     def _ordered_runs(self) -> list[tuple[int, int]]:
         """The instructions of ``no_reorder`` blocks as (first, count) runs of instruction

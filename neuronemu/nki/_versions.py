@@ -24,7 +24,8 @@ once the version before it has been used. Values cannot change: every later inst
 names the version the write made, and the old one is only read by instructions before it.
 Tiles placed by hand (``address=``), HBM, and kernels with device loops or registers (a
 loop body's write would be read by the next iteration's earlier instructions) keep one
-version each. The 0.2+ dialect keeps its tiles as written: without block dimensions, a
+version each; a kernel whose tiles do not fit with the versions is placed without them
+(``Tracer._merge_versions``). The 0.2+ dialect keeps its tiles as written: without block dimensions, a
 kernel multi-buffers by allocating in the loop (the same guide).
 """
 
@@ -88,7 +89,7 @@ def split_versions(instructions: list, slots: list[Slot]) -> int:
                     families += 1
                     base.family = families
                 new = Slot("", base.kind, base.dtype, base.shape, base.site,
-                           program=base.program, family=base.family)
+                           program=base.program, family=base.family, version_of=base)
                 new.live = Live(new, i, size=base.live.size)
                 current[id(base)] = new
                 made.append(new)

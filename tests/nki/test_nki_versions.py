@@ -204,3 +204,60 @@ def test_renamed_programs_read_what_the_written_ones_read(seed) -> None:
             assert slot.live.start == uses[0] and slot.live.end == uses[-1]
             first = ops[uses[0]]
             assert first.operands[0].slot is slot and first.operands[0].index is None
+
+
+def fragmenting(a, b, c):
+    """t (70.3 KiB a partition) loaded and summed, loaded again (a second version, on bytes
+    of its own), then u (97.7 KiB) loaded while that version is still to be read: the two
+    versions leave no 97.7 KiB gap in trn2's 224 KiB of SBUF, one buffer for t does."""
+    out = nl.ndarray((128, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 18000), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((128, 3), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(src=a, dst=t)
+    s[:, 0:1] = nl.sum(t, axis=[1])
+    nisa.dma_copy(src=b, dst=t)
+    u = nl.ndarray((128, 25000), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(src=c, dst=u)
+    s[:, 1:2] = nl.sum(t, axis=[1])
+    s[:, 2:3] = nl.sum(u, axis=[1])
+    nl.store(out, value=s)
+    return out
+
+
+def test_a_kernel_that_fits_only_without_versions_runs_without_them() -> None:
+    rng = np.random.default_rng(8)
+    a, b = (rng.integers(-4, 5, size=(128, 18000)).astype(np.float32) for _ in range(2))
+    c = rng.integers(-4, 5, size=(128, 25000)).astype(np.float32)
+    run = nki_api.run(fragmenting, a, b, c, target="trn2")   # (small ints: sums exact)
+    np.testing.assert_array_equal(run.outputs, np.stack([a.sum(1), b.sum(1), c.sum(1)], 1))
+    assert sum(line.startswith(".sbuf") and "float32[128, 18000]" in line
+               for line in run.asm.splitlines()) == 1
+
+
+def three_then_big(a, c):
+    """Three 58.6 KiB tiles of one call site, the last still to be read when a 146.5 KiB tile
+    is loaded: on three homes of their own (the compiler's deeper SBUF rings) the live one
+    leaves no 146.5 KiB gap in trn2's 224 KiB; on two, it reuses the first's bytes."""
+    out = nl.ndarray((128, 5), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((128, 5), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.static_range(3):
+        t = nl.ndarray((128, 15000), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(src=a[i], dst=t)
+        s[:, i:i + 1] = nl.sum(t, axis=[1])
+    big = nl.ndarray((128, 37500), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(src=c, dst=big)
+    s[:, 3:4] = nl.sum(t, axis=[1])
+    s[:, 4:5] = nl.sum(big, axis=[1])
+    nl.store(out, value=s)
+    return out
+
+
+def test_a_kernel_that_fits_only_on_shallower_rings_runs_on_them() -> None:
+    rng = np.random.default_rng(9)
+    a = rng.integers(-4, 5, size=(3, 128, 15000)).astype(np.float32)
+    c = rng.integers(-4, 5, size=(128, 37500)).astype(np.float32)
+    run = nki_api.run(three_then_big, a, c, target="trn2")
+    sums = [a[0].sum(1), a[1].sum(1), a[2].sum(1), a[2].sum(1), c.sum(1)]
+    np.testing.assert_array_equal(run.outputs, np.stack(sums, axis=1))
+    assert sum(line.startswith(".sbuf") and "float32[128, 15000]" in line
+               for line in run.asm.splitlines()) == 2
