@@ -17,16 +17,17 @@ site: double-buffered while memory lasts) at each instruction that
 
 - writes its first operand whole (the table's access ``w``; the operand is the whole tile,
   no slice or access pattern) and nothing else of it (no in-place read),
-- is not an accumulation (``accumulate=true``), a DMA that may skip (``oob=skip``) or
-  ``stream_shuffle`` (mask 255 keeps a partition),
+- is not an accumulation (``accumulate=true``), a DMA that may skip (``oob=skip``), a
+  scatter, a copy to a register-given place or ``stream_shuffle`` (mask 255 keeps a
+  partition),
 
 once the version before it has been used. Values cannot change: every later instruction
 names the version the write made, and the old one is only read by instructions before it.
 Tiles placed by hand (``address=``), HBM, and kernels with device loops or registers (a
 loop body's write would be read by the next iteration's earlier instructions) keep one
 version each; a kernel whose tiles do not fit with the versions is placed without them
-(``Tracer._merge_versions``). The 0.2+ dialect keeps its tiles as written: without block dimensions, a
-kernel multi-buffers by allocating in the loop (the same guide).
+(``Tracer._merge_versions``). The 0.2+ dialect keeps its tiles as written: without block
+dimensions, a kernel multi-buffers by allocating in the loop (the same guide).
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ import functools
 from neuronemu.nki._alloc import Live
 from neuronemu.nki._trace import Slot, TileRef
 
-_KEEPS_PART = frozenset({"vector.stream_shuffle"})
+# written by these only in part, whatever view they name: rows an index picks, the place a
+# register gives, the partitions a mask does not keep
+_KEEPS_PART = frozenset({"dma.scatter", "gpsimd.tensor_copy_dynamic_dst",
+                         "vector.tensor_copy_dynamic_dst", "vector.stream_shuffle"})
 
 
 @functools.cache
