@@ -304,6 +304,11 @@ class Buffer:
     def fill_zero(self) -> None:
         """Emit the pending ``nl.zeros`` fill now."""
         view, self.pending_zero = self.pending_zero, None
+        if _CURRENT and _CURRENT[-1].flushed is not None:   # (a call being left out)
+            mask = self.written_mask
+            _CURRENT[-1].flushed.append((self, view, list(self.written),
+                                         None if mask is None else mask.copy(),
+                                         self.written_count))
         HOOKS["nisa"].memset(view, 0.0)
 
 
@@ -1474,6 +1479,10 @@ class Tracer:
     may be live together)."""
     sequential: tuple | None = None
     """The instructions and live ranges before ``interleave_programs`` merged them."""
+    flushed: list | None = None
+    """While a call is traced to be left out (NKI 0.1's ``mask=False``): the pending PSUM
+    zero-fills it emitted, (Buffer, view, and the buffer's record of written regions before),
+    to be pending again."""
     deep_homes: bool = True
     """Under the compiler's schedule: an SBUF site gets a home per DMA queue (dropped when the
     kernel does not fit with it)."""

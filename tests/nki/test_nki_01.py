@@ -724,3 +724,42 @@ def test_a_psum_zero_fill_is_emitted_only_where_it_is_needed():
     lines = [line.split("#")[0].strip() for line in compiler.splitlines()]
     half = next(i for i, line in enumerate(lines) if "accumulate=true" in line)
     assert lines[half - 1].startswith("vector.memset")   # the fill goes first
+
+
+def masked_off_groups(x, lhs_t, rhs):
+    """Two row groups, the second masked off by a condition on a loop variable that fails
+    (mask=False), as 0.1's RMSNorm + QKV masks a group past seqlen: its nl calls emit
+    nothing. A PSUM tile's pending zero-fill read by a left-out call stays pending, so it still
+    folds into the first matmul."""
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    prod = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    rows = 128
+    for g in nl.affine_range(2):
+        t = nl.load(x[:, g * 512:(g + 1) * 512])
+        e = nl.exp(t, mask=(g * 128 < rows))
+        s = nl.multiply(e, 2.0, mask=(g * 128 < rows))
+        nl.store(out[:, g * 512:(g + 1) * 512], value=s, mask=(g * 128 < rows))
+    acc = nl.zeros((nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+    peek = nl.copy(acc, mask=False)   # left out: the fill is not needed for it
+    a, b = nl.load(lhs_t), nl.load(rhs)
+    acc += nl.matmul(a, b, transpose_x=True)
+    nl.store(prod, value=nl.copy(acc, dtype=nl.float32))
+    del peek
+    return out, prod
+
+
+def test_an_nl_call_with_mask_false_emits_nothing():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    lhs_t = rng.integers(-4, 5, (128, 128)).astype(np.float32)   # exact products and sums
+    rhs = rng.integers(-4, 5, (128, 512)).astype(np.float32)
+    asm = trace_kernel(masked_off_groups, x, lhs_t, rhs).asm
+    body = [line.split("#")[0].strip() for line in asm.splitlines() if line.startswith("    ")]
+    assert sum(line.startswith("scalar.activation") and "func=exp" in line
+               for line in body) == 1            # group 0's only
+    assert sum(line.startswith("vector.memset") for line in body) == 0   # folded
+    assert sum("accumulate=false" in line for line in body) == 1
+    got, prod = nki.simulate_kernel(masked_off_groups, x, lhs_t, rhs)
+    want = (np.exp(x[:, :512].astype(np.float64)) * 2).astype(np.float32)
+    np.testing.assert_allclose(got[:, :512], want, rtol=2e-6)
+    np.testing.assert_array_equal(prod, lhs_t.T.astype(np.float64) @ rhs)

@@ -17,7 +17,7 @@ from neuronemu.nki._index_tiles import (  # noqa: F401
     mask_of,
     mgrid,
 )
-from neuronemu.nki._trace import NkiTensor, Space, fail
+from neuronemu.nki._trace import NkiTensor, Space, fail, tracer
 from neuronemu.nki.neuronxcc._blocks import BlockTensor
 
 
@@ -67,12 +67,36 @@ def _masked(func):
     @functools.wraps(func)
     def call(*args, **kwargs):
         mask = kwargs.pop("mask", None)
+        if isinstance(mask, (bool, np.bool_)) and not mask:
+            return _left_out(func, args, kwargs)
         result = func(*args, **kwargs)
         if mask is not None and isinstance(result, NkiTensor):
-            # (mask=False: made, and then assigned nowhere)
             result._masked = mask_of(mask, len(result.shape))
         return result
     return call
+
+
+def _left_out(func, args, kwargs):
+    """A call with ``mask=False`` (a condition on loop variables that fails): 0.1 emits no
+    instruction for it. It is traced for its result (a tile of the right shape and dtype,
+    holding nothing, assigned nowhere), then its instructions are dropped; a PSUM zero-fill
+    it flushed is pending again."""
+    tr = tracer()
+    before = len(tr.instructions)
+    tr.flushed = flushed = []
+    try:
+        result = func(*args, **kwargs)
+    finally:
+        tr.flushed = None
+    if any(op.label is not None for op in tr.instructions[before:]):
+        fail("a call with mask=False that makes device loops is not supported", unsupported=True)
+    del tr.instructions[before:]
+    for buffer, view, written, mask, count in flushed:
+        buffer.pending_zero = view   # (and unwritten, as it was)
+        buffer.written, buffer.written_mask, buffer.written_count = written, mask, count
+    if isinstance(result, NkiTensor):
+        result._masked = mask_of(False, len(result.shape))
+    return result
 
 
 def static_cast(x, dtype):
