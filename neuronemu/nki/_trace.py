@@ -1766,36 +1766,13 @@ class Tracer:
         return True, len(self.dma_queues) if self.deep_homes else 2
 
     def _merge_versions(self) -> bool:
-        """Undo ``_versions.split_versions``: every version named by its first tile again,
-        whose live range covers theirs. False when there were none."""
-        versions = [s for s in self.slots if s.version_of is not None]
-        if not versions:
+        """Undo the 0.1 tile versions (``_versions.merge_versions``); False when none."""
+        from neuronemu.nki._versions import merge_versions
+
+        if not any(s.version_of is not None for s in self.slots):
             return False
-        for op in self.instructions:
-            if op.label is not None:
-                continue
-            if any(type(v) is TileRef and v.slot.version_of is not None for v in op.operands):
-                op.operands = tuple(TileRef(v.slot.version_of, v.index, v.ap)
-                                    if type(v) is TileRef and v.slot.version_of is not None
-                                    else v for v in op.operands)
-            for k, v in op.keywords.items():
-                if type(v) is TileRef and v.slot.version_of is not None:
-                    op.keywords[k] = TileRef(v.slot.version_of, v.index, v.ap)
-        merged = {id(v): v.version_of for v in versions}
-        for v in versions:
-            base = v.version_of
-            base.live.end = max(base.live.end, v.live.end)
-            base.family = 0
-        if self.sequential is not None:   # the live ranges before the programs were merged
-            instructions, lives = self.sequential
-            ends = {}
-            for live, _, end, _ in lives:
-                base = merged.get(id(live.slot), live.slot)
-                ends[id(base)] = max(ends.get(id(base), -1), end)
-            self.sequential = (instructions, [
-                (live, start, ends.get(id(live.slot), end), fixed)
-                for live, start, end, fixed in lives if id(live.slot) not in merged])
-        self.slots = [s for s in self.slots if s.version_of is None]
+        self.slots, self.sequential = merge_versions(self.instructions, self.slots,
+                                                     self.sequential)
         return True
 
     def _ordered_runs(self) -> list[tuple[int, int]]:

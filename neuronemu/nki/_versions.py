@@ -115,3 +115,36 @@ def split_versions(instructions: list, slots: list[Slot]) -> int:
         slot.live.end = last_use.get(id(slot), -1)
     slots.extend(made)
     return len(made)
+
+
+def merge_versions(instructions: list, slots: list[Slot], sequential: tuple | None):
+    """Undo ``split_versions`` (a kernel that does not fit with its versions): every
+    instruction names each version's first tile again, whose live range then covers the
+    versions'; ``sequential`` (the tracer's record of the programs before they were
+    interleaved, or None) likewise. Returns (the slots without the versions, sequential)."""
+    def first(ref):
+        return TileRef(ref.slot.version_of, ref.index, ref.ap)
+
+    for op in instructions:
+        if op.label is None:
+            for where, ref in _refs(op):
+                if ref.slot.version_of is not None:
+                    if type(where) is int:
+                        op.operands = op.operands[:where] + (first(ref),) + op.operands[where + 1:]
+                    else:
+                        op.keywords[where] = first(ref)
+    versions = {id(s): s.version_of for s in slots if s.version_of is not None}
+    for slot in slots:
+        if slot.version_of is not None:
+            base = slot.version_of
+            base.live.end = max(base.live.end, slot.live.end)
+            base.family = 0
+    if sequential is not None:
+        ops, lives = sequential
+        ends: dict[int, int] = {}
+        for live, _, end, _ in lives:
+            base = versions.get(id(live.slot), live.slot)
+            ends[id(base)] = max(ends.get(id(base), -1), end)
+        sequential = (ops, [(live, start, ends.get(id(live.slot), end), fixed)
+                            for live, start, end, fixed in lives if id(live.slot) not in versions])
+    return [s for s in slots if s.version_of is None], sequential
