@@ -40,8 +40,8 @@ NKI_VERSION = "0.6.0"
 """The NKI dialect mirrored: ``import nki`` (NKI 0.2+ "beta 2" API) as of Neuron SDK 2.32."""
 
 HOOKS: dict = {}
-"""``nl`` and ``nisa`` modules, registered by them on import (tensor operators call them; an
-import from here would be a cycle)."""
+"""``nl``, ``nisa`` and ``versions`` (nki/_versions.py) modules, registered by them on import
+(tensor operators and placement call them; an import from here would be a cycle)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 MAX_TRACED = 1_000_000
@@ -1767,12 +1767,10 @@ class Tracer:
 
     def _merge_versions(self) -> bool:
         """Undo the 0.1 tile versions (``_versions.merge_versions``); False when none."""
-        from neuronemu.nki._versions import merge_versions
-
         if not any(s.version_of is not None for s in self.slots):
-            return False
-        self.slots, self.sequential = merge_versions(self.instructions, self.slots,
-                                                     self.sequential)
+            return False   # (versions exist only once _versions, which made them, is loaded)
+        self.slots, self.sequential = HOOKS["versions"].merge_versions(
+            self.instructions, self.slots, self.sequential)
         return True
 
     def _ordered_runs(self) -> list[tuple[int, int]]:

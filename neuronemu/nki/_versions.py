@@ -33,9 +33,10 @@ dimensions, a kernel multi-buffers by allocating in the loop (the same guide).
 from __future__ import annotations
 
 import functools
+import sys
 
 from neuronemu.nki._alloc import Live
-from neuronemu.nki._trace import Slot, TileRef
+from neuronemu.nki._trace import HOOKS, Slot, TileRef
 
 # written by these only in part, whatever view they name: rows an index picks, the place a
 # register gives, the partitions a mask does not keep
@@ -148,3 +149,6 @@ def merge_versions(instructions: list, slots: list[Slot], sequential: tuple | No
         sequential = (ops, [(live, start, ends.get(id(live.slot), end), fixed)
                             for live, start, end, fixed in lives if id(live.slot) not in versions])
     return [s for s in slots if s.version_of is None], sequential
+
+
+HOOKS["versions"] = sys.modules[__name__]
