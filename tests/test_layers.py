@@ -213,10 +213,11 @@ def test_the_api_names_load_on_first_use():
 
 
 def test_the_cache_key_covers_every_package_with_compiled_code():
-    """The numba cache directory is named by a hash of the compiled packages' sources
-    (neuronemu/compiled/cache.py): a jitted module in a package outside that list could run
-    stale compiled code after an edit (docs/engine.md, "Where it is cached")."""
-    from neuronemu.compiled.cache import _COMPILED_PACKAGES
+    """A compiled module's cache folder is named by a hash of the compiled-package modules it
+    imports (neuronemu/compiled/sources.py): a jitted module in a package outside that list
+    would have no folder of its own, and its imports would go unhashed (docs/engine.md, "Where
+    it is cached")."""
+    from neuronemu.compiled.sources import COMPILED_PACKAGES as _COMPILED_PACKAGES
 
     jitted = set()
     for path in PACKAGE.rglob("*.py"):

@@ -327,8 +327,8 @@ def _git(*args: str, cwd: Path = ROOT) -> str:
 def _compiled_source_hash(checkout: Path) -> str:
     """The cache key of ``checkout``'s compiled sources, and where its neuronemu is imported
     from (to be sure PYTHONPATH wins over the installed copy)."""
-    code = ("import neuronemu, sys; from neuronemu.compiled.cache import source_hash; "
-            "print(source_hash(), neuronemu.__file__)")
+    code = ("import neuronemu, sys; from neuronemu.compiled.sources import all_sources_key; "
+            "print(all_sources_key(), neuronemu.__file__)")
     out = run_process([sys.executable, "-c", code], cwd=checkout,
                       env=child_env(pythonpath=checkout)).stdout.split()
     if not Path(out[1]).resolve().is_relative_to(checkout.resolve()):

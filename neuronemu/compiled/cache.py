@@ -1,12 +1,14 @@
-"""Where numba's compiled code is cached: one directory per version of the compiled sources,
-found by content, not by path (docs/engine.md).
+"""Where numba's compiled code is cached: one folder per compiled module and version of the
+sources it depends on, found by content, not by path (docs/engine.md, "The compiled-code cache").
 
-Why a directory keyed by a hash of the compiled sources: numba invalidates a cached function
-only when *its own* file changes, not when a function it calls from another file does, so an
-edit to a semantics module would otherwise leave a cached kernel running old code. Why a locator
-of our own: numba names cache directories after the absolute path of the source, so the same
-sources in a second checkout, an installed copy or a CI clone would compile everything again;
-ours names them after the package-relative path under the content hash.
+Why a folder keyed by a hash of the sources a module depends on (neuronemu.compiled.sources):
+numba invalidates a cached function only when *its own* file changes, not when a function it
+calls from another file does, so an edit to a semantics module would otherwise leave a cached
+kernel running old code; and a hash of the module's own imports, not of every compiled package,
+lets an edit recompile only the code that can have changed. Why a locator of our own: numba names
+cache directories after the absolute path of the source, so the same sources in a second
+checkout, an installed copy or a CI clone would compile everything again; ours names them after
+the module and the hash, under a folder for numba's and Python's versions and the build flags.
 
 Why checksums: numba trusts its cache files. A damaged one (a disk error, a copy cut short, a
 stray edit) made every later run fail the same way -- an unpickling traceback, LLVM's bare abort,
@@ -22,6 +24,7 @@ per-user temporary directory, with a notice saying so.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -39,32 +42,21 @@ from numba.core import caching
 from numba.core.caching import CacheImpl, _CacheLocator, _SourceFileBackedLocatorMixin
 
 from neuronemu import notices
+from neuronemu.compiled import sources
 
 CACHE = os.environ.get("NEURONEMU_NUMBA_CACHE", "1") != "0"
 BOUNDSCHECK = os.environ.get("NEURONEMU_BOUNDSCHECK", "0") == "1"
-_KEEP_OLD_CACHES = 2   # older source versions kept beside the current one (other checkouts)
-
-# The packages whose code is compiled or whose module constants compiled code reads; an edit
-# elsewhere (assembler, CLI, API) leaves the compiled code valid, so it does not rebuild the cache.
-_COMPILED_PACKAGES = ("compiled", "machine", "exec", "semantics", "numerics", "timing", "isa")
-_PACKAGE = Path(__file__).resolve().parents[1]
+_KEEP_OLD_CACHES = 2   # older versions kept beside the current one (other checkouts, branches)
+_LAYOUT = b"per-module 1"   # how the folders are laid out: a change starts a fresh cache
 
 
 @functools.lru_cache(maxsize=1)
-def source_hash() -> str:
-    """Hash of the compiled packages' sources, the ISA tables, numba's version and the build
-    flags: the name of the cache directory, so no edit can leave stale compiled code in use."""
-    from neuronemu.isa.resources import isa_dir
-
+def toolchain_key() -> str:
+    """Hash of numba's and Python's versions, the build flags and the cache's layout: the name of
+    the folder holding one folder per compiled module (``cache_dir``)."""
     digest = hashlib.sha256(f"{numba.__version__}|{sys.version_info[:2]}".encode())
     digest.update(b"boundscheck" if BOUNDSCHECK else b"")
-    files = [p for sub in _COMPILED_PACKAGES for p in (_PACKAGE / sub).rglob("*.py")]
-    for path in sorted(files):
-        digest.update(path.relative_to(_PACKAGE).as_posix().encode())
-        digest.update(path.read_bytes())
-    for path in sorted(isa_dir().glob("*.toml")):  # tables become constants of compiled code
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    digest.update(_LAYOUT)
     return digest.hexdigest()[:16]
 
 
@@ -85,24 +77,41 @@ def _cache_root(numba_dir: str, xdg: str, home: str) -> Path:
 
 
 def cache_dir() -> Path:
-    """Where this source version's compiled code is cached: keyed by content, not by where the
-    package lives, so a reinstall, a moved checkout or a fresh clone of one commit share it."""
-    return cache_root() / source_hash()
+    """Where this toolchain's compiled code is cached (one folder per compiled module below):
+    keyed by content, not by where the package lives, so a reinstall, a moved checkout or a
+    fresh clone of one commit share it."""
+    return cache_root() / toolchain_key()
+
+
+def unit_folder(module: str) -> str:
+    """The folder, relative to ``cache_dir``, of module ``module``'s compiled code: the module's
+    name, then the hash of the sources it depends on."""
+    return f"{module}/{sources.unit_key(module)}"
 
 
 def prune_old_caches() -> list[Path]:
-    """Delete the caches of source versions other than this one and the most recently used
-    few (called when something is about to be compiled, so never on the fast path)."""
+    """Delete the caches of other toolchains, and of each module's older source versions, but
+    the most recently used few (called when something is about to be compiled, so never on
+    the fast path)."""
     root, current = cache_root(), cache_dir()
     if not root.is_dir():
         return []
-    others = [p for p in root.iterdir() if p.is_dir() and p != current and len(p.name) == 16]
+    removed = _keep_newest([p for p in root.iterdir()
+                            if p.is_dir() and p != current and len(p.name) == 16])
+    if current.is_dir():
+        for module in current.iterdir():
+            if module.is_dir() and module.name in sources.module_files():
+                mine = unit_folder(module.name).rsplit("/", 1)[1]
+                removed += _keep_newest([p for p in module.iterdir()
+                                         if p.is_dir() and p.name != mine])
+    return removed
+
+
+def _keep_newest(others: list[Path]) -> list[Path]:
     others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    removed = []
     for path in others[_KEEP_OLD_CACHES:]:
         shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
-    return removed
+    return others[_KEEP_OLD_CACHES:]
 
 
 def fallback_root() -> Path:
@@ -113,7 +122,7 @@ def fallback_root() -> Path:
 
 
 def fallback_dir() -> Path:
-    return fallback_root() / source_hash()
+    return fallback_root() / toolchain_key()
 
 
 def fallback_is_safe() -> bool:
@@ -254,22 +263,30 @@ class CheckedCacheFile(caching.IndexDataCacheFile):
         folder = self._writable_folder()
         if folder is None:
             return   # nowhere to write: the code runs, uncached
-        overloads = self._index_of(folder)
-        name = overloads.get(key)
-        if name is None:
-            taken = set(overloads.values())
-            name = next(n for n in (self._data_name(i) for i in itertools.count(1))
-                        if n not in taken)
-            overloads[key] = name
-            self._write(folder, self._index_name, self._index_bytes(overloads))
-        self._write(folder, name, self._dump(data))
+        # Locked: processes compiling at once (parallel compile jobs, pytest-xdist workers, MPI
+        # ranks) would otherwise read the same index, pick the same data file name for two
+        # signatures and leave an index naming the other one's code. The data is written
+        # before the index that names it.
+        with _locked(os.path.join(folder, self._index_name + ".lock")):
+            overloads = self._index_of(folder)
+            name = overloads.get(key)
+            fresh = name is None
+            if fresh:
+                taken = set(overloads.values())
+                name = next(n for n in (self._data_name(i) for i in itertools.count(1))
+                            if n not in taken)
+                overloads[key] = name
+            self._write(folder, name, self._dump(data))
+            if fresh:
+                self._write(folder, self._index_name, self._index_bytes(overloads))
 
     def flush(self):
         if not self._ours:
             return super().flush()
         folder = self._writable_folder()
         if folder is not None:
-            self._write(folder, self._index_name, self._index_bytes({}))
+            with _locked(os.path.join(folder, self._index_name + ".lock")):
+                self._write(folder, self._index_name, self._index_bytes({}))
 
     def has_index(self) -> bool:
         """Whether any layer holds an index for this function (a load may succeed)."""
@@ -332,6 +349,23 @@ class CheckedCacheFile(caching.IndexDataCacheFile):
         notices.notify(notices.cache_damaged(path, unit, bool(removed)))
 
 
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive lock on ``path`` (created if missing) while the block runs; no lock where
+    the system has no flock or the file cannot be opened (a read-only fallback is not written)."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _listdir(folder: str) -> list[str]:
     try:
         return os.listdir(folder)
@@ -342,14 +376,11 @@ def _listdir(folder: str) -> list[str]:
 # ----------------------------------------------------------------------------- locator
 
 @functools.lru_cache(maxsize=256)
-def _package_folder(py_file: str) -> str | None:
-    """The cache folder name of a source file's package (``neuronemu_exec``), or None outside
-    neuronemu (cached: one file holds many jitted functions, and resolving is a stat per part)."""
-    try:
-        relative = Path(py_file).resolve().parent.relative_to(_PACKAGE)
-    except (ValueError, OSError):
-        return None
-    return "_".join(("neuronemu", *relative.parts))
+def _unit_of(py_file: str) -> str | None:
+    """The cache folder of a source file's compiled code (``neuronemu.exec.interpreter/<hash>``),
+    or None outside the compiled packages (cached: one file holds many jitted functions)."""
+    module = sources.module_of(py_file)
+    return None if module is None else unit_folder(module)
 
 
 # Cache folders that passed the strict check (created, a file can be made in them) in this
@@ -359,8 +390,8 @@ _usable_paths: set[str] = set()
 
 
 class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
-    """numba cache locator for neuronemu's modules: the cache path is the package-relative
-    directory under ``cache_dir()``; numba's own stamp (sha256 of the file) and index key (types,
+    """numba cache locator for neuronemu's compiled modules: the cache path is the module's
+    ``unit_folder`` under ``cache_dir()``; numba's own stamp (sha256 of the file) and index key (types,
     CPU) still decide whether an entry fits. A cache that cannot be created at all is replaced
     by the fallback directory; one that exists but is read-only is kept, to read from."""
 
@@ -384,9 +415,9 @@ class _ContentLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        relative = _package_folder(py_file)
+        relative = _unit_of(py_file)
         if relative is None:
-            return None   # not one of neuronemu's modules: numba's own locators decide
+            return None   # not one of neuronemu's compiled modules: numba's own locators decide
         self = cls(py_func, py_file, relative)
         if self._cache_path in _usable_paths:
             return self

@@ -397,11 +397,18 @@ def endless_progress(scratch: Path, rng: random.Random) -> Verdict:
 
 # ------------------------------------------------------------------------------ items 10, 11
 
+def _memset_folder() -> str:
+    """The memset kernel's folder in this version's cache (relative to the cache)."""
+    from neuronemu.compiled import cache
+
+    return cache.unit_folder("neuronemu.exec.wrappers.elementwise")
+
+
 def _warm_cache_copy(to: Path) -> Path | None:
     from neuronemu.compiled import cache
 
     source = cache.cache_dir()
-    if not list(source.glob(f"*/*.{MEMSET_UNIT}-*.nbi")):
+    if not list(source.glob(f"{_memset_folder()}/*.{MEMSET_UNIT}-*.nbi")):
         return None
     shutil.copytree(source, to)
     return to
@@ -411,10 +418,10 @@ def damaged_cache(scratch: Path, rng: random.Random) -> Verdict:
     """A damaged compiled-code file: reported, compiled again, the run succeeds."""
     from neuronemu.compiled import cache
 
-    copy = _warm_cache_copy(scratch / "numba" / "neuronemu" / cache.source_hash())
+    copy = _warm_cache_copy(scratch / "numba" / "neuronemu" / cache.toolchain_key())
     if copy is None:
         return skipped("this version's cache is cold (run `neuronemu warm`)")
-    files = sorted(copy.glob(f"*/*.{MEMSET_UNIT}-*"))
+    files = sorted(copy.glob(f"{_memset_folder()}/*.{MEMSET_UNIT}-*.nb[ic]"))
     victim = rng.choice(files)
     data = bytearray(victim.read_bytes())
     how = rng.choice(["flip", "truncate", "zero"])
@@ -456,12 +463,12 @@ def read_only_cache(scratch: Path, rng: random.Random) -> Verdict:
     home = scratch / "home-cache"
     warm = rng.random() < 0.5
     if warm:
-        if _warm_cache_copy(home / "neuronemu" / "numba" / cache.source_hash()) is None:
+        if _warm_cache_copy(home / "neuronemu" / "numba" / cache.toolchain_key()) is None:
             return skipped("this version's cache is cold (run `neuronemu warm`)")
     else:
         home.mkdir()
         if _warm_cache_copy(scratch / "tmp" / f"neuronemu-{os.getuid()}" / "numba"
-                            / cache.source_hash()) is None:
+                            / cache.toolchain_key()) is None:
             return skipped("this version's cache is cold (run `neuronemu warm`)")
     (scratch / "tmp").mkdir(exist_ok=True)
     kernel = _kernel(scratch, MEMSET)

@@ -60,9 +60,31 @@ def test_round_trip_and_every_file_is_sealed(unit):
     unit.save(("sig", "cpu"), {"code": b"\x7fELF..."})
     assert unit.load(("sig", "cpu")) == {"code": b"\x7fELF..."}
     folder = Path(unit._folders[0])
-    files = sorted(p.name for p in folder.iterdir())
+    files = sorted(p.name for p in folder.iterdir() if p.suffix != ".lock")
     assert files == ["kernels.f-12.py311.1.nbc", "kernels.f-12.py311.nbi"]
     assert all((folder / f).read_bytes().startswith(b"neuronemu numba cache 1\n") for f in files)
+
+
+_SAVER = """
+import sys
+from neuronemu.compiled import cache
+unit = cache.CheckedCacheFile(sys.argv[1], "kernels.f-12.py311", ("stamp", 1))
+for i in range(int(sys.argv[3])):
+    unit.save((sys.argv[2], i), {"code": f"{sys.argv[2]} {i}".encode()})
+"""
+
+
+def test_processes_saving_at_once_leave_every_entry_naming_its_own_code(unit):
+    """Parallel compile jobs, pytest-xdist workers and MPI ranks save into one folder at once;
+    without the index lock two of them picked one data file for two signatures, and a later
+    load of one signature got the other's code."""
+    folder = unit._folders[0]
+    writers = [subprocess.Popen([sys.executable, "-c", _SAVER, folder, f"w{k}", "40"])
+               for k in range(4)]
+    assert all(w.wait(timeout=120) == 0 for w in writers)
+    for k in range(4):
+        for i in range(40):
+            assert unit.load((f"w{k}", i)) == {"code": f"w{k} {i}".encode()}
 
 
 @pytest.mark.parametrize("which", ["data", "index"])
@@ -75,7 +97,7 @@ def test_a_damaged_file_is_reported_removed_and_not_loaded(unit, told, which):
     assert unit.load(("sig", "cpu")) is None            # numba compiles it again
     assert told == [(f"neuronemu: compiled-code cache file {damaged} is damaged (checksum "
                      f"mismatch); compiling kernels.f again")]
-    assert list(folder.iterdir()) == []                  # the unit's files are gone
+    assert [p for p in folder.iterdir() if p.suffix != ".lock"] == []   # the unit's files are gone
     unit.save(("sig", "cpu"), {"code": b"y"})            # and the new compile is kept
     assert unit.load(("sig", "cpu")) == {"code": b"y"}
 
@@ -110,7 +132,8 @@ def _warm_copy(to: Path) -> Path:
 
 
 def _kernel_files(folder: Path, suffix: str) -> list[Path]:
-    return sorted(folder.glob(f"*/*.{KERNEL_UNIT}-*{suffix}"))
+    unit = cache.unit_folder("neuronemu.exec.wrappers.elementwise")   # this version's folder
+    return sorted(folder.glob(f"{unit}/*.{KERNEL_UNIT}-*{suffix}"))
 
 
 def _run(env: dict, read_only: Path | None = None) -> subprocess.CompletedProcess:
@@ -144,7 +167,7 @@ def _clean(result: subprocess.CompletedProcess) -> None:
 
 
 def test_a_damaged_kernel_file_is_compiled_again(tmp_path):
-    copy = _warm_copy(tmp_path / "numba" / "neuronemu" / cache.source_hash())
+    copy = _warm_copy(tmp_path / "numba" / "neuronemu" / cache.toolchain_key())
     (data,) = _kernel_files(copy, ".nbc")
     _flip(data, at=len(data.read_bytes()) // 2)           # a bit flip inside the object code
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
@@ -158,7 +181,7 @@ def test_a_damaged_kernel_file_is_compiled_again(tmp_path):
 
 def test_a_warm_read_only_cache_is_used_as_it_is(tmp_path):
     home = tmp_path / "cache"
-    _warm_copy(home / "neuronemu" / "numba" / cache.source_hash())
+    _warm_copy(home / "neuronemu" / "numba" / cache.toolchain_key())
     spare = tmp_path / "tmp"
     spare.mkdir()
     result = _run({"XDG_CACHE_HOME": str(home), "TMPDIR": str(spare)}, read_only=home)
@@ -170,7 +193,7 @@ def test_a_warm_read_only_cache_is_used_as_it_is(tmp_path):
 
 def test_a_read_only_cache_lacking_a_unit_compiles_it_into_the_fallback(tmp_path):
     home = tmp_path / "cache"
-    copy = _warm_copy(home / "neuronemu" / "numba" / cache.source_hash())
+    copy = _warm_copy(home / "neuronemu" / "numba" / cache.toolchain_key())
     for path in _kernel_files(copy, ""):
         path.unlink()
     spare = tmp_path / "tmp"
@@ -178,7 +201,7 @@ def test_a_read_only_cache_lacking_a_unit_compiles_it_into_the_fallback(tmp_path
     env = {"XDG_CACHE_HOME": str(home), "TMPDIR": str(spare)}
     result = _run(env, read_only=home)
     _clean(result)
-    fallback = spare / f"neuronemu-{os.getuid()}" / "numba" / cache.source_hash()
+    fallback = spare / f"neuronemu-{os.getuid()}" / "numba" / cache.toolchain_key()
     assert (f"the compiled-code cache {copy} is read-only (its compiled code is still used): "
             f"compiled code is cached in {fallback} instead") in result.stderr
     assert f"cached in {fallback};" in result.stderr       # the compile notice names it too
@@ -193,12 +216,12 @@ def test_a_read_only_home_without_a_cache_falls_back_to_a_temporary_directory(tm
     home = tmp_path / "cache"
     home.mkdir()
     spare = tmp_path / "tmp"
-    fallback = spare / f"neuronemu-{os.getuid()}" / "numba" / cache.source_hash()
+    fallback = spare / f"neuronemu-{os.getuid()}" / "numba" / cache.toolchain_key()
     _warm_copy(fallback)                                   # warm, so nothing compiles here
     result = _run({"XDG_CACHE_HOME": str(home), "TMPDIR": str(spare)}, read_only=home)
     _clean(result)
     why = "Read-only file system" if os.geteuid() == 0 else "Permission denied"
-    assert (f"the compiled-code cache {home / 'neuronemu' / 'numba' / cache.source_hash()} "
+    assert (f"the compiled-code cache {home / 'neuronemu' / 'numba' / cache.toolchain_key()} "
             f"cannot be created ({why}): compiled code is cached in {fallback} "
             f"instead") in result.stderr
     assert "RuntimeError" not in result.stderr
