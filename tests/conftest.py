@@ -109,6 +109,36 @@ def _is_xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist starts its workers
+def pytest_sessionstart(session):
+    """From an empty cache, compile the instruction kernels first, on every core, saying so and
+    how far it is (issue 29): the tests would otherwise compile them one at a time inside
+    whichever test first needs each, as silences of up to half a minute. Once per version and
+    machine; a warm cache (CI runs `neuronemu warm` first) skips it in well under a second."""
+    import sys
+
+    from neuronemu.exec import compile_jobs, kernels
+
+    if _is_xdist_worker(session.config):
+        return
+    entries = kernels.all_entries()
+    cold = [e for e in entries if not kernels.is_ready(e)]
+    if not cold:
+        return
+    from neuronemu.warm import longest_first
+
+    cold = longest_first(cold)
+    parallel = compile_jobs.workers()
+
+    def say(line: str) -> None:
+        print(f"neuronemu: {line}", file=sys.stderr, flush=True)
+
+    say(f"this version's compiled-code cache lacks {len(cold)} of {len(entries)} instruction "
+        f"kernels: compiling them before the tests, {parallel} at once (about 4 min of CPU in "
+        f"all; once per version and machine)")
+    compile_jobs.run_jobs([compile_jobs.kernel_job(e) for e in cold], say, parallel)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """pytest-xdist, in the controller: a worker's runs and comparisons join the session's.

@@ -6,6 +6,10 @@ see why the first run is slow (one line on stderr, once per process: never stdou
 ``numba:compile`` event around every real compile (not around cache loads), so one listener
 covers every jitted function; the instruction kernels (numba cfuncs, which emit no event) are
 announced and timed by ``neuronemu.exec.kernels`` through ``announce`` and ``add_seconds``.
+
+``NEURONEMU_COMPILE_LOG=FILE`` appends a line per unit compiled (not loaded) to FILE: the
+function or kernel, and the cache it went to. CI sets it for the test suite after ``neuronemu
+warm`` and fails if the suite compiled anything in the warm cache (warm must be complete).
 """
 
 from __future__ import annotations
@@ -39,15 +43,32 @@ def announce(what: str) -> None:
     notices.notify(notices.compiling(what, str(write_dir())))
 
 
+def log(unit: str) -> None:
+    """Append ``unit`` to the compile log, if ``NEURONEMU_COMPILE_LOG`` names one."""
+    path = os.environ.get("NEURONEMU_COMPILE_LOG")
+    if not path:
+        return
+    from neuronemu.compiled.cache import CACHE, cache_dir
+
+    where = str(cache_dir()) if CACHE else "(no cache)"
+    try:
+        with open(path, "a") as f:
+            f.write(f"{unit}\t{where}\t{os.getpid()}\n")
+    except OSError:
+        pass
+
+
 class _Listener(event.Listener):
     def on_start(self, ev):
         if _state["depth"] == 0:
             dispatcher = (ev.data or {}).get("dispatcher")
-            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+            function = getattr(dispatcher, "py_func", None)
+            module = getattr(function, "__module__", "") or ""
             _state["ours"] = module.startswith("neuronemu")   # not a caller's own numba code
             _state["start"] = time.perf_counter()
             if _state["ours"]:
                 announce("the code this kernel needs")
+                log(f"{module}.{getattr(function, '__qualname__', '?')}")
         _state["depth"] += 1
 
     def on_end(self, ev):

@@ -255,14 +255,47 @@ def make_memories(program: Program, compact: bool = False
     return sbuf, psum, hbm
 
 
+def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) -> None:
+    """Compile the program's cold instruction kernels, and the interpreter loop when
+    ``loop_args`` (its arguments) are given, in worker processes at once, when there are two or
+    more such units and cores for them (neuronemu/exec/compile_jobs.py); the run then loads
+    them from the cache. Otherwise they compile here, one by one, as before."""
+    import numba
+
+    from neuronemu import notices
+    from neuronemu.compiled import compiling
+    from neuronemu.exec import compile_jobs, kernels
+
+    if compile_jobs.workers() < 2:
+        return
+    yields = _yields(program, costs)
+    cold = kernels.cold_entries(program.instrs, yields)
+    jobs = [compile_jobs.kernel_job(entry) for entry in cold]
+    if loop_args is not None:   # the loop first: with tensor_tensor, the longest units
+        jobs.insert(0, compile_jobs.loop_job(tuple(numba.typeof(a) for a in loop_args)))
+    if len(jobs) < 2:
+        return
+    parallel = min(compile_jobs.workers(), len(jobs))
+    compiling.announce(", ".join(job.label for job in jobs)
+                       + f" in {parallel} processes at once")
+    start = time.perf_counter()
+    compile_jobs.run_jobs(jobs, lambda line: notices.notify(f"neuronemu: {line}"), parallel)
+    compiling.add_seconds(time.perf_counter() - start)
+
+
+def _yields(program: Program, costs: np.ndarray) -> np.ndarray:
+    """Per instruction, whether the interpreter hands it to a driver (a network transfer)."""
+    from neuronemu.timing.costs import C_FORMULA, F_NETWORK
+
+    return costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+
+
 def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
     """The kernel address of each of the program's instructions (compiled on first use); the
     ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones)."""
     from neuronemu.exec import kernels
-    from neuronemu.timing.costs import C_FORMULA, F_NETWORK
 
-    yields = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
-    return kernels.program_addresses(program.instrs, yields)
+    return kernels.program_addresses(program.instrs, _yields(program, costs))
 
 
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
@@ -383,12 +416,18 @@ class Core:
             limits = RunLimits(int(limits))
         program = self.program
         before = compiling.seconds()
-        if self.kernels is None:
-            self.kernels = program_kernels(program, self.timing_state[0])
-        addresses = self.kernels
         fmt, table = dtypes.format_table(), dtypes.decode_table()
         dims = abi.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
         global _loop_ready
+        if self.kernels is None:
+            loop_cold = not _loop_ready and not compiling.is_cached(run_loop)
+            loop_args = (program.instrs, program.ops, program.imms, self.mems, self.regs, fmt,
+                         table, np.int64(0), self.counts, self.timing_state, self.events,
+                         self.event_times, np.int64(0), np.int64(0),
+                         np.zeros(len(program.instrs), dtype=np.int64), dims)
+            compile_ahead(program, self.timing_state[0], loop_args if loop_cold else None)
+            self.kernels = program_kernels(program, self.timing_state[0])
+        addresses = self.kernels
         if not _loop_ready:
             # a zero-step call compiles the loop (or loads it from numba's cache), so that
             # compile time counts neither as run time nor against the wall-clock limit

@@ -59,12 +59,14 @@ def ensure_compiled(entries) -> None:
     missing = [e for e in dict.fromkeys(entries) if e not in _compiled]
     if not missing:
         return
-    pending = [(e, _make(e)) for e in missing]
+    pending = [(e, _made(e)) for e in missing]
     cold = [e for e, c in pending if not compiling.is_cached(c)]
     if cold:
         compiling.announce("instruction kernels " + ", ".join(sorted(cold)))
     for entry, cfunc in pending:
         start, counted = time.perf_counter(), compiling.seconds()
+        if entry in cold:
+            compiling.log(f"kernel {entry}")
         cfunc.compile()
         if entry in cold:  # less what the listener already counted for the callees it compiled
             compiling.add_seconds(time.perf_counter() - start - (compiling.seconds() - counted))
@@ -96,9 +98,31 @@ def _kept(opcodes: bytes, yields: bytes) -> np.ndarray:
     return _by_opcode(np.frombuffer(opcodes, dtype=np.int64), np.frombuffer(yields, dtype=bool))
 
 
-def _by_opcode(opcodes, yields) -> np.ndarray:
+def _names(opcodes, yields) -> list[str | None]:
     entries = _entry_of_opcode()
-    names = [None if y else entries[int(op)] for op, y in zip(opcodes, yields, strict=True)]
+    return [None if y else entries[int(op)] for op, y in zip(opcodes, yields, strict=True)]
+
+
+def cold_entries(instrs: np.ndarray, yields) -> list[str]:
+    """The kernels a program uses that are neither loaded in this process nor in the cache."""
+    names = dict.fromkeys(n for n in _names(instrs[:, L.I_OPCODE], yields) if n is not None)
+    return [n for n in names if not is_ready(n)]
+
+
+def is_ready(entry: str) -> bool:
+    """Whether kernel ``entry`` is loaded in this process or can be loaded from the cache."""
+    from neuronemu.compiled import compiling
+
+    return entry in _compiled or compiling.is_cached(_made(entry))
+
+
+@functools.cache
+def _made(entry: str):
+    return _make(entry)
+
+
+def _by_opcode(opcodes, yields) -> np.ndarray:
+    names = _names(opcodes, yields)
     ensure_compiled(name for name in names if name is not None)
     out = np.zeros(len(names), dtype=np.int64)
     for pc, name in enumerate(names):

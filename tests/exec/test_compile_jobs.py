@@ -1,0 +1,70 @@
+"""Cold units compile in worker processes (neuronemu/exec/compile_jobs.py): what they compile
+lands in the cache and loads in the run without compiling again; a job that fails is reported
+and left to the run; the number of workers follows the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from neuronemu.exec import compile_jobs
+
+# two of the cheapest units (well under a second each)
+CHEAP = ["ctrl__jmp", "cc__barrier"]
+
+
+def test_units_compiled_by_workers_load_in_a_later_process_without_compiling(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    log = tmp_path / "compiled.log"
+    monkeypatch.setenv("NEURONEMU_COMPILE_LOG", str(log))
+    said: list[str] = []
+    ok = compile_jobs.run_jobs([compile_jobs.kernel_job(e) for e in CHEAP], said.append, 2)
+    assert ok == 2
+    assert sorted(line.split()[2] for line in said) == ["cc.barrier", "ctrl.jmp"]
+    assert all(line.startswith(("[1/2] compiled", "[2/2] compiled")) for line in said), said
+    workers = {line.split("\t")[2] for line in log.read_text().splitlines()}
+    assert str(os.getpid()) not in workers and len(workers) in (1, 2)   # compiled over there
+    log.unlink()
+    code = ("from neuronemu.exec import kernels; "
+            f"print([kernels.is_ready(e) for e in {CHEAP!r}]); "
+            f"kernels.ensure_compiled({CHEAP!r})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[True, True]"
+    assert not log.exists()                   # loaded from the cache, nothing compiled
+
+
+def test_a_job_that_fails_is_reported_and_the_others_still_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    said: list[str] = []
+    jobs = [compile_jobs.kernel_job("nosuchmodule__nothing"), compile_jobs.kernel_job("ctrl__jmp")]
+    assert compile_jobs.run_jobs(jobs, said.append, 1) == 1
+    assert said[0].startswith("[1/2] could not compile nosuchmodule.nothing in ")
+    assert "ModuleNotFoundError" in said[0]
+    assert said[1].startswith("[2/2] compiled ctrl.jmp in ")
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"NEURONEMU_COMPILE_JOBS": "3"}, 3),
+    ({"NEURONEMU_COMPILE_JOBS": "1"}, 1),
+    ({"NEURONEMU_COMPILE_JOBS": "0"}, 1),
+    ({"NEURONEMU_COMPILE_JOBS": "many"}, 1),
+    ({"PYTEST_XDIST_WORKER": "gw0"}, 1),      # the cores are the xdist workers' already
+    ({"OMPI_COMM_WORLD_RANK": "0"}, 1),       # an MPI rank: likewise
+])
+def test_the_number_of_workers_follows_the_environment(monkeypatch, env, expected):
+    for name in ("NEURONEMU_COMPILE_JOBS", *compile_jobs._PEER_MARKERS):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert compile_jobs.workers() == expected
+
+
+def test_by_default_every_core_this_process_may_use(monkeypatch):
+    for name in ("NEURONEMU_COMPILE_JOBS", *compile_jobs._PEER_MARKERS):
+        monkeypatch.delenv(name, raising=False)
+    assert compile_jobs.workers() == len(os.sched_getaffinity(0))
