@@ -275,6 +275,32 @@ def f32_window(op, regs):
 
 
 @jit(inline="always")
+def bf16_window(op, regs):
+    """``f32_window`` for dense on-chip bfloat16 tiles: the first uint16 column, or -1."""
+    if (op[L.OP_DTYPE] != _BF16 or op[L.OP_DENSE] != 1 or op[L.OP_PCOLSTEP] != 0
+            or op[L.OP_PROWSTEP] < 1 or op[L.OP_SPACE] == L.SPACE_HBM):
+        return -1
+    start = dynamic_offset(op, regs)
+    return start // 2 if start % 2 == 0 else -1
+
+
+@jit
+def share_no_byte(a, b, regs):
+    """Whether two dense on-chip tiles (windows of any dtype) are in different memories, or
+    their byte columns or their partition rows do not meet: then one can be written row by row
+    while the other is still being read."""
+    if a[L.OP_SPACE] != b[L.OP_SPACE]:
+        return True
+    a0, b0 = dynamic_offset(a, regs), dynamic_offset(b, regs)
+    if (a0 + a[L.OP_SIZE] * a[L.OP_ITEMSIZE] <= b0
+            or b0 + b[L.OP_SIZE] * b[L.OP_ITEMSIZE] <= a0):
+        return True
+    a_last = a[L.OP_PSTART] + (a[L.OP_PCOUNT] - 1) * a[L.OP_PROWSTEP]
+    b_last = b[L.OP_PSTART] + (b[L.OP_PCOUNT] - 1) * b[L.OP_PROWSTEP]
+    return a_last < b[L.OP_PSTART] or b_last < a[L.OP_PSTART]
+
+
+@jit(inline="always")
 def word_window(op, regs, fmt):
     """``f32_window`` for dense on-chip tiles of a 4-byte integer dtype: the first uint32
     column, or -1."""

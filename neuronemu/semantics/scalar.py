@@ -43,14 +43,17 @@ from neuronemu.machine.abi import borrowed, keep_alive
 from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
+    bf16_window,
     f32_window,
     in_place_safe,
     load_f32,
     same_shape,
     scalar_column,
+    share_no_byte,
     store_f32,
 )
 from neuronemu.numerics import elementary as E
+from neuronemu.numerics.cast import encode_bf16
 from neuronemu.semantics import accumulate as A
 from neuronemu.semantics.alu import apply_column, sum_rows_from
 
@@ -336,6 +339,16 @@ def _activated(ins, ops, imms, mems, regs, fmt, table):
 _BLOCK = 8   # partitions per step of _activation_in_place
 
 
+@jit(inline="always")
+def _store_bf16_rows(halves, dst, p0, column, values, rows, n):
+    """Partitions p0 .. p0 + rows - 1 of a ``bf16_window`` tile = values[:rows, :n] rounded
+    to nearest even (``encode_bf16``, as store_f32)."""
+    for q in range(rows):
+        row = np.uintp(dst[L.OP_PSTART] + (p0 + q) * dst[L.OP_PROWSTEP])
+        for i in range(n):
+            halves[row, np.uintp(column + i)] = encode_bf16(values[q, i])
+
+
 @jit
 def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     """activation without reduce_res on fp32 tiles straight from and into memory, partition by
@@ -345,8 +358,16 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         return False
     dst, data = ops[arg_value(ins, ACTIVATION_DST)], ops[arg_value(ins, ACTIVATION_DATA)]
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
-    # (dst may overlap data anyhow: every input is read into ``pre`` before dst is written)
-    if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
+    # A bfloat16 dst sharing no byte with data: the fp32 results of a block of rows, each then
+    # rounded to nearest even as store_f32 does (an exp into bf16 at [128, 512] spent 40 of its
+    # 160 us in the general path's temporaries). Not under stochastic rounding, whose bits
+    # store_f32 draws per tile store: the general path keeps that.
+    half_col = -1
+    if dst_col < 0 and regs[L.REG_SR_ON] == 0 and share_no_byte(dst, data, regs):
+        half_col = bf16_window(dst, regs)
+    # (an fp32 dst may overlap data anyhow: every input is read into ``pre`` before dst is
+    # written)
+    if (dst_col < 0 and half_col < 0) or data_col < 0 or not same_shape(dst, data):
         return False
     partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
     scale = scalar_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, fmt, table, partitions)
@@ -354,7 +375,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     func, alpha = arg_value(ins, ACTIVATION_FUNC), imms[arg_value(ins, ACTIVATION_ALPHA)]
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
-    if in_place_safe(dst, dst_col, data, data_col):
+    if half_col >= 0 or in_place_safe(dst, dst_col, data, data_col):
         # dst row p is data row p or shares no byte with data: eight partitions at a time,
         # through [8, n] rows that stay in L1 (a call per partition cost 1 us of a [128, 64]
         # relu); the first out-of-range input in (p, i) order is noted
@@ -376,9 +397,14 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
                 if bad >= 0:
                     _note_out_of_range(regs, pre[bad // n, bad % n])
                     noted = True
-            function_rows(func, alpha, pre, 0, 1, 0, dst_words,
-                          dst[L.OP_PSTART] + p0 * dst[L.OP_PROWSTEP], dst[L.OP_PROWSTEP],
-                          dst_col, rows, n, work)
+            if half_col < 0:
+                function_rows(func, alpha, pre, 0, 1, 0, dst_words,
+                              dst[L.OP_PSTART] + p0 * dst[L.OP_PROWSTEP], dst[L.OP_PROWSTEP],
+                              dst_col, rows, n, work)
+            else:
+                function_rows(func, alpha, pre, 0, 1, 0, pre, 0, 1, 0, rows, n, work)
+                _store_bf16_rows(mems[dst[L.OP_SPACE]].view(np.uint16), dst, p0, half_col,
+                                 pre, rows, n)
         keep_alive(owner)
         keep_alive(work_owner)
         return True

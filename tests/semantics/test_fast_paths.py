@@ -204,3 +204,69 @@ dma.copy om, m
     nan = np.isnan(expected)
     np.testing.assert_array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got.view(np.uint32)[~nan], expected.view(np.uint32)[~nan])
+
+
+_ACTIVATIONS = {   # float64 oracles, rounded once to fp32 (docs/numerics.md)
+    "relu": lambda x: np.maximum(x, 0.0),
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "square": lambda x: x * x,
+}
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_activation_into_bfloat16_matches_numpy_and_ml_dtypes(seed: int) -> None:
+    """An fp32 activation into a bfloat16 tile (a block of rows at a time, then each value
+    rounded to nearest even): numpy float64 rounded to fp32, then ml_dtypes' bf16 rounding, on
+    random windows, with a per-partition scale and bias column, NaN, infinities and values that
+    overflow bf16. The bf16 tile is apart from the data, in its rows (other bytes) or, in one
+    case out of five, overlapping the data's bytes (which the general path handles: every input
+    is read before any output is written)."""
+    rng = np.random.default_rng(300 + seed)
+    rows = int(rng.integers(1, P + 1))
+    p0 = int(rng.integers(0, P - rows + 1))
+    n = int(rng.integers(1, 41))
+    func = sorted(_ACTIVATIONS)[seed % len(_ACTIVATIONS)]
+    where = ["apart", "same_rows", "same_rows", "apart", "overlap"][seed % 5]
+    m = _special_values(rng, (P, W))
+    m[rng.random((P, W)) < 0.05] = np.float32(3.3e38)   # past bf16's largest finite value
+    s = rng.uniform(0.5, 2.0, (P, 1)).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, (P, 1)).astype(np.float32)
+    data = f"m[{p0}:{p0 + rows}, 0:{n}]"
+    if where == "overlap":   # the bf16 view of the data's own bytes
+        dst = f"h[{p0}:{p0 + rows}, 0:{n}]"
+        alias = " alias=m"
+    else:
+        dst = (f"h[{p0}:{p0 + rows}, 0:{n}]" if where == "apart"
+               else f"mh[{p0}:{p0 + rows}, {2 * W - 64}:{2 * W - 64 + n}]")
+        alias = ""
+    source = f""".hbm xm float32[{P}, {W}] input
+.hbm xs float32[{P}, 1] input
+.hbm xb float32[{P}, 1] input
+.hbm oh bfloat16[{P}, {2 * W}] output
+.sbuf m float32[{P}, {W}]
+.sbuf mh bfloat16[{P}, {2 * W}] alias=m
+.sbuf h bfloat16[{P}, {2 * W}]{alias}
+.sbuf s float32[{P}, 1]
+.sbuf b float32[{P}, 1]
+dma.copy m, xm
+dma.copy s, xs
+dma.copy b, xb
+{"vector.memset h, value=0.0" if where == "apart" else ""}
+scalar.activation {dst}, {data}, func={func}, scale=s[{p0}:{p0 + rows}, 0:1], bias=b[{p0}:{p0 + rows}, 0:1]
+dma.copy oh, {"h" if where == "apart" else "mh"}
+"""
+    result = neuronemu.run(neuronemu.assemble(source, "t.s"),
+                           inputs={"xm": m, "xs": s, "xb": b})
+    x = m[p0:p0 + rows, :n]
+    with np.errstate(all="ignore"):
+        pre = ((x * s[p0:p0 + rows]).astype(np.float32) + b[p0:p0 + rows]).astype(np.float32)
+        value = _ACTIVATIONS[func](pre.astype(np.float64)).astype(np.float32)
+    want = value.astype(ml_dtypes.bfloat16).view(np.uint16)
+    column = 2 * W - 64 if where == "same_rows" else 0
+    got = result.outputs["oh"].view(np.uint16)[p0:p0 + rows, column:column + n]
+    nan = np.isnan(value)
+    np.testing.assert_array_equal(np.isnan(result.outputs["oh"][p0:p0 + rows,
+                                                                 column:column + n]), nan)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
