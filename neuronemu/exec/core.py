@@ -266,10 +266,9 @@ def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) 
     from neuronemu.compiled import compiling
     from neuronemu.exec import compile_jobs, kernels
 
-    if compile_jobs.workers() < 2:
+    cold = kernels.cold_entries(program.instrs, _yields(program, costs))
+    if len(cold) + (loop_args is not None) < 2 or compile_jobs.workers() < 2:
         return
-    yields = _yields(program, costs)
-    cold = kernels.cold_entries(program.instrs, yields)
     jobs = [compile_jobs.kernel_job(entry) for entry in cold]
     if loop_args is not None:   # the loop first: with tensor_tensor, the longest units
         jobs.insert(0, compile_jobs.loop_job(tuple(numba.typeof(a) for a in loop_args)))

@@ -104,9 +104,13 @@ def _names(opcodes, yields) -> list[str | None]:
 
 
 def cold_entries(instrs: np.ndarray, yields) -> list[str]:
-    """The kernels a program uses that are neither loaded in this process nor in the cache."""
-    names = dict.fromkeys(n for n in _names(instrs[:, L.I_OPCODE], yields) if n is not None)
-    return [n for n in names if not is_ready(n)]
+    """The kernels a program uses that are neither loaded in this process nor in the cache
+    (in order of first use)."""
+    opcodes = np.asarray(instrs[:, L.I_OPCODE])[~np.asarray(yields, dtype=bool)]
+    unique, first = np.unique(opcodes, return_index=True)
+    entries = _entry_of_opcode()
+    names = [entries[int(op)] for op in unique[np.argsort(first)]]
+    return [n for n in dict.fromkeys(names) if not is_ready(n)]
 
 
 def is_ready(entry: str) -> bool:
