@@ -1,6 +1,7 @@
 """Compile everything ahead: every instruction kernel, the interpreter loop and the helpers the
 bundled programs reach (``neuronemu warm``; CI runs it before the tests). After it, no run of this
-version on this machine compiles anything (tests/robustness/test_warm_complete.py)."""
+version on this machine compiles anything (``python -m tools.warm_check`` checks it; CI runs
+it right after warm)."""
 
 from __future__ import annotations
 

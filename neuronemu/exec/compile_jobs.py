@@ -3,9 +3,9 @@
 Why processes: numba compiles in Python, holding the GIL, so threads would take turns; each
 unit (an instruction kernel, the interpreter loop) is independent of the others and lands in the
 compiled-code cache, from which the run then loads it. A first run of vector_add compiles three
-units of 10 to 14 s each: one after the other they took about 40 s, on two cores about half
-(docs/engine.md, "Compiling"). CPU time grows a little (each worker imports neuronemu and
-compiles the helpers its unit calls, unless another worker cached them first).
+units of 9 to 15 s each: one after the other they took 38 s, on two cores 27 s, for the same CPU
+time within 2 % (docs/engine.md, "When things compile"): each worker imports neuronemu and
+compiles the helpers its unit calls, unless another worker cached them first.
 
 A job that fails in its worker is left to the run's own compile, which reports an error as
 it always did; nothing here can make a run fail that would not have failed without it.

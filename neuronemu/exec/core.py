@@ -272,8 +272,6 @@ def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) 
     jobs = [compile_jobs.kernel_job(entry) for entry in cold]
     if loop_args is not None:   # the loop first: with tensor_tensor, the longest units
         jobs.insert(0, compile_jobs.loop_job(tuple(numba.typeof(a) for a in loop_args)))
-    if len(jobs) < 2:
-        return
     parallel = min(compile_jobs.workers(), len(jobs))
     compiling.announce(", ".join(job.label for job in jobs)
                        + f" in {parallel} processes at once")
@@ -419,12 +417,13 @@ class Core:
         dims = abi.dims_of(program.ops, program.imms, self.mems, self.regs, fmt, table)
         global _loop_ready
         if self.kernels is None:
-            loop_cold = not _loop_ready and not compiling.is_cached(run_loop)
-            loop_args = (program.instrs, program.ops, program.imms, self.mems, self.regs, fmt,
-                         table, np.int64(0), self.counts, self.timing_state, self.events,
-                         self.event_times, np.int64(0), np.int64(0),
-                         np.zeros(len(program.instrs), dtype=np.int64), dims)
-            compile_ahead(program, self.timing_state[0], loop_args if loop_cold else None)
+            loop_args = None   # the loop's arguments (their types) when it is to compile too
+            if not _loop_ready and not compiling.is_cached(run_loop):
+                loop_args = (program.instrs, program.ops, program.imms, self.mems, self.regs,
+                             fmt, table, np.int64(0), self.counts, self.timing_state,
+                             self.events, self.event_times, np.int64(0), np.int64(0),
+                             np.zeros(len(program.instrs), dtype=np.int64), dims)
+            compile_ahead(program, self.timing_state[0], loop_args)
             self.kernels = program_kernels(program, self.timing_state[0])
         addresses = self.kernels
         if not _loop_ready:

@@ -38,6 +38,30 @@ def test_units_compiled_by_workers_load_in_a_later_process_without_compiling(tmp
     assert not log.exists()                   # loaded from the cache, nothing compiled
 
 
+def test_a_cold_run_compiles_its_loop_and_kernels_in_workers_and_loads_them(tmp_path):
+    """The loop's argument types pickled to a worker compile the same signature the run calls:
+    the run's own process compiles neither the loop nor a kernel (only what runs after the
+    loop, such as the critical-path walk)."""
+    log = tmp_path / "compiled.log"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "NEURONEMU_COMPILE_JOBS": "2", "NEURONEMU_COMPILE_LOG": str(log)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    code = ("import os, neuronemu; print(os.getpid()); "
+            "r = neuronemu.run(neuronemu.assemble('ctrl.mov r0, 1\\ncc.barrier\\n')); "
+            "print(r.compile_seconds > 0)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    pid, compiled = out.stdout.split()
+    assert compiled == "True"
+    assert "in 2 processes at once" in out.stderr and "compiled the interpreter loop" in out.stderr
+    lines = [line.split("\t") for line in log.read_text().splitlines()]
+    workers = [unit for unit, _, who in lines if who != pid]
+    here = [unit for unit, _, who in lines if who == pid]
+    assert any(unit.endswith("interpreter.run_loop") for unit in workers), lines
+    assert "kernel ctrl__mov" in workers, lines
+    assert not [u for u in here if u.endswith("run_loop") or u.startswith("kernel ")], here
+
+
 def test_a_job_that_fails_is_reported_and_the_others_still_run(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     said: list[str] = []
