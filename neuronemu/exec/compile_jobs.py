@@ -101,9 +101,12 @@ def run_jobs(jobs: Sequence[Job], say: Callable[[str], None], parallel: int | No
             else:
                 pool.remove(worker)
                 worker.close()
-    finally:
+    except BaseException:   # Ctrl-C or anything else: the workers stop now, not after their job
         for worker in pool:
-            worker.close()
+            worker.close(kill=True)
+        raise
+    for worker in pool:
+        worker.close()
     return ok
 
 
@@ -133,7 +136,11 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """End the worker: it exits when its stdin closes (killed at once when ``kill``, or
+        if it has not exited 30 s later)."""
+        if kill:
+            self.proc.kill()
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -92,3 +93,28 @@ def test_by_default_every_core_this_process_may_use(monkeypatch):
     for name in ("NEURONEMU_COMPILE_JOBS", *compile_jobs._PEER_MARKERS):
         monkeypatch.delenv(name, raising=False)
     assert compile_jobs.workers() == len(os.sched_getaffinity(0))
+
+
+def test_an_interrupt_stops_the_workers_at_once(tmp_path, monkeypatch):
+    """Ctrl-C while workers compile (here: while waiting for the first reply) ends them at
+    once instead of after their unit; nothing is left running."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    started: list = []
+    real = compile_jobs._Worker
+
+    class Recorded(real):
+        def __init__(self):
+            super().__init__()
+            started.append(self)
+
+    def interrupted(pool):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compile_jobs, "_Worker", Recorded)
+    monkeypatch.setattr(compile_jobs, "_next_reply", interrupted)
+    began = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        compile_jobs.run_jobs([compile_jobs.kernel_job("elementwise__tensor_scalar")] * 2,
+                              lambda line: None, 2)
+    assert time.perf_counter() - began < 10   # the unit alone takes ~25 s to compile
+    assert len(started) == 2 and all(w.proc.poll() is not None for w in started)
