@@ -1,5 +1,5 @@
 """Where numba's compiled code is cached: one folder per compiled module and version of the
-sources it depends on, found by content, not by path (docs/engine.md, "The compiled-code cache").
+sources it depends on, found by content, not by path (docs/engine.md, "Where it is cached").
 
 Why a folder keyed by a hash of the sources a module depends on (neuronemu.compiled.sources):
 numba invalidates a cached function only when *its own* file changes, not when a function it

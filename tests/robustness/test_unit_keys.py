@@ -117,3 +117,28 @@ def test_the_key_covers_the_whole_closure_and_nothing_outside_it():
     assert "neuronemu.semantics.scalar" in closure and "neuronemu.machine.memory" in closure
     assert "neuronemu.semantics.elementwise" not in closure
     assert not any(m.startswith("neuronemu.timing") for m in closure)
+
+
+def test_pruning_keeps_each_modules_current_folder_and_its_two_newest_others(tmp_path,
+                                                                             monkeypatch):
+    import os
+
+    from neuronemu.compiled import cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    module = "neuronemu.semantics.scalar"
+    current = cache.cache_dir() / cache.unit_folder(module)
+    others = [current.parent / f"{k:016x}" for k in range(5)]
+    stray = cache.cache_dir() / "not-a-module" / "0123456789abcdef"   # not ours to judge
+    for age, folder in enumerate([current, *others, stray]):
+        folder.mkdir(parents=True)
+        os.utime(folder, (1_000_000 - age, 1_000_000 - age))   # others[0] the newest
+    old_toolchains = [tmp_path / "numba" / "neuronemu" / f"{k:016x}" for k in range(4)]
+    for age, folder in enumerate(old_toolchains):
+        folder.mkdir(parents=True)
+        os.utime(folder, (2_000_000 - age, 2_000_000 - age))
+    cache.prune_old_caches()
+    assert sorted(p.name for p in current.parent.iterdir()) == sorted(
+        [current.name, others[0].name, others[1].name])
+    assert stray.is_dir()
+    assert [p.is_dir() for p in old_toolchains] == [True, True, False, False]
