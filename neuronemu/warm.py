@@ -21,6 +21,14 @@ def longest_first(entries: list[str]) -> list[str]:
     return known + [e for e in entries if e not in _LONGEST_FIRST]
 
 
+def cold_kernels() -> tuple[list[str], list[str]]:
+    """Every instruction kernel, and those neither loaded nor in the cache, longest first."""
+    from neuronemu.exec import kernels
+
+    entries = kernels.all_entries()
+    return entries, longest_first([e for e in entries if not kernels.is_ready(e)])
+
+
 def warm(echo: Callable[[str], None] = print) -> float:
     """Compile (or load) all compiled code; returns the seconds it took. Instruction kernels
     compile in worker processes, as many at once as there are cores (exec/compile_jobs.py)."""
@@ -32,8 +40,7 @@ def warm(echo: Callable[[str], None] = print) -> float:
     from neuronemu.programs import bundled_programs
 
     start = time.perf_counter()
-    entries = kernels.all_entries()
-    cold = longest_first([e for e in entries if not kernels.is_ready(e)])
+    entries, cold = cold_kernels()
     parallel = min(compile_jobs.workers(), len(cold))
     echo(f"compiling into {write_dir()}: {len(cold)} of {len(entries)} instruction kernels to "
          f"compile" + (f", {parallel} at once" if parallel > 1 else ""))

@@ -117,17 +117,14 @@ def pytest_sessionstart(session):
     machine; a warm cache (CI runs `neuronemu warm` first) skips it in well under a second."""
     import sys
 
-    from neuronemu.exec import compile_jobs, kernels
+    from neuronemu.exec import compile_jobs
+    from neuronemu.warm import cold_kernels
 
     if _is_xdist_worker(session.config):
         return
-    entries = kernels.all_entries()
-    cold = [e for e in entries if not kernels.is_ready(e)]
+    entries, cold = cold_kernels()
     if not cold:
         return
-    from neuronemu.warm import longest_first
-
-    cold = longest_first(cold)
     parallel = compile_jobs.workers()
 
     def say(line: str) -> None:

@@ -80,8 +80,6 @@ for dtype in (np.float32, ml_dtypes.bfloat16):
 
 def compiled_during_tour(env: dict | None = None) -> list[str]:
     """The units the tour compiled into this version's cache (empty when warm is complete)."""
-    from neuronemu.compiled.cache import cache_dir
-
     env = {**os.environ, **(env or {})}
     with tempfile.TemporaryDirectory(prefix="neuronemu-warm-check-") as tmp:
         log = Path(tmp) / "compiled.log"
@@ -92,16 +90,16 @@ def compiled_during_tour(env: dict | None = None) -> list[str]:
             subprocess.run([sys.executable, *argv], env=env, check=True, cwd=tmp,
                            stdout=subprocess.DEVNULL)
         lines = log.read_text().splitlines() if log.exists() else []
-    where = str(_cache_dir_in(env, cache_dir))
+    where = str(_cache_dir_in(env))
     return sorted({line.split("\t")[0] for line in lines if line.split("\t")[1:2] == [where]})
 
 
-def _cache_dir_in(env: dict, cache_dir) -> Path:
-    """``cache_dir()`` as the tour's environment sees it."""
+def _cache_dir_in(env: dict) -> Path:
+    """``cache_dir()`` as the tour's environment sees it (NUMBA_CACHE_DIR, XDG_CACHE_HOME and
+    the bounds-check flag all move it)."""
     code = "from neuronemu.compiled.cache import cache_dir; print(cache_dir())"
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                         capture_output=True, text=True).stdout.strip()
-    return Path(out) if out else cache_dir()
+    return Path(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                               capture_output=True, text=True).stdout.strip())
 
 
 def main() -> int:

@@ -117,22 +117,20 @@ def _isa_tables() -> tuple[tuple[str, bytes], ...]:
 def unit_key(module: str) -> str:
     """Hash of the sources ``module``'s compiled code can depend on: its closure's files, and
     the ISA tables when the closure reads them (they become constants of compiled code)."""
-    digest = hashlib.sha256()
     members = closure(module)
-    for name in members:
-        digest.update(name.encode() + b"\0" + _source(name) + b"\0")
-    if any(name.startswith("neuronemu.isa") for name in members):
-        for name, data in _isa_tables():
-            digest.update(name.encode() + b"\0" + data + b"\0")
-    return digest.hexdigest()[:16]
+    return _key(members, any(name.startswith("neuronemu.isa") for name in members))
 
 
 def all_sources_key() -> str:
     """Hash of every compiled-package source and ISA table: equal for two checkouts exactly
     when every compiled unit of one fits the other."""
+    return _key(sorted(module_files()), True)
+
+
+def _key(modules, with_tables: bool) -> str:
     digest = hashlib.sha256()
-    for name in sorted(module_files()):
+    for name in modules:
         digest.update(name.encode() + b"\0" + _source(name) + b"\0")
-    for name, data in _isa_tables():
+    for name, data in _isa_tables() if with_tables else ():
         digest.update(name.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
