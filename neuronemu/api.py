@@ -22,7 +22,7 @@ __all__ = ["Result", "SpmdResult", "assemble", "assemble_file", "default_topolog
            "run_spmd"]
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
-DEFAULT_MAX_TRACE_EVENTS = 1 << 20
+DEFAULT_MAX_TRACE_EVENTS: int | None = None   # every event (timing/eventlog.py)
 
 
 def assemble(text: str, filename: str = "<string>", target: str | None = None) -> Program:
@@ -116,12 +116,12 @@ INT64_MAX = 2 ** 63 - 1
 
 
 def _check_run_options(seed: int, rounding_seed: int | None, max_instructions: int,
-                       timeout: float | None, max_trace_events: int = 1) -> None:
+                       timeout: float | None, max_trace_events: int | None = None) -> None:
     """The options the run state holds in int64 registers, and the wall-clock limit."""
     for name, value, low in (("seed", seed, 0), ("rounding_seed", rounding_seed, 0),
                              ("max_instructions", max_instructions, 1),
                              ("max_trace_events", max_trace_events, 1)):
-        if value is None and name == "rounding_seed":
+        if value is None and name in ("rounding_seed", "max_trace_events"):
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise InputError(f"{name} must be an integer, not {value!r}")
@@ -143,11 +143,14 @@ def _timeout(timeout: float | None) -> float | None:
 
 def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int = 0,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-        max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS, stochastic_rounding: bool = False,
-        rounding_seed: int | None = None, timeout: float | None = None) -> Result:
+        max_trace_events: int | None = DEFAULT_MAX_TRACE_EVENTS,
+        stochastic_rounding: bool = False, rounding_seed: int | None = None,
+        timeout: float | None = None) -> Result:
     """Run an assembled program on one core. ``inputs`` override the declared initialisers by
-    tensor name; arrays are cast to the declared dtype with round-to-nearest-even. The first
-    ``max_trace_events`` timed instructions are kept for the trace and the critical path.
+    tensor name; arrays are cast to the declared dtype with round-to-nearest-even. Every timed
+    instruction is kept for the trace and the critical path (a long run's past an 11 MiB
+    buffer in an unnamed temporary file, about 120 bytes each: docs/timing.md, "Reports");
+    ``max_trace_events=N`` keeps only the first N, in memory.
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,
     with bits from (``rounding_seed``, default ``seed``; instruction; element). cc.* instructions
     run with a world of one rank (use ``run_spmd`` for several).
@@ -184,7 +187,7 @@ def run_spmd(program: Program, topology: str | None = None,
              inputs: dict[str, np.ndarray] | None = None,
              seed: int = 0, ranks_per_chip: int | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-             max_trace_events: int = DEFAULT_MAX_TRACE_EVENTS,
+             max_trace_events: int | None = DEFAULT_MAX_TRACE_EVENTS,
              stochastic_rounding: bool = False, rounding_seed: int | None = None,
              timeout: float | None = None, partitions: int | None = None
              ) -> SpmdResult | None:
@@ -193,10 +196,11 @@ def run_spmd(program: Program, topology: str | None = None,
     one with an extra leading axis of length world gives rank r its ``[r]``. Tensors without
     inputs use their initialisers, random ones drawn per rank. An array whose first axis is
     world times the declared one is split: rank r gets rows [r * d0, (r + 1) * d0).
-    ``max_instructions`` applies to each rank; so does ``max_trace_events`` in sync mode
-    explicit (every instruction is replayed; unused event buffer pages cost no memory), while
-    in mode auto the trace keeps ``max_trace_events // world`` events per rank (at least
-    1024). ``timeout`` bounds the whole run (all ranks), as in ``run``.
+    ``max_instructions`` applies to each rank. Every rank keeps every event, as ``run`` does;
+    a ``max_trace_events`` given applies to each rank in sync mode explicit (every instruction
+    is replayed; unused event buffer pages cost no memory), while in mode auto the trace keeps
+    ``max_trace_events // world`` events per rank (at least 1024). ``timeout`` bounds the
+    whole run (all ranks), as in ``run``.
 
     ``topology`` None takes the kernel's ``.topology`` directive (docs/language.md); a
     ``ranks_per_chip`` of None takes the directive's ``ranks_per_chip=`` when the run is on the
@@ -224,7 +228,8 @@ def run_spmd(program: Program, topology: str | None = None,
         world = topo.chips * ranks_per_chip
         per_rank = _checked_inputs(program, inputs, world, spmd=True)
         options = {"max_instructions": max_instructions,
-                   "max_trace_events": (max_trace_events if program.sync_mode == "explicit"
+                   "max_trace_events": (max_trace_events if max_trace_events is None
+                                        or program.sync_mode == "explicit"
                                         else max(1024, max_trace_events // world)),
                    "stochastic_rounding": stochastic_rounding, "rounding_seed": rounding_seed,
                    "timeout": _timeout(timeout)}

@@ -77,10 +77,12 @@ def main() -> None:
 @click.option("--timeout", type=_Seconds(), default=DEFAULT_TIMEOUT, show_default=True,
               metavar="SECONDS", help="Stop with an error after this many seconds of execution "
                                       "(compiling does not count); 0 for no limit.")
-@click.option("--max-trace-events", type=click.IntRange(1, INT64_MAX), default=1 << 20,
-              show_default=True, help="Timed instructions kept for the trace and the critical "
-                                      "path (per rank); under .sync explicit every one is "
-                                      "replayed, so it bounds the run (168 bytes each).")
+@click.option("--max-trace-events", type=click.IntRange(1, INT64_MAX), default=None,
+              metavar="N", help="Keep only the first N timed instructions (per rank) for the "
+                                "trace and the critical path, in memory (168 bytes each); "
+                                "under .sync explicit every one is replayed, so it bounds the "
+                                "run. Default: all of them (past an 11 MiB buffer, in an "
+                                "unnamed temporary file, ~120 bytes each).")
 @click.option("--stochastic-rounding", is_flag=True,
               help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")
 @click.option("--rounding-seed", type=click.IntRange(0, INT64_MAX), default=None,

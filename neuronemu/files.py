@@ -433,12 +433,12 @@ def _removed_on_termination() -> Iterator[None]:
 
 
 def save_outputs(destinations: dict[str, str], outputs: dict[str, np.ndarray],
-                 output_dir: Path | None, trace: Callable[[], object]) -> dict[str, str]:
-    """Save a run's outputs (and its trace document, ``trace()``, if ``--trace`` is among the
+                 output_dir: Path | None, trace: Callable[[], Writer]) -> dict[str, str]:
+    """Save a run's outputs (and its trace, written by ``trace()``, if ``--trace`` is among the
     :func:`destinations`) all-or-none; returns output name -> the file written."""
     writers = {label: (dest, npy_writer(outputs[label.split()[1]]))
                for label, dest in destinations.items() if label != "--trace"}
     if "--trace" in destinations:
-        writers["--trace"] = (destinations["--trace"], json_writer(trace()))
+        writers["--trace"] = (destinations["--trace"], trace())
     saved = save_all(writers, output_dir)
     return {label.split()[1]: dest for label, dest in saved.items() if label != "--trace"}

@@ -35,6 +35,7 @@ def require_matplotlib() -> None:
 # Why these sizes (issue 30 item 19: the picture was 640 px wide and its bars unlabelled): a
 # picture people read on a screen or a slide at full width, with rows tall enough for a label
 _WIDTH_INCHES, _DPI, _ROW_INCHES = 15.0, 100, 0.5
+DRAWN_EVENTS = 1 << 20   # bars drawn at most (the first ones)
 _LABEL_POINTS = 7
 _MAX_LABELS = 600          # text objects cost time to draw: the widest bars get them first
 
@@ -61,11 +62,19 @@ def _rows(timing) -> dict[str, list[tuple[float, float, int]]]:
 
     names = track_names()
     rows: dict[int, list[tuple[float, float, int]]] = {}
-    for row, times in zip(timing.events, timing.event_times, strict=True):
+    n = _drawn(timing)
+    for row, times in zip(timing.events[:n, :2].tolist(), timing.event_times[:n, :2].tolist(),
+                          strict=True):
         start, end = float(times[0]), float(times[1])
         if end > start:
             rows.setdefault(int(row[1]), []).append((start, end - start, int(row[0])))
     return {names[t]: rows[t] for t in sorted(rows)}
+
+
+def _drawn(timing) -> int:
+    """Instructions drawn: a picture of more than 2^20 bars shows nothing more (a run keeps
+    every event now; the trace has them all)."""
+    return min(timing.events_recorded, DRAWN_EVENTS)
 
 
 def _bar_label(program, pc: int) -> str:
@@ -109,8 +118,8 @@ def draw_timeline(program, timing, title: str | None = None):
     sub = f"{total_us:.2f} us on {program.target.name}"
     if bound:
         sub += f", critical path bound by {bound}"
-    if timing.events_recorded < timing.events_total:
-        sub += f" (first {timing.events_recorded} of {timing.events_total} instructions drawn)"
+    if _drawn(timing) < timing.events_total:
+        sub += f" (first {_drawn(timing)} of {timing.events_total} instructions drawn)"
     ax.set_title(f"{head}\n{sub}", fontsize=10)
     fig.tight_layout()
     _label_bars(ax, program, rows, names, total_us)

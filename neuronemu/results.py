@@ -91,7 +91,7 @@ def finish(program: Program, core: Core, seed: int, world: int) -> Result:
     engine_names = isa.enums["engine"]
     instructions = {engine_names.name_of(i): int(c) for i, c in enumerate(per_engine) if c}
     n_events = int(regs[L.REG_EVENTS])
-    events, event_times = core.events, core.event_times
+    events, event_times = core.log.recorded(regs)
     busy, track_free = core.busy, core.track_free
     if core.replay is not None:   # .sync explicit: the times the replay gave
         busy, track_free = core.replay.busy, core.replay.track_free

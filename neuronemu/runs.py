@@ -60,7 +60,7 @@ def run(path: Path, program: Program, *, topology: str | None = None,
     ``api.run_spmd`` as given (seed, limits, rounding; ``partitions`` only on ranks). None on an
     MPI partition other than 0: partition 0 reports the run. Raises NeuronemuError."""
     from neuronemu import api
-    from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
+    from neuronemu.timing.trace import trace_writer
 
     spmd = runs_on_ranks(program, topology)
     if spmd:
@@ -75,8 +75,8 @@ def run(path: Path, program: Program, *, topology: str | None = None,
               if spmd else api.run(program, inputs, **options))
     if result is None:
         return None
-    saved = files.save_outputs(destinations, result.outputs, output_dir, lambda: (
-        chrome_trace_ranks(result) if spmd else chrome_trace(program, result.timing)))
+    saved = files.save_outputs(destinations, result.outputs, output_dir,
+                               lambda: trace_writer(program, result, spmd))
     common = {"kernel": str(path), "seed": options.get("seed", 0), "saved": saved,
               "stochastic_rounding": options.get("stochastic_rounding", False),
               "trace": trace_path and str(trace_path), "plot": plot_path and str(plot_path)}

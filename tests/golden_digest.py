@@ -49,6 +49,20 @@ def _array(h, name: str, array) -> None:
     h.update(array.view(np.uint8).tobytes() if array.size else b"")
 
 
+def _full_width(events):
+    """A long run's events mapped from its file have only the program's argument columns
+    (timing/eventlog.py); the buffer's columns past them are zeros: the same digest either
+    way."""
+    from neuronemu.timing.events import EVENT_WIDTH
+
+    events = np.asarray(events)
+    if events.shape[1] == EVENT_WIDTH:
+        return events
+    full = np.zeros((events.shape[0], EVENT_WIDTH), dtype=events.dtype)
+    full[:, :events.shape[1]] = events
+    return full
+
+
 VALUES_ONLY = False
 """(pytest --golden-values-only) Fingerprint what a run computes, not when: HBM tensors,
 instruction counts, warnings and errors, without the timing report, the on-chip allocations
@@ -97,7 +111,7 @@ def _result(h, result) -> None:
         h.update(json.dumps(_plain(timing), sort_keys=True).encode())
         n = timing.events_recorded
         if timing.events is not None:
-            _array(h, "events", timing.events[:n])
+            _array(h, "events", _full_width(timing.events[:n]))
         if timing.event_times is not None:
             _array(h, "event_times", timing.event_times[:n])
     for warning in result.warnings:

@@ -284,6 +284,8 @@ def test_explicit_sync_past_its_trace_is_located_and_names_the_cli_option(tmp_pa
     assert error["message"] == (
         "sync mode explicit replays every timed instruction from the trace, but the run "
         "executed 200 of them and the trace holds 150; raise it with --max-trace-events N "
-        "(API: max_trace_events=; 168 bytes of memory each)")
+        "(API: max_trace_events=; 168 bytes of memory each), or leave it unset: every "
+        "event is then kept")
     assert invoke("run", str(kernel), "--max-trace-events", "200").exit_code == 0
+    assert invoke("run", str(kernel)).exit_code == 0   # the default keeps them all
     assert invoke("run", str(kernel), "--max-trace-events", "0").exit_code == 2

@@ -328,7 +328,7 @@ class Core:
     checked against the declarations."""
 
     def __init__(self, program: Program, inputs: dict[str, np.ndarray], seed: int, *,
-                 rank: int = 0, world: int = 1, max_trace_events: int,
+                 rank: int = 0, world: int = 1, max_trace_events: int | None,
                  stochastic_rounding: bool = False, rounding_seed: int | None = None,
                  compact: bool = False):
         from neuronemu.isa import dtypes
@@ -382,11 +382,11 @@ class Core:
                              self.clocks, self.track_free, self.busy, self.breaks,
                              self.write_end, self.read_end, self.engine_free, self.engine_busy,
                              self.dma_stats)
-        from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
+        from neuronemu.timing.eventlog import EventLog, spilled_width, stream_rows
 
-        cap = max(max_trace_events, 1)
-        self.events = np.zeros((cap, EVENT_WIDTH), dtype=np.int64)
-        self.event_times = np.zeros((cap, EVENT_TIMES_WIDTH), dtype=np.float64)
+        # None: every event, through a buffer emptied into a file; N: the first N, in memory
+        self.log = EventLog(stream_rows(world), max_trace_events, spilled_width(program))
+        self.events, self.event_times = self.log.events, self.log.event_times
         self.pc = 0
         self.steps = 0
         self.status = L.STATUS_OK
@@ -439,6 +439,11 @@ class Core:
         limits.start()
         while True:
             budget = limits.chunk_end(self.steps)
+            # a step records at most one event: no more steps than the buffer has rows left
+            self.log.make_room(self.regs)
+            room = self.log.room(self.regs)
+            if room is not None:
+                budget = min(budget, self.steps + room)
             start = time.perf_counter()
             status, pc, steps = run_loop(program.instrs, program.ops, program.imms, self.mems,
                                          self.regs, fmt, table, np.int64(budget), self.counts,
@@ -541,6 +546,7 @@ class Core:
             self.dma_stats[track - L.DMA_TRACK0, S_WIRE] += nbytes
         self.track_free[track] = max(self.track_free[track], end)
         self.busy[track] += end - start
+        self.log.make_room(self.regs)
         record_event.py_func(self.events, self.event_times, row, program.ops, self.regs, pc,
                              start, end, end - start, nbytes, nbytes)
         self.counts[pc] += 1

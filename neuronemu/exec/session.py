@@ -27,7 +27,7 @@ def uses_cc(program: Program) -> bool:
 
 
 def run_core(program: Program, inputs: dict[str, np.ndarray], seed: int, *,
-             max_instructions: int, max_trace_events: int, stochastic_rounding: bool,
+             max_instructions: int, max_trace_events: int | None, stochastic_rounding: bool,
              rounding_seed: int | None, timeout: float | None) -> Core:
     """Run ``program`` (without cc.* instructions) on one core to its end; ``inputs`` are
     checked arrays by tensor name. Raises the run's fault (a located RuntimeFault, a

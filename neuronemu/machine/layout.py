@@ -116,7 +116,8 @@ REG_RANGE_BITS = REG_RANGE_COUNT + 2
 REG_SACC = REG_RANGE_BITS + 1      # the Scalar engine's accumulator registers, 128 (activate2)
 REG_RANK = REG_SACC + 128         # this core's rank and the number of ranks (ctrl.rank / world)
 REG_WORLD = REG_RANK + 1
-REG_COUNT = REG_WORLD + 1
+REG_EVENT_BASE = REG_WORLD + 1    # events already moved out of the buffer (timing/eventlog.py)
+REG_COUNT = REG_EVENT_BASE + 1
 
 # interpreter status codes
 STATUS_OK = 0

@@ -88,7 +88,7 @@ class _Collective:
 
 
 def execute(program, topology, ranks_per_chip: int, inputs: list[dict], seed: int, *,
-            max_instructions: int, max_trace_events: int, stochastic_rounding: bool,
+            max_instructions: int, max_trace_events: int | None, stochastic_rounding: bool,
             rounding_seed: int | None, timeout: float | None = None, comm: Comm | None = None,
             limits: RunLimits | None = None) -> tuple[dict[int, Core], Network]:
     """Run every rank to its end; returns the cores of the ranks this partition owns (all of

@@ -160,7 +160,7 @@ class KernelRun:
     def chrome_trace(self) -> dict:
         """The Perfetto / chrome://tracing timeline; each event's ``source`` is the kernel's
         ``file.py:LINE`` (``asm_source`` keeps the generated line)."""
-        from neuronemu.timing.report import chrome_trace
+        from neuronemu.timing.trace import chrome_trace
 
         doc = chrome_trace(self.result.program, self.result.timing)
         prefix = os.path.basename(self.trace.asm_name) + ":"

@@ -1,7 +1,8 @@
 """The run's record of instruction events, which the explicit replay (neuronemu.timing.explicit)
 replays and the timing report draws: one row per executed non-control instruction while the
-arrays have room. Recorded by one function, for the interpreter loop and for the cc.*
-instructions the multi-chip driver executes (``Core.complete``)."""
+arrays have room (neuronemu.timing.eventlog empties a full buffer into a file). Recorded by one
+function, for the interpreter loop and for the cc.* instructions the multi-chip driver executes
+(``Core.complete``)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ def record_event(events, event_times, ins, ops, regs, pc, start, end, cycles, nb
     """Append the instruction at ``pc`` (row ``ins``) as run from ``start`` to ``end``: (pc,
     track, and per argument a tile's byte offset, a register's value or the integer) to
     ``events`` and (start, end, cycles, bytes, wire bytes) to ``event_times``, while they have
-    room; ``regs[REG_EVENTS]`` counts the events, also past the room."""
-    e = regs[L.REG_EVENTS]
+    room; ``regs[REG_EVENTS]`` counts the events, also past the room. The buffer's row 0 is
+    event ``regs[REG_EVENT_BASE]``: the rows before it were moved out (timing/eventlog.py)."""
+    n = regs[L.REG_EVENTS]
+    e = n - regs[L.REG_EVENT_BASE]
     if e < events.shape[0]:
         events[e, 0] = pc
         events[e, 1] = ins[L.I_TRACK]
@@ -37,4 +40,4 @@ def record_event(events, event_times, ins, ops, regs, pc, start, end, cycles, nb
         event_times[e, 2] = cycles
         event_times[e, 3] = nbytes
         event_times[e, 4] = wire
-    regs[L.REG_EVENTS] = e + 1
+    regs[L.REG_EVENTS] = n + 1

@@ -122,16 +122,18 @@ def replay_cores(program, cores: list, couple=None) -> list[Replay]:
 def _recorded(program, core) -> tuple[np.ndarray, np.ndarray]:
     """A core's trace events, all of them: the replay needs every instruction."""
     n = int(core.regs[L.REG_EVENTS])
-    if n > len(core.events):
+    events, times = core.log.recorded(core.regs)
+    if n > len(events):
         from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
 
         each = 8 * (EVENT_WIDTH + EVENT_TIMES_WIDTH)
         raise RuntimeFault(f"sync mode explicit replays every timed instruction from the "
                            f"trace, but the run executed {n:,} of them and the trace "
-                           f"holds {len(core.events):,}; raise it with --max-trace-events N (API: "
-                           f"max_trace_events=; {each} bytes of memory each)",
+                           f"holds {len(events):,}; raise it with --max-trace-events N (API: "
+                           f"max_trace_events=; {each} bytes of memory each), or leave it "
+                           f"unset: every event is then kept",
                            program.directive_location("sync"))
-    return core.events[:n], core.event_times[:n]
+    return events, times
 
 
 class Replayer:

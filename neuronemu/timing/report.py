@@ -1,5 +1,6 @@
-"""Timing results as users see them: per-track statistics, TensorE FLOP/s, the critical path and
-the Chrome/Perfetto trace. Plain Python over the arrays the jitted loop filled."""
+"""Timing results as users see them: per-track statistics, TensorE FLOP/s and the critical path
+(the Chrome/Perfetto trace is neuronemu.timing.trace). Plain Python over the arrays the jitted
+loop filled."""
 
 from __future__ import annotations
 
@@ -138,12 +139,7 @@ def build(program, counts, busy, track_free, clocks, events, event_times, n_even
           dma_counts=None, engine_busy=None) -> Timing:
     names = track_names()
     recorded = min(n_events, events.shape[0])
-    # a full buffer is kept as it is (a copy cost ~0.4 us per event, mostly page faults on the
-    # new memory); a part is copied, so the report does not keep the whole buffer alive (its
-    # pages come from the reused heap and are resident: ~1.2 MiB per rank of a 144-rank run)
-    if recorded < events.shape[0]:
-        events = events[:recorded].copy()
-        event_times = event_times[:recorded].copy()
+    events, event_times = events[:recorded], event_times[:recorded]
     time_ns = float(track_free.max())  # when the last track finished
     per_track = np.zeros(L.NUM_TRACKS, dtype=np.int64)
     for pc, n in enumerate(counts):
@@ -226,87 +222,11 @@ def critical_path(events: np.ndarray, times: np.ndarray, names: dict[int, str]) 
 
     if len(events) == 0:
         return {}
+    # a long run's events are mapped from a file that holds each column as a block: these
+    # are then its pages, not copies (timing/eventlog.py)
     ends = np.ascontiguousarray(times[:, 1])
     shares, order, n_order = walk(np.ascontiguousarray(events[:, 1]),
                                   np.ascontiguousarray(times[:, 0]), ends,
                                   np.argsort(ends, kind="stable"))
     visited = {names[int(t)]: float(shares[t]) for t in order[:n_order]}
     return dict(sorted(visited.items(), key=lambda kv: -kv[1]))
-
-
-def chrome_trace_ranks(result) -> dict:
-    """One trace of a multi-rank run (api.SpmdResult): a process per rank, named by its chip
-    and core, holding that rank's tracks."""
-    events = []
-    for rank, r in enumerate(result.ranks):
-        chip, core = divmod(rank, result.ranks_per_chip)
-        one = chrome_trace(result.program, r.timing, pid=rank,
-                           label=f"rank {rank} (chip {chip}, core {core})")
-        events.extend(one["traceEvents"])
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"time_ns": result.time_ns, "topology": result.topology,
-                          "world": result.world}}
-
-
-def chrome_trace(program, timing: Timing, pid: int = 0, label: str | None = None) -> dict:
-    """Chrome / Perfetto trace JSON: one thread per track, one complete event per instruction."""
-    from pathlib import Path
-
-    names = track_names()
-    source = Path(program.source.name).name
-    name = f"{program.source.name} ({program.target.name})"
-    trace = [{"name": "process_name", "ph": "M", "pid": pid,
-              "args": {"name": f"{label}: {name}" if label else name}},
-             {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}]
-    tids = {}  # (track, PE tile) -> thread; tiled matmuls overlap, so each tile gets its own
-    for row in timing.events if timing.events_recorded else ():
-        key = _trace_thread(program, int(row[0]), int(row[1]))
-        tids.setdefault(key, key[0] if key[1] is None else 1000 + len(tids))
-    for (t, tile), tid in sorted(tids.items(), key=lambda kv: (kv[0][0], kv[1])):
-        trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                      "args": {"name": names[t] + (f" {tile}" if tile else "")}})
-        trace.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                      "args": {"sort_index": t * 1000 + (tid - 999 if tile else 0)}})
-    for row, times in zip(timing.events, timing.event_times, strict=True):
-        start, end, cycles = times[:3]
-        pc, track = int(row[0]), int(row[1])
-        ins = program.instructions[pc]
-        tid = tids[_trace_thread(program, pc, track)]
-        args = {"cycles": round(float(cycles), 3), "source": f"{source}:{ins.location.line}"}
-        if track >= L.DMA_TRACK0:
-            nbytes, wire = int(times[3]), int(times[4])
-            args = {"ns_alone": args.pop("cycles"), **args, "bytes": nbytes,
-                    "compressed_bytes": wire,
-                    "compression_ratio": round(nbytes / wire, 6) if wire else 1.0}
-            spread = _broadcast_label(ins)
-            if spread:
-                args["broadcast"] = spread
-        trace.append({
-            "name": ins.definition.name, "ph": "X", "pid": pid, "tid": tid,
-            "ts": round(start / 1000.0, 6), "dur": round((end - start) / 1000.0, 6),
-            "args": args})
-    return {"traceEvents": trace, "displayTimeUnit": "ns",
-            "otherData": {"time_ns": timing.time_ns, "events_total": timing.events_total,
-                          "events_recorded": timing.events_recorded}}
-
-
-def _broadcast_label(ins) -> str:
-    """'gamma: 1 row -> 128 partitions' for each source a DMA broadcasts, else ''."""
-    from neuronemu.program import Tile
-
-    return "; ".join(f"{v.symbol}: 1 row -> {v.partitions} partitions"
-                     for v in ins.args.values() if isinstance(v, Tile) and v.broadcast)
-
-
-def _trace_thread(program, pc: int, track: int) -> tuple[int, str | None]:
-    """(track, PE tile label): a tiled Tensor instruction runs on its own trace thread, named by
-    its rows and columns of the PE array, since it may overlap others on the same engine."""
-    if track != L.TENSOR_TRACK:
-        return track, None
-    from neuronemu.program import pe_tile
-
-    tile = pe_tile(program.instructions[pc].args)
-    if tile is None:
-        return track, None
-    r, c, rows, cols = tile
-    return track, f"PE rows {r}-{r + rows - 1}, cols {c}-{c + cols - 1}"

@@ -216,7 +216,7 @@ def test_expanded_instructions_point_at_the_macro_body():
 
 def test_runtime_faults_and_trace_events_name_the_body_line():
     from neuronemu.errors import RuntimeFault
-    from neuronemu.timing.report import chrome_trace
+    from neuronemu.timing.trace import chrome_trace
 
     source = DECLS + """\
 .macro step k

@@ -311,7 +311,7 @@ def test_explicit_sync_reports_a_race_on_the_source_row() -> None:
 
 
 def test_trace_labels_the_broadcast() -> None:
-    from neuronemu.timing.report import chrome_trace
+    from neuronemu.timing.trace import chrome_trace
 
     r = run(""".hbm gamma float32[1, 64] input
 .sbuf g float32[128, 64]

@@ -26,7 +26,7 @@ from neuronemu.errors import InputError, NeuronemuError
 from neuronemu.isa.topologies import load_topologies
 from neuronemu.multichip import comm as comm_module
 from neuronemu.multichip.comm import Partitioning
-from neuronemu.timing.report import chrome_trace_ranks
+from neuronemu.timing.trace import chrome_trace_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIVES = ROOT / "programs" / "collectives"

@@ -24,7 +24,7 @@ from neuronemu.errors import InputError, Interrupted, LimitReached
 from neuronemu.exec import core
 from neuronemu.exec.core import RunLimits
 from neuronemu.programs import bundled_programs
-from neuronemu.timing.report import chrome_trace, chrome_trace_ranks
+from neuronemu.timing.trace import chrome_trace, chrome_trace_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 SPIN = "ctrl.mov r0, 0\nspin:\nctrl.jmp spin\n"

@@ -619,7 +619,7 @@ def test_explicit_wait_on_the_tensor_track_does_not_drain_the_pe_array() -> None
 
 
 def test_trace_puts_each_pe_tile_on_its_own_thread() -> None:
-    from neuronemu.timing.report import chrome_trace
+    from neuronemu.timing.trace import chrome_trace
 
     result = run(TILED.format(body="\n".join(ROWS_64)))
     trace = chrome_trace(result.program, result.timing)["traceEvents"]
