@@ -173,20 +173,20 @@ def transfer(ins, ops, regs, params, efficiency, sbuf_efficiency, indexed, ready
     # an engine spends at least dma_min_row_bytes' worth of time on a row's descriptors
     row_ns = max(wire_bytes / rows + row_buffers * overhead, params[T_DMA_MIN_ROW_BYTES]) \
         / (engine_bw * eff)
-    per_engine = np.zeros(engines, dtype=np.int64)
     partitions = int(params[T_PARTITIONS])
-    if rows_op >= 0:
-        for i in range(rows):
-            partition = ops[rows_op][L.OP_PSTART] + i
-            per_engine[partition * engines // partitions] += 1
+    first_row = ops[rows_op][L.OP_PSTART] if rows_op >= 0 else 0
     data_start = ready + fixed
     end = data_start
     alone = 0.0
     for e in range(engines):
         if rows_op >= 0:
-            if per_engine[e] == 0:
+            # the rows first_row .. first_row + rows - 1 whose partition p has
+            # p * engines // partitions == e: p in [ceil(e P / E), ceil((e + 1) P / E))
+            lo = max(first_row, -(-(e * partitions) // engines))
+            hi = min(first_row + rows, -(-((e + 1) * partitions) // engines))
+            if hi <= lo:
                 continue
-            duration = per_engine[e] * row_ns
+            duration = (hi - lo) * row_ns
         else:
             # HBM -> HBM: no partitions to follow; the bytes and their buffers are split evenly
             # over all engines (a long contiguous run is cut into one piece per engine)
