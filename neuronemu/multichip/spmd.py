@@ -44,6 +44,9 @@ from neuronemu.multichip.comm import Comm, LocalComm, Partitioning, agree
 from neuronemu.multichip.network import Network
 
 
+MESH_AS_ARRAYS = True   # Driver._mesh_all_reduce; False: as any algorithm (the tests' reference)
+
+
 @functools.cache
 def collectives() -> frozenset[str]:
     """The cc.* instructions every rank takes part in at once (isa/cc.toml driver = collective)."""
@@ -511,13 +514,16 @@ class Driver:
         reducer = C.Reducer(src.dtype, self._op())
         itemsize = tile_itemsize(src)
         bounds = np.linspace(0, src.partitions * src.free_size, n + 1).astype(np.int64)
+        nbytes = src.partitions * src.free_size * itemsize
+        algorithm = self._algorithm(nbytes, n)
+        sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
+        if (MESH_AS_ARRAYS and algorithm == "mesh" and n > 1 and n == self.world
+                and not self.split):
+            return self._mesh_all_reduce(ready, reducer, bounds, sizes), nbytes
         data = {}
         for r, core in self.cores.items():
             flat = reducer.values(core.load("src").ravel())
             data[r] = {q: flat[bounds[q]: bounds[q + 1]] for q in range(n)}
-        nbytes = src.partitions * src.free_size * itemsize
-        algorithm = self._algorithm(nbytes, n)
-        sizes = {q: int(bounds[q + 1] - bounds[q]) * itemsize for q in range(n)}
         steps = groups.steps(lambda order, cube, _: (C.reduce_scatter_steps(algorithm, order, cube)
                                                      + C.all_gather_steps(algorithm, order, cube)),
                              self.order, self.cube)
@@ -526,6 +532,40 @@ class Driver:
             flat = np.concatenate([data[r][q] for q in range(n)])
             core.store("dst", reducer.bits(flat).reshape(src.partitions, src.free_size))
         return done, nbytes
+
+    def _mesh_all_reduce(self, ready, reducer: C.Reducer, bounds: np.ndarray,
+                         sizes: dict[int, int]) -> list[float]:
+        """The mesh all-reduce of every rank of a one-partition run, as arrays: the same
+        messages and times as its steps of Message (C.mesh_step), and the same values as
+        move_steps gives them, whose receiver q adds the chunks of ranks 0, 1, ... (all but
+        its own) into its own chunk q, in that order, then sends the sum to every rank.
+        Here the sums run over ranks, each rank's tile read once, every chunk's sum at once:
+        memory for one tile's values and the sums, not the world's chunks as objects."""
+        n = self.world
+        steps = [C.mesh_step(n, to_owner=True, reduce=True),
+                 C.mesh_step(n, to_owner=False, reduce=False)]
+        self.timer = (steps, sizes.__getitem__, False)
+        done = C.time_steps(steps, sizes.__getitem__, ready, self.network)
+        cores = self.cores
+        acc = None
+        for r in range(n):
+            values = reducer.values(cores[r].load("src").ravel())
+            if acc is None:
+                acc = np.empty(values.size, dtype=values.dtype)
+            # rank r's own chunk starts its sum; the other chunks take r's part
+            own = slice(int(bounds[r]), int(bounds[r + 1]))
+            acc[own] = values[own]
+        for r in range(n):
+            values = reducer.values(cores[r].load("src").ravel())
+            own = slice(int(bounds[r]), int(bounds[r + 1]))
+            kept = acc[own].copy()
+            acc = reducer.combine(acc, values)
+            acc[own] = kept
+        src = self._tile("src")
+        bits = reducer.bits(acc).reshape(src.partitions, src.free_size)
+        for core in cores.values():
+            core.store("dst", bits)
+        return done
 
     def _check_split(self, big, small, dim: int, what: str, n: int) -> None:
         sizes = (big.partitions, big.free_size), (small.partitions, small.free_size)
