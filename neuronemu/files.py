@@ -27,7 +27,7 @@ import secrets
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -432,7 +432,7 @@ def _removed_on_termination() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def save_outputs(destinations: dict[str, str], outputs: dict[str, np.ndarray],
+def save_outputs(destinations: dict[str, str], outputs: Mapping[str, np.ndarray],
                  output_dir: Path | None, trace: Callable[[], Writer]) -> dict[str, str]:
     """Save a run's outputs (and its trace, written by ``trace()``, if ``--trace`` is among the
     :func:`destinations`) all-or-none; returns output name -> the file written."""

@@ -126,7 +126,7 @@ def spmd_document(program: Program, result: SpmdResult, *, kernel: str, topology
     _files(doc, trace, plot)
     for t in program.outputs():
         entry = {"shape": [result.world, *t.shape], "dtype": t.dtype,
-                 **summary(result.outputs[t.name])}
+                 **summary_of_parts([r.outputs[t.name].reshape(-1) for r in result.ranks])}
         if t.name in saved:
             entry["path"] = saved[t.name]
         doc["outputs"][t.name] = entry
@@ -149,9 +149,18 @@ def summary(array: np.ndarray) -> dict:
     piece (its float64 copy would cost twice its size); the mean then sums the pieces' sums."""
     import numpy as np
 
-    flat = np.asarray(array).reshape(-1)
-    if flat.size <= SUMMARY_PIECE:
-        values = flat.astype(np.float64)
+    return summary_of_parts([np.asarray(array).reshape(-1)])
+
+
+def summary_of_parts(parts: list) -> dict:
+    """``summary`` of the concatenation of the flat arrays ``parts``, without making it (a
+    multi-rank run's output over every rank: 1.2 GB at 1,152 ranks of 1 MiB): the same pieces
+    of SUMMARY_PIECE elements, so the same figures to the bit."""
+    import numpy as np
+
+    size = sum(part.size for part in parts)
+    if size <= SUMMARY_PIECE:
+        values = (np.concatenate(parts) if len(parts) > 1 else parts[0]).astype(np.float64)
         finite = values[np.isfinite(values)]
         doc = {"nan_count": int(np.isnan(values).sum())}
         if finite.size:
@@ -159,8 +168,7 @@ def summary(array: np.ndarray) -> dict:
                        mean=float(finite.mean()))
         return doc
     nan_count, count, total, low, high = 0, 0, [], math.inf, -math.inf
-    for start in range(0, flat.size, SUMMARY_PIECE):
-        values = flat[start: start + SUMMARY_PIECE].astype(np.float64)
+    for values in _pieces(parts):
         nan_count += int(np.isnan(values).sum())
         finite = values[np.isfinite(values)]
         if finite.size:
@@ -171,6 +179,27 @@ def summary(array: np.ndarray) -> dict:
     if count:
         doc.update(min=low, max=high, mean=math.fsum(total) / count)
     return doc
+
+
+def _pieces(parts: list):
+    """The concatenation of ``parts`` as float64 pieces of SUMMARY_PIECE elements (the last
+    shorter), each copied from the parts it spans."""
+    import numpy as np
+
+    piece: list = []
+    held = 0
+    for part in parts:
+        at = 0
+        while at < part.size:
+            take = min(SUMMARY_PIECE - held, part.size - at)
+            piece.append(part[at: at + take])
+            held += take
+            at += take
+            if held == SUMMARY_PIECE:
+                yield (np.concatenate(piece) if len(piece) > 1 else piece[0]).astype(np.float64)
+                piece, held = [], 0
+    if held:
+        yield (np.concatenate(piece) if len(piece) > 1 else piece[0]).astype(np.float64)
 
 
 def timing_json(timing: Timing) -> dict:

@@ -6,6 +6,7 @@ job, and the orchestration is written once)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,24 @@ class Run:
     ranks_per_chip: int | None
     saved: dict[str, str]
     document: dict
+
+
+class _Stacked(Mapping):
+    """A multi-rank run's outputs by name, each stacked over the ranks when it is read."""
+
+    def __init__(self, result) -> None:
+        self._result = result
+
+    def __getitem__(self, name: str):
+        import numpy as np
+
+        return np.stack([r.outputs[name] for r in self._result.ranks])
+
+    def __iter__(self):
+        return iter(self._result.ranks[0].outputs)
+
+    def __len__(self) -> int:
+        return len(self._result.ranks[0].outputs)
 
 
 def assemble(kernel: str, target: str | None = None,
@@ -75,7 +94,10 @@ def run(path: Path, program: Program, *, topology: str | None = None,
               if spmd else api.run(program, inputs, **options))
     if result is None:
         return None
-    saved = files.save_outputs(destinations, result.outputs, output_dir,
+    # a multi-rank run's outputs are stacked over the ranks only when saved (1.2 GB at 1,152
+    # ranks of 1 MiB); the report summarises them rank by rank
+    outputs = _Stacked(result) if spmd else result.outputs
+    saved = files.save_outputs(destinations, outputs, output_dir,
                                lambda: trace_writer(program, result, spmd))
     common = {"kernel": str(path), "seed": options.get("seed", 0), "saved": saved,
               "stochastic_rounding": options.get("stochastic_rounding", False),

@@ -64,6 +64,31 @@ def test_the_summary_in_pieces_equals_float64_numpy(monkeypatch) -> None:
     assert report.summary(np.full(4, np.nan)) == {"nan_count": 4}
 
 
+@pytest.mark.parametrize("sizes", [[300] * 7, [1000, 1000], [999, 2, 1500], [5], [1001] * 5])
+def test_the_summary_of_parts_is_the_summary_of_their_concatenation(monkeypatch, sizes) -> None:
+    """A multi-rank output is summarised rank by rank, in the same pieces as the stacked array
+    would be: the same figures to the bit. The oracle cuts the concatenation into pieces of
+    SUMMARY_PIECE itself and sums their finite sums with math.fsum."""
+    import math
+
+    piece = 1000
+    monkeypatch.setattr(report, "SUMMARY_PIECE", piece)
+    rng = np.random.default_rng(len(sizes))
+    parts = [(rng.standard_normal(n) * 1e3).astype(np.float32) for n in sizes]
+    parts[0][:2] = np.nan
+    parts[-1][-1] = np.inf
+    whole = np.concatenate(parts).astype(np.float64)
+    finite = whole[np.isfinite(whole)]
+    doc = report.summary_of_parts(parts)
+    assert doc["nan_count"] == 2 and (doc["min"], doc["max"]) == (finite.min(), finite.max())
+    if whole.size <= piece:
+        assert doc["mean"] == float(finite.mean())
+    else:
+        sums = [float(p[np.isfinite(p)].sum()) for p in
+                (whole[i: i + piece] for i in range(0, whole.size, piece))]
+        assert doc["mean"] == math.fsum(sums) / finite.size
+
+
 # --- the one kernel lookup -------------------------------------------------------------------
 
 def test_a_bundled_name_resolves_to_its_file() -> None:

@@ -498,6 +498,21 @@ class Core:
 
         return load_bits(self.operand(name), self.mems, self.regs)
 
+    def dense_bytes(self, name: str) -> np.ndarray | None:
+        """The bytes of tile argument ``name`` as one view of HBM (writable), when they are one
+        run in element order: a dense, uncompressed HBM tile whose partitions follow each
+        other. None otherwise (``load`` / ``store`` take any tile)."""
+        from neuronemu.machine.memory import dynamic_offset
+
+        op = self.operand(name)
+        if op[L.OP_SPACE] != L.SPACE_HBM or not op[L.OP_DENSE] or op[L.OP_BLOCK]:
+            return None
+        row = int(op[L.OP_SIZE] * op[L.OP_ITEMSIZE])
+        if op[L.OP_PCOUNT] > 1 and op[L.OP_PCOLSTEP] != row:
+            return None
+        start = int(dynamic_offset(op, self.regs))
+        return self.mems[L.SPACE_HBM][0, start: start + row * int(op[L.OP_PCOUNT])]
+
     def store(self, name: str, bits: np.ndarray) -> None:
         from neuronemu.machine.memory import store_bits
 

@@ -43,7 +43,6 @@ from neuronemu.multichip import collectives as C
 from neuronemu.multichip.comm import Comm, LocalComm, Partitioning, agree
 from neuronemu.multichip.network import Network
 
-
 MESH_AS_ARRAYS = True   # Driver._mesh_all_reduce; False: as any algorithm (the tests' reference)
 
 
@@ -547,23 +546,36 @@ class Driver:
         self.timer = (steps, sizes.__getitem__, False)
         done = C.time_steps(steps, sizes.__getitem__, ready, self.network)
         cores = self.cores
+        fp32 = reducer.dtype == "float32"
+
+        def values_of(core):
+            # an fp32 tile's values are its bits: a view of a dense HBM tile, not a copy
+            raw = core.dense_bytes("src") if fp32 else None
+            return raw.view(np.float32) if raw is not None else reducer.values(
+                core.load("src").ravel())
+
         acc = None
         for r in range(n):
-            values = reducer.values(cores[r].load("src").ravel())
+            values = values_of(cores[r])
             if acc is None:
                 acc = np.empty(values.size, dtype=values.dtype)
             # rank r's own chunk starts its sum; the other chunks take r's part
             own = slice(int(bounds[r]), int(bounds[r + 1]))
             acc[own] = values[own]
         for r in range(n):
-            values = reducer.values(cores[r].load("src").ravel())
             own = slice(int(bounds[r]), int(bounds[r + 1]))
             kept = acc[own].copy()
-            acc = reducer.combine(acc, values)
+            acc = reducer.combine(acc, values_of(cores[r]))
             acc[own] = kept
         src = self._tile("src")
-        bits = reducer.bits(acc).reshape(src.partitions, src.free_size)
+        bits = None
         for core in cores.values():
+            raw = core.dense_bytes("dst") if fp32 else None
+            if raw is not None:
+                raw.view(np.float32)[:] = acc
+                continue
+            if bits is None:
+                bits = reducer.bits(acc).reshape(src.partitions, src.free_size)
             core.store("dst", bits)
         return done
 
