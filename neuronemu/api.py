@@ -148,7 +148,7 @@ def run(program: Program, inputs: dict[str, np.ndarray] | None = None, seed: int
         timeout: float | None = None) -> Result:
     """Run an assembled program on one core. ``inputs`` override the declared initialisers by
     tensor name; arrays are cast to the declared dtype with round-to-nearest-even. Every timed
-    instruction is kept for the trace and the critical path (a long run's past an 11 MiB
+    instruction is kept for the trace and the critical path (a long run's past a 42 MiB
     buffer in an unnamed temporary file, about 120 bytes each: docs/timing.md, "Reports");
     ``max_trace_events=N`` keeps only the first N, in memory.
     ``stochastic_rounding`` makes every fp32 -> bf16/fp16/fp8/tf32 store round stochastically,

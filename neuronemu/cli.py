@@ -81,7 +81,7 @@ def main() -> None:
               metavar="N", help="Keep only the first N timed instructions (per rank) for the "
                                 "trace and the critical path, in memory (168 bytes each); "
                                 "under .sync explicit every one is replayed, so it bounds the "
-                                "run. Default: all of them (past an 11 MiB buffer, in an "
+                                "run. Default: all of them (past a 42 MiB buffer, in an "
                                 "unnamed temporary file, ~120 bytes each).")
 @click.option("--stochastic-rounding", is_flag=True,
               help="Round fp32 -> bf16/fp16/fp8/tf32 stores stochastically (unbiased).")

@@ -5,7 +5,7 @@ at row ``regs[REG_EVENTS] - regs[REG_EVENT_BASE]``. An ``EventLog`` that keeps e
 (``keep=None``, the default of a run) hands the loop at most as many steps as the buffer has
 rows left (each step records at most one event) and, when the buffer is full, appends its rows
 to an unnamed temporary file and starts it again; at the end the whole record is read back as
-arrays mapped from that file. The process holds one buffer (``STREAM_ROWS`` rows, 11 MiB), the
+arrays mapped from that file. The process holds one buffer (``STREAM_ROWS`` rows, 42 MiB), the
 file's pages are the kernel's page cache, and the file has no name, so nothing is left behind
 however the process ends. A run whose events fit the buffer never touches a file.
 
@@ -32,7 +32,10 @@ import numpy as np
 from neuronemu.machine import layout as L
 from neuronemu.timing.events import EVENT_TIMES_WIDTH, EVENT_WIDTH
 
-STREAM_ROWS = 1 << 16   # buffer rows of a run that keeps every event: 11 MiB
+# buffer rows of a run that keeps every event: 42 MiB, so that a run of up to 262,144 timed
+# instructions (the bench's small-tile loop has 80,000) needs no file; 2^16 rows made that
+# loop 4.5% slower (tools/bench.py), spilling once
+STREAM_ROWS = 1 << 18
 MIN_STREAM_ROWS = 1024  # per rank of a wide multi-rank run (the buffers add up)
 FIRST_CAPACITY = 1 << 20   # rows of the file's column blocks at first; doubled as needed
 COPY_ROWS = 1 << 20        # rows copied at a time when the file grows
@@ -147,7 +150,8 @@ def _lazy_zeros(shape: tuple[int, int], dtype) -> np.ndarray:
     own. np.zeros of a few MiB may come from the heap once glibc has raised its mmap
     threshold, and calloc then clears it all: 0.7 ms a run for an 11 MiB buffer, measured."""
     count = shape[0] * shape[1]
-    region = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1))
+    # private: a shared anonymous mapping is tmpfs memory, whose page faults cost more
+    region = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), flags=mmap.MAP_PRIVATE)
     return np.frombuffer(region, dtype=dtype, count=count).reshape(shape)
 
 
@@ -176,7 +180,7 @@ def _announce(columns: int) -> None:
 
 
 def stream_rows(world: int) -> int:
-    """Buffer rows per rank of a run that keeps every event: STREAM_ROWS (11 MiB) for one rank;
+    """Buffer rows per rank of a run that keeps every event: STREAM_ROWS (42 MiB) for one rank;
     2^20 rows (168 MiB) shared by the ranks of a wide run, at least MIN_STREAM_ROWS each."""
     return max(MIN_STREAM_ROWS, min(STREAM_ROWS, (1 << 20) // max(world, 1)))
 
