@@ -32,15 +32,23 @@ def reference_starts(messages, links: int) -> tuple[list[float], list[float]]:
     return starts, total
 
 
+def random_routes(rng, links: int, count: int, longest: int):
+    """``count`` routes of 1 to ``longest`` distinct links: (the routes, their link rows one
+    after another, and where each route's rows start) as book_many takes them."""
+    routes = [rng.choice(links, size=rng.integers(1, longest + 1), replace=False)
+              for _ in range(count)]
+    rows = np.concatenate(routes).astype(np.int64)
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in routes], out=ptr[1:])
+    return routes, rows, ptr
+
+
 @pytest.mark.parametrize("book", [book_many, _book_by_gaps])
 @pytest.mark.parametrize("seed", range(6))
 def test_book_many_places_every_message_first_fit(seed: int, book) -> None:
     rng = np.random.default_rng(seed)
     links, routes_n, n = 5, 7, 300
-    routes = [rng.choice(links, size=rng.integers(1, 4), replace=False) for _ in range(routes_n)]
-    rows = np.concatenate(routes).astype(np.int64)
-    ptr = np.zeros(routes_n + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in routes], out=ptr[1:])
+    routes, rows, ptr = random_routes(rng, links, routes_n, longest=3)
     route_of = rng.integers(0, routes_n, n).astype(np.int64)
     # sorted ready times with ties, durations from a few sizes (and a zero one) as in a step
     ready = np.sort(rng.integers(0, 40, n)).astype(np.float64) * 2.5
@@ -94,10 +102,7 @@ def test_booking_from_gaps_is_booking_in_turn_on_fragmented_links(seed: int) -> 
     counters equal the in-turn booking's."""
     rng = np.random.default_rng(seed)
     links, routes_n, n = 12, 40, 5000
-    routes = [rng.choice(links, size=rng.integers(1, 5), replace=False) for _ in range(routes_n)]
-    rows = np.concatenate(routes).astype(np.int64)
-    ptr = np.zeros(routes_n + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in routes], out=ptr[1:])
+    _, rows, ptr = random_routes(rng, links, routes_n, longest=4)
     state = {}
     for name in ("turn", "gaps"):
         cap = 2 * n + 2
