@@ -120,7 +120,7 @@ class EventLog:
 
     def recorded(self, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(events [n, 2 + args], event_times [n, 5]) of every event kept: views of the buffer,
-        or, once the log has spilled, of the file (mapped read-only; the buffer's last rows
+        or, once the log has spilled, of the file (mapped copy-on-write; the buffer's last rows
         are moved there first; each column is contiguous in the file, so a reader of a few
         columns, as the critical path, maps only their pages). Events a capped log did not
         keep are not in them."""
@@ -133,7 +133,9 @@ class EventLog:
             # a 144-rank run); a full one is kept as it is (a copy costs ~0.4 us per event)
             return self.events[:n].copy(), self.event_times[:n].copy()
         self._spill(regs)
-        mapped = np.asarray(np.memmap(self._file, dtype=np.int64, mode="r",
+        # copy-on-write, not read-only: the compiled readers (critical path, explicit replay)
+        # then see the types of a buffer's arrays and need no second compile (nothing writes)
+        mapped = np.asarray(np.memmap(self._file, dtype=np.int64, mode="c",
                                       shape=(self._columns, self._capacity)))
         events = mapped[:self.width, :self.spilled].T
         return events, mapped[self.width:, :self.spilled].T.view(np.float64)
