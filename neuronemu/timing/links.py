@@ -158,8 +158,12 @@ def _book_by_gaps(starts, ends, counts, rows, ptr, route_of, ready, duration, nb
     out = np.empty(n)
     if n == 0:
         return out
-    positive = duration > 0.0
-    dmin = duration[positive].min() if positive.any() else 1.0
+    dmin = np.inf   # the shortest booking (no array for it: this runs at the memory peak)
+    for i in range(n):
+        if 0.0 < duration[i] < dmin:
+            dmin = duration[i]
+    if dmin == np.inf:
+        dmin = 1.0
     nlinks = counts.shape[0]
     local = np.full(nlinks, -1, dtype=np.int64)
     nused = 0
