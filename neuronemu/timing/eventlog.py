@@ -129,8 +129,8 @@ class EventLog:
             if n >= len(self.events):
                 return self.events, self.event_times
             # a part is copied, so what the run reports does not keep the whole buffer alive
-            # (small buffers come from the reused heap and are resident: ~1.2 MiB per rank of
-            # a 144-rank run); a full one is kept as it is (a copy costs ~0.4 us per event)
+            # (its written pages stay resident while a view holds it: ~1.2 MiB per rank of a
+            # 144-rank run); a full one is kept as it is (a copy costs ~0.4 us per event)
             return self.events[:n].copy(), self.event_times[:n].copy()
         self._spill(regs)
         # copy-on-write, not read-only: the compiled readers (critical path, explicit replay)
@@ -139,12 +139,6 @@ class EventLog:
                                       shape=(self._columns, self._capacity)))
         events = mapped[:self.width, :self.spilled].T
         return events, mapped[self.width:, :self.spilled].T.view(np.float64)
-
-    def close(self) -> None:
-        """Let the file go (arrays already mapped from it stay valid)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 def _lazy_zeros(shape: tuple[int, int], dtype) -> np.ndarray:
