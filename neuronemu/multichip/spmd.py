@@ -541,16 +541,17 @@ class Driver:
         Here the sums run over ranks, each rank's tile read once, every chunk's sum at once:
         memory for one tile's values and the sums, not the world's chunks as objects."""
         n = self.world
-        if self.logging:   # the explicit replay re-times the steps
-            steps = [C.mesh_step(n, to_owner=True, reduce=True),
-                     C.mesh_step(n, to_owner=False, reduce=False)]
-            self.timer = (steps, sizes.__getitem__, False)
-            done = C.time_steps(steps, sizes.__getitem__, ready, self.network)
-        else:   # one step's arrays at a time (21 MB each at 1,152 ranks)
-            half = C.time_step(C.mesh_step(n, to_owner=True, reduce=True), sizes.__getitem__,
-                               ready, self.network)
-            done = C.time_step(C.mesh_step(n, to_owner=False, reduce=False),
-                               sizes.__getitem__, half, self.network)
+        # reduce-scatter, then all-gather: one step's arrays alive at a time (21 MB each at
+        # 1,152 ranks), unless the explicit replay keeps them to re-time the steps
+        done, kept = ready, []
+        for scatter in (True, False):
+            step = C.mesh_step(n, to_owner=scatter, reduce=scatter)
+            done = C.time_step(step, sizes.__getitem__, done, self.network)
+            if self.logging:
+                kept.append(step)
+            del step
+        if self.logging:
+            self.timer = (kept, sizes.__getitem__, False)
         cores = self.cores
         fp32 = reducer.dtype == "float32"
 
