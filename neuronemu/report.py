@@ -169,8 +169,12 @@ def summary_of_parts(parts: list) -> dict:
         return doc
     nan_count, count, total, low, high = 0, 0, [], math.inf, -math.inf
     for values in _pieces(parts):
-        nan_count += int(np.isnan(values).sum())
-        finite = values[np.isfinite(values)]
+        ok = np.isfinite(values)
+        if ok.all():   # the usual case: no mask to count NaNs in or to copy the piece through
+            finite = values
+        else:
+            nan_count += int(np.isnan(values).sum())
+            finite = values[ok]
         if finite.size:
             count += finite.size
             total.append(float(finite.sum()))

@@ -59,6 +59,29 @@ def _book(starts, ends, n, start, end):
     return n - shift
 
 
+@jit
+def _gap_after(ge, j, last, t):
+    """The first gap at or after j (ge sorted, ge[j] <= t < ge[last]) that ends after t: a
+    gallop from j, then halving. The common start of a route can jump over hundreds of a
+    link's gaps at once (another link of the route was busy there): stepping over them one by
+    one was 1.7 G steps of a 1,152-rank mesh step, this is 0.2 G."""
+    lo = j
+    step = 1
+    hi = min(j + 1, last)
+    while ge[hi] <= t:
+        lo = hi
+        step *= 2
+        hi = min(j + step, last)
+    lo += 1   # ge[lo - 1] <= t < ge[hi]
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if ge[m] > t:
+            hi = m
+        else:
+            lo = m + 1
+    return lo
+
+
 GAP_BATCH = 4096   # a batch this large is booked from its links' gaps (_book_by_gaps)
 
 
@@ -153,7 +176,7 @@ def _book_by_gaps(starts, ends, counts, rows, ptr, route_of, ready, duration, nb
     them one by one). The first common free time of a route at or after the ready time is
     what both find, whatever order the links are asked in. A 1,152-rank mesh step (1.3 M
     messages on 432 links holding thousands of intervals) took 5.0 / 7.0 s in turn, 2.4 / 2.3 s
-    here."""
+    here, 1.8 / 1.8 s with the cursors galloping (``_gap_after``)."""
     n = route_of.shape[0]
     out = np.empty(n)
     if n == 0:
@@ -213,6 +236,7 @@ def _book_by_gaps(starts, ends, counts, rows, ptr, route_of, ready, duration, nb
     for r in range(ptr.shape[0] - 1):
         longest = max(longest, ptr[r + 1] - ptr[r])
     cursor = np.empty(longest, dtype=np.int64)
+    local_of = np.empty(longest, dtype=np.int64)   # each route link's local index
     for i in range(n):
         r = route_of[i]
         d = duration[i]
@@ -230,12 +254,14 @@ def _book_by_gaps(starts, ends, counts, rows, ptr, route_of, ready, duration, nb
                     else:
                         a = m + 1
                 cursor[k - p0] = a
+                local_of[k - p0] = li
             while True:
                 moved = False
                 for k in range(p0, p1):
                     j = cursor[k - p0]
-                    while ge[j] <= start:
-                        j += 1
+                    if ge[j] <= start:
+                        j = _gap_after(ge, j, gptr[local_of[k - p0]] + gcount[local_of[k - p0]]
+                                       - 1, start)
                     while True:
                         tp = max(start, gs[j])
                         if ge[j] >= tp + d:

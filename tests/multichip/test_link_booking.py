@@ -12,7 +12,7 @@ import pytest
 import neuronemu
 from neuronemu.isa.topologies import load_topologies
 from neuronemu.multichip.network import Network
-from neuronemu.timing.links import GAP_BATCH, _book_by_gaps, _book_in_turn, book_many
+from neuronemu.timing.links import GAP_BATCH, _book_by_gaps, _book_in_turn, _gap_after, book_many
 
 
 def reference_starts(messages, links: int) -> tuple[list[float], list[float]]:
@@ -128,3 +128,16 @@ def test_booking_from_gaps_is_booking_in_turn_on_fragmented_links(seed: int) -> 
         for a, b in zip(counters, counters2, strict=True):
             assert np.array_equal(a, b), batch
     assert state["gaps"][2].max() > 100   # the links did fragment
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gap_after_is_a_sorted_search(seed: int) -> None:
+    """The gallop that moves a link's gap cursor lands where a binary search of the whole
+    sorted gap ends does: the first gap ending after t, for jumps of one gap to thousands."""
+    rng = np.random.default_rng(seed)
+    ge = np.sort(rng.integers(0, 3000, 4000)).astype(np.float64)   # ties included
+    ge[-1] = np.inf   # a link's last gap never ends
+    for _ in range(2000):
+        j = int(rng.integers(0, len(ge) - 1))
+        t = ge[j] + float(rng.choice([0.0, 0.5, rng.uniform(0, 3000)]))
+        assert _gap_after(ge, j, len(ge) - 1, t) == np.searchsorted(ge, t, side="right")
