@@ -255,7 +255,8 @@ def make_memories(program: Program, compact: bool = False
     return sbuf, psum, hbm
 
 
-def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) -> None:
+def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None,
+                  local: bool = False) -> None:
     """Compile the program's cold instruction kernels, and the interpreter loop when
     ``loop_args`` (its arguments) are given, in worker processes at once, when there are two or
     more such units and cores for them (neuronemu/exec/compile_jobs.py); the run then loads
@@ -266,7 +267,7 @@ def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) 
     from neuronemu.compiled import compiling
     from neuronemu.exec import compile_jobs, kernels
 
-    cold = kernels.cold_entries(program.instrs, _yields(program, costs))
+    cold = kernels.cold_entries(program.instrs, _yields(program, costs, local))
     if len(cold) + (loop_args is not None) < 2 or compile_jobs.workers() < 2:
         return
     jobs = [compile_jobs.kernel_job(entry) for entry in cold]
@@ -280,19 +281,34 @@ def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None) 
     compiling.add_seconds(time.perf_counter() - start)
 
 
-def _yields(program: Program, costs: np.ndarray) -> np.ndarray:
-    """Per instruction, whether the interpreter hands it to a driver (a network transfer)."""
+LOCAL_COLLECTIVES = True
+"""Whether a world of one rank carries out its collectives in the loop (semantics/cc.py);
+tests turn it off to compare with the driver."""
+
+
+def _yields(program: Program, costs: np.ndarray, local: bool = False) -> np.ndarray:
+    """Per instruction, whether the interpreter hands it to a driver (a network transfer,
+    without a kernel). ``local``: none is; each cc.* kernel copies a collective of a world of
+    one rank itself and yields the rest."""
     from neuronemu.timing.costs import C_FORMULA, F_NETWORK
 
-    return costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+    network = costs[program.instrs[:, L.I_COST], C_FORMULA] == F_NETWORK
+    return network & (not local)
 
 
-def program_kernels(program: Program, costs: np.ndarray) -> np.ndarray:
+def local_collectives(program: Program, world: int) -> bool:
+    """Whether the loop carries out a world's collectives itself: one rank, in sync mode auto
+    (the explicit replay re-times the collectives the driver logged)."""
+    return LOCAL_COLLECTIVES and world == 1 and program.sync_mode == "auto"
+
+
+def program_kernels(program: Program, costs: np.ndarray, local: bool = False) -> np.ndarray:
     """The kernel address of each of the program's instructions (compiled on first use); the
-    ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones)."""
+    ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones).
+    ``local``: cc.* instructions get their kernels too (``_yields``)."""
     from neuronemu.exec import kernels
 
-    return kernels.program_addresses(program.instrs, _yields(program, costs))
+    return kernels.program_addresses(program.instrs, _yields(program, costs, local))
 
 
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
@@ -423,8 +439,9 @@ class Core:
                              fmt, table, np.int64(0), self.counts, self.timing_state,
                              self.events, self.event_times, np.int64(0), np.int64(0),
                              np.zeros(len(program.instrs), dtype=np.int64), dims)
-            compile_ahead(program, self.timing_state[0], loop_args)
-            self.kernels = program_kernels(program, self.timing_state[0])
+            local = local_collectives(program, self.world)
+            compile_ahead(program, self.timing_state[0], loop_args, local)
+            self.kernels = program_kernels(program, self.timing_state[0], local)
         addresses = self.kernels
         if not _loop_ready:
             # a zero-step call compiles the loop (or loads it from numba's cache), so that

@@ -16,7 +16,7 @@ from neuronemu.machine.memory import in_bounds
 from neuronemu.timing.costs import C_FORMULA, F_FREE, F_NETWORK
 from neuronemu.timing.dma import S_BYTES, S_TRANSFERS, S_WIRE
 from neuronemu.timing.events import record_event
-from neuronemu.timing.model import schedule
+from neuronemu.timing.model import local_collective, schedule
 
 ENGINE_DMA = 4   # isa/enums.toml
 ENGINE_CTRL = 7
@@ -29,7 +29,9 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     ``counts[pc]`` counts executions of each static instruction.
 
     A cc.* instruction (cost formula network) returns STATUS_YIELD with pc on it, unexecuted and
-    uncounted: the multi-chip driver executes and times it, then resumes at the next pc.
+    uncounted: the multi-chip driver executes and times it, then resumes at the next pc. The
+    exception is a collective the core gave a kernel (a world of one rank, exec/core.py
+    ``_yields``) whose kernel does not yield: it runs here and is timed as the driver would.
 
     ``timing`` = (costs, params, clocks, track_free, busy, breaks, write_end, read_end,
     engine_free, engine_busy, dma_stats): the state of the timing model (neuronemu.timing.model
@@ -74,14 +76,29 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
         formula = costs[ins[L.I_COST], C_FORMULA]
-        if formula == F_NETWORK:
-            return L.STATUS_YIELD, pc, steps
         kernel = kernels[pc]
         if kernel == 0:
+            if formula == F_NETWORK:
+                return L.STATUS_YIELD, pc, steps
             return L.STATUS_BAD_OPCODE, pc, steps
         regs[L.REG_PC] = pc + 1
         regs[L.REG_STEP] = steps
         regs[L.REG_SR_STORE] = 0
+        if formula == F_NETWORK:
+            # a collective of a world of one rank, copied here (semantics/cc.py); anything
+            # else it returns STATUS_YIELD for, unwritten, and the driver carries it out
+            status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
+                                 psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+            if status != L.STATUS_OK:
+                return status, pc, steps
+            start, end, nbytes = local_collective(ins, ops, regs, pc, params, track_free, busy,
+                                                  breaks, write_end, read_end, dma_stats)
+            record_event(events, event_times, ins, ops, regs, pc, start, end, end - start,
+                         nbytes, nbytes)
+            counts[pc] += 1
+            steps += 1
+            pc = regs[L.REG_PC]
+            continue
         is_dma = ins[L.I_ENGINE] == ENGINE_DMA
         status = L.STATUS_OK
         if is_dma:

@@ -395,21 +395,27 @@ def _copy_words(dst, src, dst_words, src_words, d0, s0):
 @jit
 def copy_tile(dst, src, mems, regs, fmt, table):
     """dst = src: raw bits when the dtypes are equal (bit-exact), otherwise through fp32."""
-    same = dst[L.OP_DTYPE] == src[L.OP_DTYPE]
-    s0 = dynamic_offset(src, regs)
-    d0 = dynamic_offset(dst, regs)
-    if same and src[L.OP_ITEMSIZE] == 4 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
-        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
-                    mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
-    elif same and src[L.OP_ITEMSIZE] == 2 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
-        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
-                    mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
-    elif same and src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
-        _copy_words(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]], d0, s0)
-    elif dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
-        store_bits(dst, mems, regs, load_bits(src, mems, regs))
+    if dst[L.OP_DTYPE] == src[L.OP_DTYPE]:
+        copy_bits(dst, src, mems, regs)
     else:
         store_f32(dst, mems, regs, fmt, load_f32(src, mems, regs, fmt, table))
+
+
+@jit
+def copy_bits(dst, src, mems, regs):
+    """dst = src, tiles of one dtype and shape: their storage bits, dense tiles word by word."""
+    s0 = dynamic_offset(src, regs)
+    d0 = dynamic_offset(dst, regs)
+    if src[L.OP_ITEMSIZE] == 4 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
+        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
+                    mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
+    elif src[L.OP_ITEMSIZE] == 2 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
+        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
+                    mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
+    elif src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
+        _copy_words(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]], d0, s0)
+    else:
+        store_bits(dst, mems, regs, load_bits(src, mems, regs))
 
 
 @jit

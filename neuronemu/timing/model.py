@@ -277,6 +277,46 @@ def record_accesses(ins, ops, regs, end, written, breaks, write_end, read_end):
 
 
 @jit
+def local_collective(ins, ops, regs, pc, params, track_free, busy, breaks, write_end, read_end,
+                     dma_stats):
+    """Time a cc.* collective the loop carried out on a world of one rank (semantics/cc.py)
+    as the driver times it (Core.ready_ns, then Core.complete): it starts when its queue is
+    free and its tiles are ready, copies src's bytes at the core's DMA bandwidth (the
+    network's local rate), and counts as a transfer of its queue. Returns (start, end,
+    bytes)."""
+    track = ins[L.I_TRACK]
+    start = track_free[track]
+    src = -1
+    for k in range(ins[L.I_NARGS]):
+        if ins[L.I_ARGS + 2 * k] != L.TAG_OPERAND:
+            continue
+        access = (ins[L.I_ACCESS] >> (2 * k)) & 3
+        op = ops[ins[L.I_ARGS + 2 * k + 1]]
+        if access == L.ACCESS_READ:
+            src = k
+        t, unwritten = operand_ready(op, regs, access, breaks, write_end, read_end)
+        start = max(start, t)
+        if unwritten:
+            if regs[L.REG_UNWRITTEN_COUNT] == 0:
+                regs[L.REG_UNWRITTEN_PC] = pc
+                regs[L.REG_UNWRITTEN_ARG] = k
+            regs[L.REG_UNWRITTEN_COUNT] += 1
+    op = ops[ins[L.I_ARGS + 2 * src + 1]]
+    nbytes = float(op[L.OP_PCOUNT] * op[L.OP_SIZE] * op[L.OP_ITEMSIZE])
+    end = start + nbytes / params[dma.T_DMA_BYTES_PER_NS]
+    # a transfer's results are there at its end: no pipeline latency
+    record_accesses(ins, ops, regs, end, end, breaks, write_end, read_end)
+    if track >= L.DMA_TRACK0:
+        q = track - L.DMA_TRACK0
+        dma_stats[q, dma.S_TRANSFERS] += 1
+        dma_stats[q, dma.S_BYTES] += nbytes
+        dma_stats[q, dma.S_WIRE] += nbytes
+    track_free[track] = max(track_free[track], end)
+    busy[track] += end - start
+    return start, end, nbytes
+
+
+@jit
 def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
              read_end, dma_state):
     """Place one instruction on its track; returns (start_ns, end_ns, cycles, k, bytes, wire)

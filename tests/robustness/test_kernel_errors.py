@@ -35,7 +35,7 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
     addresses[1] = broken.address
-    monkeypatch.setattr(core, "program_kernels", lambda program, costs: addresses)
+    monkeypatch.setattr(core, "program_kernels", lambda program, costs, local=False: addresses)
     with pytest.raises(neuronemu.RuntimeFault) as info:
         neuronemu.run(program)
     assert "internal error" in info.value.message
