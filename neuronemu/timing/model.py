@@ -201,6 +201,19 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
                 elif w < 0.0:
                     unwritten = True
         return ready, unwritten
+    if _one_run(op):
+        # the rows lie back to back (or overlap): their segments are those of one range
+        r = np.uintp(op[L.OP_PSTART])
+        s0, s1 = segments(cuts, start, _run_extent(op))
+        for b in range(s0, s1):
+            u = np.uintp(b)
+            w = writes[u, r]
+            ready = max(ready, w)
+            if writing:
+                ready = max(ready, reads[u, r])
+            elif w < 0.0:
+                unwritten = True
+        return ready, unwritten
     hint = 0
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
@@ -242,6 +255,16 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
                 if reading:
                     reads[u, r] = max(reads[u, r], end)
         return
+    if _one_run(op):
+        r = np.uintp(op[L.OP_PSTART])
+        s0, s1 = segments(cuts, start, _run_extent(op))
+        for b in range(s0, s1):
+            u = np.uintp(b)
+            if writing:
+                writes[u, r] = written
+            if reading:
+                reads[u, r] = max(reads[u, r], end)
+        return
     hint = 0
     for p in range(op[L.OP_PCOUNT]):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
@@ -253,6 +276,21 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
                 writes[u, r] = written
             if reading:
                 reads[u, r] = max(reads[u, r], end)
+
+
+@jit(inline="always")
+def _one_run(op):
+    """Whether an HBM operand's rows cover one range of bytes: each starts within or right
+    after the previous one (pitch <= the bytes a row spans). The segments of that range are
+    then exactly those some row touches, and visiting a segment twice changes nothing (a max,
+    or the same value written), so one lookup serves every row: HBM tables are cut at every
+    row, and looking each row's segments up cost ~9.5 ns a row, 2.4 us of a [128, N] DMA."""
+    return (op[L.OP_PROWSTEP] == 0 and 0 < op[L.OP_PCOLSTEP] <= op[L.OP_EXTENT])
+
+
+@jit(inline="always")
+def _run_extent(op):
+    return (op[L.OP_PCOUNT] - 1) * op[L.OP_PCOLSTEP] + op[L.OP_EXTENT]
 
 
 @jit(inline="always")
