@@ -141,7 +141,7 @@ def store_bits(op, mems, regs, bits):
 
 
 @jit(inline="always")
-def _aligned_dense(op, start):
+def aligned_dense(op, start):
     """Dense, and every partition starts on a multiple of the itemsize, so the memory can be
     read through one typed view (views per partition cost ~100 ns each in reference counts)."""
     itemsize = op[L.OP_ITEMSIZE]
@@ -173,7 +173,7 @@ def load_f32(op, mems, regs, fmt, table):
     """A tile decoded to fp32 [P, N]."""
     code = op[L.OP_DTYPE]
     start = dynamic_offset(op, regs)
-    if not _aligned_dense(op, start):
+    if not aligned_dense(op, start):
         bits = load_bits(op, mems, regs)
         out = empty_f32(bits.shape[0], bits.shape[1])
         for p in range(bits.shape[0]):
@@ -230,7 +230,7 @@ def store_f32(op, mems, regs, fmt, values):
         return
     code = op[L.OP_DTYPE]
     start = dynamic_offset(op, regs)
-    if not _aligned_dense(op, start):
+    if not aligned_dense(op, start):
         bits = np.empty(values.shape, dtype=np.int64)
         for p in range(values.shape[0]):
             for i in range(values.shape[1]):
@@ -406,10 +406,10 @@ def copy_bits(dst, src, mems, regs):
     """dst = src, tiles of one dtype and shape: their storage bits, dense tiles word by word."""
     s0 = dynamic_offset(src, regs)
     d0 = dynamic_offset(dst, regs)
-    if src[L.OP_ITEMSIZE] == 4 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
+    if src[L.OP_ITEMSIZE] == 4 and aligned_dense(src, s0) and aligned_dense(dst, d0):
         _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
                     mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
-    elif src[L.OP_ITEMSIZE] == 2 and _aligned_dense(src, s0) and _aligned_dense(dst, d0):
+    elif src[L.OP_ITEMSIZE] == 2 and aligned_dense(src, s0) and aligned_dense(dst, d0):
         _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
                     mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
     elif src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:

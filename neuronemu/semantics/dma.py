@@ -34,6 +34,7 @@ from neuronemu.isa.args.dma import (
 from neuronemu.machine import layout as L
 from neuronemu.machine.codec import decode_row, encode_row
 from neuronemu.machine.memory import (
+    aligned_dense,
     arg_tag,
     arg_value,
     copy_tile,
@@ -107,9 +108,39 @@ def decompress(ins, ops, imms, mems, regs, fmt, table):
 @jit
 def transpose(ins, ops, imms, mems, regs, fmt, table):
     """dst[j, i] = src[i, j], raw bits (the dtypes are equal)."""
-    bits = load_bits(ops[arg_value(ins, TRANSPOSE_SRC)], mems, regs)
-    store_bits(ops[arg_value(ins, TRANSPOSE_DST)], mems, regs, np.ascontiguousarray(bits.T))
+    src, dst = ops[arg_value(ins, TRANSPOSE_SRC)], ops[arg_value(ins, TRANSPOSE_DST)]
+    s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
+    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 2:
+        _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
+                         mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
+    elif aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 4:
+        _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
+                         mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
+    else:
+        bits = load_bits(src, mems, regs)
+        store_bits(dst, mems, regs, np.ascontiguousarray(bits.T))
     return L.STATUS_OK
+
+
+@jit
+def _transpose_words(dst, src, dst_words, src_words, d0, s0):
+    """``transpose`` of dense tiles through views of one element width (the bits load_bits
+    and store_bits would move, without their int64 array): src is read whole first, as the
+    two may overlap."""
+    n = src[L.OP_SIZE]
+    rows = np.empty((src[L.OP_PCOUNT], n), dtype=src_words.dtype)
+    step = src[L.OP_PCOLSTEP] // src[L.OP_ITEMSIZE]
+    for p in range(src[L.OP_PCOUNT]):
+        r = np.uintp(src[L.OP_PSTART] + p * src[L.OP_PROWSTEP])
+        c = s0 + p * step
+        for i in range(n):
+            rows[p, i] = src_words[r, np.uintp(c + i)]
+    step = dst[L.OP_PCOLSTEP] // dst[L.OP_ITEMSIZE]
+    for j in range(dst[L.OP_PCOUNT]):
+        r = np.uintp(dst[L.OP_PSTART] + j * dst[L.OP_PROWSTEP])
+        c = d0 + j * step
+        for i in range(dst[L.OP_SIZE]):
+            dst_words[r, np.uintp(c + i)] = rows[i, j]
 
 
 @jit

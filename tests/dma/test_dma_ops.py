@@ -21,17 +21,21 @@ def f32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).astype(np.float32)
 
 
-@pytest.mark.parametrize("source_space", ["hbm", "sbuf"])
+@pytest.mark.parametrize("source_space", ["hbm", "sbuf", "hbm strided"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_transpose_is_bit_exact(source_space: str, dtype: str) -> None:
+    """Dense tiles move through word views, a strided one element by element: both bit-exact."""
     rng = np.random.default_rng(1)
     wide = dtype == "float32"   # every bit pattern, NaNs included, moves unchanged
-    bits = rng.integers(0, 2**32 if wide else 2**16, size=(48, 128),
+    strided = source_space == "hbm strided"
+    bits = rng.integers(0, 2**32 if wide else 2**16, size=(48, 256 if strided else 128),
                         dtype=np.uint32 if wide else np.uint16)
     x = bits.view(np.float32 if wide else ml_dtypes.bfloat16)
-    stage = "" if source_space == "hbm" else f".sbuf s {dtype}[48, 128]\ndma.copy s, x\n"
-    src_name = "x" if source_space == "hbm" else "s"
-    result = run(f""".hbm x {dtype}[48, 128] input
+    stage = "" if source_space != "sbuf" else f".sbuf s {dtype}[48, 128]\ndma.copy s, x\n"
+    src_name = {"hbm": "x", "sbuf": "s", "hbm strided": "x[0:48, 1:256:2]"}[source_space]
+    if strided:
+        bits = bits[:, 1::2]
+    result = run(f""".hbm x {dtype}[48, {256 if strided else 128}] input
 .hbm y {dtype}[128, 48] output
 .sbuf t {dtype}[128, 48]
 {stage}dma.transpose t, {src_name}, queue=2
