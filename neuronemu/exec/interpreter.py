@@ -84,25 +84,13 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         regs[L.REG_PC] = pc + 1
         regs[L.REG_STEP] = steps
         regs[L.REG_SR_STORE] = 0
-        if formula == F_NETWORK:
-            # a collective of a world of one rank, copied here (semantics/cc.py); anything
-            # else it returns STATUS_YIELD for, unwritten, and the driver carries it out
-            status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
-                                 psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-            if status != L.STATUS_OK:
-                return status, pc, steps
-            start, end, nbytes = local_collective(ins, ops, regs, pc, params, track_free, busy,
-                                                  breaks, write_end, read_end, dma_stats)
-            record_event(events, event_times, ins, ops, regs, pc, start, end, end - start,
-                         nbytes, nbytes)
-            counts[pc] += 1
-            steps += 1
-            pc = regs[L.REG_PC]
-            continue
         is_dma = ins[L.I_ENGINE] == ENGINE_DMA
+        network = formula == F_NETWORK
         status = L.STATUS_OK
-        if is_dma:
-            # a DMA runs first: compressed transfers learn their wire bytes from the data
+        if is_dma or network:
+            # a DMA runs first: compressed transfers learn their wire bytes from the data. A
+            # collective of a world of one rank is a copy (semantics/cc.py); anything else it
+            # returns STATUS_YIELD for, unwritten, and the driver carries it out
             regs[L.REG_DMA_WIRE] = -1
             status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
@@ -111,7 +99,11 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         # timing reads register offsets before a branch may change them; a free instruction
         # (ctrl) takes no time and touches no memory: what schedule would return, without the
         # call (which costs more than the instruction)
-        if formula == F_FREE:
+        if network:
+            start, end, nbytes = local_collective(ins, ops, regs, pc, params, track_free, busy,
+                                                  breaks, write_end, read_end, dma_stats)
+            cycles, unwritten, wire = end - start, -1, nbytes
+        elif formula == F_FREE:
             start = end = track_free[ins[L.I_TRACK]]
             cycles, unwritten, nbytes, wire = 0.0, -1, 0.0, 0.0
         else:
@@ -131,7 +123,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         if ins[L.I_ENGINE] != ENGINE_CTRL:
             record_event(events, event_times, ins, ops, regs, pc, start, end, cycles, nbytes,
                          wire)
-        if not is_dma:
+        if not is_dma and not network:
             status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
         counts[pc] += 1

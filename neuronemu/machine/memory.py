@@ -401,7 +401,7 @@ def copy_tile(dst, src, mems, regs, fmt, table):
         store_f32(dst, mems, regs, fmt, load_f32(src, mems, regs, fmt, table))
 
 
-@jit
+@jit(inline="always")
 def copy_bits(dst, src, mems, regs):
     """dst = src, tiles of one dtype and shape: their storage bits, dense tiles word by word."""
     s0 = dynamic_offset(src, regs)

@@ -201,23 +201,12 @@ def operand_ready(op, regs, access, breaks, write_end, read_end):
                 elif w < 0.0:
                     unwritten = True
         return ready, unwritten
-    if _one_run(op):
-        # the rows lie back to back (or overlap): their segments are those of one range
-        r = np.uintp(op[L.OP_PSTART])
-        s0, s1 = segments(cuts, start, _run_extent(op))
-        for b in range(s0, s1):
-            u = np.uintp(b)
-            w = writes[u, r]
-            ready = max(ready, w)
-            if writing:
-                ready = max(ready, reads[u, r])
-            elif w < 0.0:
-                unwritten = True
-        return ready, unwritten
+    # rows that lie back to back (or overlap) are one range: their segments are its segments
+    rows, extent = _hbm_rows(op)
     hint = 0
-    for p in range(op[L.OP_PCOUNT]):
+    for p in range(rows):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, hint)
+        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, extent, hint)
         hint = s0
         for b in range(s0, s1):
             u = np.uintp(b)
@@ -255,20 +244,11 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
                 if reading:
                     reads[u, r] = max(reads[u, r], end)
         return
-    if _one_run(op):
-        r = np.uintp(op[L.OP_PSTART])
-        s0, s1 = segments(cuts, start, _run_extent(op))
-        for b in range(s0, s1):
-            u = np.uintp(b)
-            if writing:
-                writes[u, r] = written
-            if reading:
-                reads[u, r] = max(reads[u, r], end)
-        return
+    rows, extent = _hbm_rows(op)
     hint = 0
-    for p in range(op[L.OP_PCOUNT]):
+    for p in range(rows):
         r = np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
-        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, hint)
+        s0, s1 = _row_segments(cuts, start + p * op[L.OP_PCOLSTEP], op, extent, hint)
         hint = s0
         for b in range(s0, s1):
             u = np.uintp(b)
@@ -279,27 +259,25 @@ def operand_done(op, regs, access, end, written, breaks, write_end, read_end):
 
 
 @jit(inline="always")
-def _one_run(op):
-    """Whether an HBM operand's rows cover one range of bytes: each starts within or right
-    after the previous one (pitch <= the bytes a row spans). The segments of that range are
-    then exactly those some row touches, and visiting a segment twice changes nothing (a max,
-    or the same value written), so one lookup serves every row: HBM tables are cut at every
-    row, and looking each row's segments up cost ~9.5 ns a row, 2.4 us of a [128, N] DMA."""
-    return (op[L.OP_PROWSTEP] == 0 and 0 < op[L.OP_PCOLSTEP] <= op[L.OP_EXTENT])
+def _hbm_rows(op):
+    """(rows, bytes per row) to look an HBM operand's segments up by: one row spanning them all
+    when each row starts within or right after the previous one (pitch <= the bytes a row
+    spans). The segments of that range are exactly those some row touches, and visiting a
+    segment twice changes nothing (a max, or the same value written), so one lookup serves
+    every row: HBM tables are cut at every row, and looking each row's segments up cost
+    ~9.5 ns a row, 2.4 us of a [128, N] DMA."""
+    if op[L.OP_PROWSTEP] == 0 and 0 < op[L.OP_PCOLSTEP] <= op[L.OP_EXTENT]:
+        return 1, (op[L.OP_PCOUNT] - 1) * op[L.OP_PCOLSTEP] + op[L.OP_EXTENT]
+    return op[L.OP_PCOUNT], op[L.OP_EXTENT]
 
 
 @jit(inline="always")
-def _run_extent(op):
-    return (op[L.OP_PCOUNT] - 1) * op[L.OP_PCOLSTEP] + op[L.OP_EXTENT]
-
-
-@jit(inline="always")
-def _row_segments(cuts, c, op, hint):
-    """The segments of the row of ``op`` starting at byte c, the previous row's first segment
-    being ``hint``: walked on from it when rows ascend, else searched."""
+def _row_segments(cuts, c, op, extent, hint):
+    """The segments of the ``extent`` bytes of ``op`` starting at byte c, the previous row's
+    first segment being ``hint``: walked on from it when rows ascend, else searched."""
     if op[L.OP_PCOLSTEP] > 0:
-        return segments_from(cuts, c, op[L.OP_EXTENT], hint)
-    return segments(cuts, c, op[L.OP_EXTENT])
+        return segments_from(cuts, c, extent, hint)
+    return segments(cuts, c, extent)
 
 
 @jit(inline="always")
@@ -314,7 +292,7 @@ def record_accesses(ins, ops, regs, end, written, breaks, write_end, read_end):
                          write_end, read_end)
 
 
-@jit
+@jit(inline="always")
 def local_collective(ins, ops, regs, pc, params, track_free, busy, breaks, write_end, read_end,
                      dma_stats):
     """Time a cc.* collective the loop carried out on a world of one rank (semantics/cc.py)
