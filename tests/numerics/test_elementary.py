@@ -1,4 +1,4 @@
-"""The vectorised float64 exp and tanh (neuronemu.numerics.elementary) and the activation loops
+"""The vectorised float64 exp, tanh and erfc (neuronemu.numerics.elementary) and the activation loops
 built on them (neuronemu.semantics.scalar.function_rows), against the C library's float64
 functions through Python's math module.
 
@@ -40,6 +40,8 @@ def _libm(name: str, v: float) -> float:
         return math.exp(v) if v < 709.0 else math.inf
     if name == "tanh":
         return math.tanh(v)
+    if name == "gelu":
+        return 0.5 * v * math.erfc(-v / math.sqrt(2.0))
     e = {"sigmoid": -v, "silu": -v, "gelu_apprx_sigmoid": -1.702 * v, "erf_dx": -v * v,
          "gelu_apprx_tanh": -2.0 * (0.7978845608028654 * (v + 0.044715 * v * v * v))}[name]
     ex = math.exp(e) if e < 709.0 else math.inf
@@ -54,13 +56,17 @@ def _oracle(name: str, x: np.ndarray) -> np.ndarray:
         return np.array(values).astype(np.float32)
 
 
-FAST = ["exp", "tanh", "sigmoid", "silu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "erf_dx"]
+FAST = ["exp", "tanh", "sigmoid", "silu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "erf_dx",
+        "gelu"]
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "erfc"])
 def test_fast_functions_within_their_error_bound(name):
     x = fp32_inputs().astype(np.float64)
-    x = x[np.isfinite(x) & (np.abs(x) <= E.EXP_LIMIT)]
+    if name == "erfc":   # and gelu's arguments, -v / sqrt(2), over the same inputs
+        x = np.concatenate([x, -x / math.sqrt(2.0)])
+    limit = E.ERFC_LIMIT if name == "erfc" else E.EXP_LIMIT
+    x = x[np.isfinite(x) & (np.abs(x) <= limit)]
     fast = np.array([getattr(E, name)(v) for v in x.tolist()])
     libm = np.array([getattr(math, name)(v) for v in x.tolist()])
     nonzero = libm != 0
@@ -72,6 +78,8 @@ def test_fast_functions_within_their_error_bound(name):
 def test_exp_gives_nan_where_it_cannot_answer():
     assert [math.isnan(E.exp(v)) for v in (700.5, -700.5, 1e30, math.nan)] == [True] * 4
     assert math.isnan(E.tanh(math.nan))
+    assert [math.isnan(E.erfc(v)) for v in (10.51, -10.51, math.inf, math.nan)] == [True] * 4
+    assert E.erfc(0.0) == 1.0 and E.erfc(-10.5) == 2.0
     assert E.tanh(-0.0) == 0.0 and math.copysign(1.0, E.tanh(-0.0)) == -1.0
 
 
