@@ -29,8 +29,10 @@ from neuronemu.isa.args.search import (
 )
 from neuronemu.machine import layout as L
 from neuronemu.machine.memory import (
+    aligned_dense,
     arg_tag,
     arg_value,
+    dynamic_offset,
     load_bits,
     load_f32,
     scalar_column,
@@ -164,13 +166,43 @@ def match_replace8(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
-    dst = ops[arg_value(ins, STREAM_SHUFFLE_DST)]
-    bits = load_bits(ops[arg_value(ins, STREAM_SHUFFLE_SRC)], mems, regs)
-    out = load_bits(dst, mems, regs)
+    """dst partition p = src partition (p // 32) * 32 + mask[p % 32], 255 keeping dst's row;
+    raw bits (the dtypes are equal). Dense on-chip tiles of 2- or 4-byte elements move whole
+    rows through a word view; the rest element by element."""
+    dst, src = ops[arg_value(ins, STREAM_SHUFFLE_DST)], ops[arg_value(ins, STREAM_SHUFFLE_SRC)]
     start = arg_value(ins, STREAM_SHUFFLE_MASK)
+    s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
+    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 4:
+        _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
+                      mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4, imms, start)
+        return L.STATUS_OK
+    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 2:
+        _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
+                      mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2, imms, start)
+        return L.STATUS_OK
+    bits = load_bits(src, mems, regs)
+    out = load_bits(dst, mems, regs)
     for p in range(out.shape[0]):   # dst may span fewer or more partitions than src
         source = np.int64(imms[start + p % 32])
         if source != 255:
             out[p] = bits[(p // 32) * 32 + source]
     store_bits(dst, mems, regs, out)
     return L.STATUS_OK
+
+
+@jit
+def _shuffle_rows(dst, src, dst_words, src_words, d0, s0, imms, start):
+    """stream_shuffle's rows through word views: src read whole first (it may be dst)."""
+    n = src[L.OP_SIZE]
+    rows = np.empty((src[L.OP_PCOUNT], n), dtype=src_words.dtype)
+    for p in range(src[L.OP_PCOUNT]):
+        r = np.uintp(src[L.OP_PSTART] + p * src[L.OP_PROWSTEP])
+        for i in range(n):
+            rows[p, i] = src_words[r, np.uintp(s0 + i)]
+    for p in range(dst[L.OP_PCOUNT]):
+        source = np.int64(imms[start + p % 32])
+        if source != 255:
+            r = np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP])
+            row = (p // 32) * 32 + source
+            for i in range(n):
+                dst_words[r, np.uintp(d0 + i)] = rows[row, i]
