@@ -85,31 +85,34 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         regs[L.REG_STEP] = steps
         regs[L.REG_SR_STORE] = 0
         is_dma = ins[L.I_ENGINE] == ENGINE_DMA
-        network = formula == F_NETWORK
         status = L.STATUS_OK
-        if is_dma or network:
-            # a DMA runs first: compressed transfers learn their wire bytes from the data. A
-            # collective of a world of one rank is a copy (semantics/cc.py); anything else it
-            # returns STATUS_YIELD for, unwritten, and the driver carries it out
-            regs[L.REG_DMA_WIRE] = -1
-            status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
-                                 psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-            if status != L.STATUS_OK:
-                return status, pc, steps
+        ran = False   # the kernel has run (a DMA or a collective: before its timing)
         # timing reads register offsets before a branch may change them; a free instruction
         # (ctrl) takes no time and touches no memory: what schedule would return, without the
         # call (which costs more than the instruction)
-        if network:
-            start, end, nbytes = local_collective(ins, ops, regs, pc, params, track_free, busy,
-                                                  breaks, write_end, read_end, dma_stats)
-            cycles, unwritten, wire = end - start, -1, nbytes
-        elif formula == F_FREE:
+        if formula == F_FREE:
             start = end = track_free[ins[L.I_TRACK]]
             cycles, unwritten, nbytes, wire = 0.0, -1, 0.0, 0.0
         else:
-            start, end, cycles, unwritten, nbytes, wire = schedule(
-                ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
-                read_end, (engine_free, engine_busy))
+            if is_dma or formula == F_NETWORK:
+                # a DMA runs first: compressed transfers learn their wire bytes from the data.
+                # A collective of a world of one rank is a copy (semantics/cc.py); anything
+                # else it returns STATUS_YIELD for, unwritten, and the driver carries it out
+                regs[L.REG_DMA_WIRE] = -1
+                status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
+                                     psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+                if status != L.STATUS_OK:
+                    return status, pc, steps
+                ran = True
+            if formula == F_NETWORK:
+                start, end, nbytes = local_collective(ins, ops, regs, pc, params, track_free,
+                                                      busy, breaks, write_end, read_end,
+                                                      dma_stats)
+                cycles, unwritten, wire = end - start, -1, nbytes
+            else:
+                start, end, cycles, unwritten, nbytes, wire = schedule(
+                    ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
+                    read_end, (engine_free, engine_busy))
         if is_dma:
             q = ins[L.I_TRACK] - L.DMA_TRACK0
             dma_stats[q, S_TRANSFERS] += 1
@@ -123,7 +126,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         if ins[L.I_ENGINE] != ENGINE_CTRL:
             record_event(events, event_times, ins, ops, regs, pc, start, end, cycles, nbytes,
                          wire)
-        if not is_dma and not network:
+        if not ran:
             status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
         counts[pc] += 1

@@ -111,3 +111,15 @@ def test_a_group_larger_than_the_world_is_still_the_drivers_error(monkeypatch) -
             _run(program, local, monkeypatch)
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "group" in messages[0]
+
+
+def test_no_dma_or_collective_is_free() -> None:
+    """The loop times a free instruction before running it (exec/interpreter.py), while a DMA
+    and a local collective must run first (their data decides their bytes): so neither may be
+    in a cost class of formula ``free``."""
+    from neuronemu.isa.table import load_isa
+
+    isa = load_isa()
+    free = {name for name, cost in isa.costs.items() if cost.formula == "free"}
+    assert free and not [name for name, d in isa.instructions.items()
+                         if d.cost_class in free and d.engine in ("dma", "cc")]
