@@ -62,56 +62,48 @@ def _at_most_one(ins, slot):
 
 
 @jit
-def _local_copy(ins, ops, mems, regs, dst_slot, src_slot, size_slot, stride_slot):
-    """dst = src on a world of one rank, or STATUS_YIELD (nothing written) for the driver."""
+def _local_copy(ins, ops, mems, regs, fmt, dst_slot, src_slot, size_slot, stride_slot,
+                reduction):
+    """dst = src on a world of one rank, or STATUS_YIELD (nothing written) for the driver.
+    ``reduction``: only where the driver keeps the values bit for bit, fp32 (viewed as float32)
+    and integers (through int64)."""
     dst, src = ops[arg_value(ins, dst_slot)], ops[arg_value(ins, src_slot)]
+    kind = fmt[src[L.OP_DTYPE], F_KIND]
+    exact = src[L.OP_DTYPE] == _F32 or (kind != _FLOAT and kind != _BOOL)
     if (regs[L.REG_WORLD] != 1 or not _at_most_one(ins, size_slot)
             or not _at_most_one(ins, stride_slot) or not same_shape(dst, src)
-            or dst[L.OP_DTYPE] != src[L.OP_DTYPE]):
+            or dst[L.OP_DTYPE] != src[L.OP_DTYPE] or (reduction and not exact)):
         return L.STATUS_YIELD
     copy_bits(dst, src, mems, regs)
     return L.STATUS_OK
 
 
-@jit(inline="always")
-def _exact_reduction(ins, ops, fmt, src_slot):
-    """A reduction of one rank whose values the driver keeps bit for bit: fp32 (viewed as
-    float32) and integers (through int64)."""
-    code = ops[arg_value(ins, src_slot)][L.OP_DTYPE]
-    kind = fmt[code, F_KIND]
-    return code == _F32 or (kind != _FLOAT and kind != _BOOL)
-
-
 @jit
 def all_reduce(ins, ops, imms, mems, regs, fmt, table):
-    if not _exact_reduction(ins, ops, fmt, ALL_REDUCE_SRC):
-        return L.STATUS_YIELD
-    return _local_copy(ins, ops, mems, regs, ALL_REDUCE_DST, ALL_REDUCE_SRC,
-                       ALL_REDUCE_GROUP_SIZE, ALL_REDUCE_GROUP_STRIDE)
+    return _local_copy(ins, ops, mems, regs, fmt, ALL_REDUCE_DST, ALL_REDUCE_SRC,
+                       ALL_REDUCE_GROUP_SIZE, ALL_REDUCE_GROUP_STRIDE, True)
 
 
 @jit
 def reduce_scatter(ins, ops, imms, mems, regs, fmt, table):
-    if not _exact_reduction(ins, ops, fmt, REDUCE_SCATTER_SRC):
-        return L.STATUS_YIELD
-    return _local_copy(ins, ops, mems, regs, REDUCE_SCATTER_DST, REDUCE_SCATTER_SRC,
-                       REDUCE_SCATTER_GROUP_SIZE, REDUCE_SCATTER_GROUP_STRIDE)
+    return _local_copy(ins, ops, mems, regs, fmt, REDUCE_SCATTER_DST, REDUCE_SCATTER_SRC,
+                       REDUCE_SCATTER_GROUP_SIZE, REDUCE_SCATTER_GROUP_STRIDE, True)
 
 
 @jit
 def all_gather(ins, ops, imms, mems, regs, fmt, table):
-    return _local_copy(ins, ops, mems, regs, ALL_GATHER_DST, ALL_GATHER_SRC,
-                       ALL_GATHER_GROUP_SIZE, ALL_GATHER_GROUP_STRIDE)
+    return _local_copy(ins, ops, mems, regs, fmt, ALL_GATHER_DST, ALL_GATHER_SRC,
+                       ALL_GATHER_GROUP_SIZE, ALL_GATHER_GROUP_STRIDE, False)
 
 
 @jit
 def all_to_all(ins, ops, imms, mems, regs, fmt, table):
-    return _local_copy(ins, ops, mems, regs, ALL_TO_ALL_DST, ALL_TO_ALL_SRC,
-                       ALL_TO_ALL_GROUP_SIZE, ALL_TO_ALL_GROUP_STRIDE)
+    return _local_copy(ins, ops, mems, regs, fmt, ALL_TO_ALL_DST, ALL_TO_ALL_SRC,
+                       ALL_TO_ALL_GROUP_SIZE, ALL_TO_ALL_GROUP_STRIDE, False)
 
 
 @jit
 def permute(ins, ops, imms, mems, regs, fmt, table):
     """Any shift of a group of one rank is the rank itself."""
-    return _local_copy(ins, ops, mems, regs, PERMUTE_DST, PERMUTE_SRC, PERMUTE_GROUP_SIZE,
-                       PERMUTE_GROUP_STRIDE)
+    return _local_copy(ins, ops, mems, regs, fmt, PERMUTE_DST, PERMUTE_SRC, PERMUTE_GROUP_SIZE,
+                       PERMUTE_GROUP_STRIDE, False)

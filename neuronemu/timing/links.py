@@ -72,7 +72,12 @@ def _gap_after(ge, j, last, t):
         lo = hi
         step *= 2
         hi = min(j + step, last)
-    lo += 1   # ge[lo - 1] <= t < ge[hi]
+    return _first_ending_after(ge, lo + 1, hi, t)   # ge[lo] <= t < ge[hi]
+
+
+@jit(inline="always")
+def _first_ending_after(ge, lo, hi, t):
+    """The first gap in [lo, hi) that ends after t (ge sorted), by halving; hi if none."""
     while lo < hi:
         m = (lo + hi) >> 1
         if ge[m] > t:
@@ -246,14 +251,7 @@ def _book_by_gaps(starts, ends, counts, rows, ptr, route_of, ready, duration, nb
             p0, p1 = ptr[r], ptr[r + 1]
             for k in range(p0, p1):
                 li = local[rows[k]]
-                a, b = gptr[li], gptr[li] + gcount[li]
-                while a < b:
-                    m = (a + b) >> 1
-                    if ge[m] > start:
-                        b = m
-                    else:
-                        a = m + 1
-                cursor[k - p0] = a
+                cursor[k - p0] = _first_ending_after(ge, gptr[li], gptr[li] + gcount[li], start)
                 local_of[k - p0] = li
             while True:
                 moved = False
