@@ -372,18 +372,28 @@ def _store_stochastic(op, mems, regs, fmt, values):
     store_bits(op, mems, regs, round_to_bits(values, op[L.OP_DTYPE], fmt, regs))
 
 
+@jit(inline="always")
+def word_rows(op, words, w0):
+    """A dense tile's elements as a [P, N] copy, read through ``words``, a view of its memory
+    of its element width (w0: its first element there). A copy, so the caller may write over
+    the tile (a destination that overlaps it) before it has used every row."""
+    n = op[L.OP_SIZE]
+    rows = np.empty((op[L.OP_PCOUNT], n), dtype=words.dtype)
+    step = op[L.OP_PCOLSTEP] // op[L.OP_ITEMSIZE]
+    for p in range(op[L.OP_PCOUNT]):
+        r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
+        c = w0 + p * step
+        for i in range(n):
+            rows[p, i] = words[r, _U(c + i)]
+    return rows
+
+
 @jit
 def _copy_words(dst, src, dst_words, src_words, d0, s0):
     """Element copy between dense tiles through views of one element width; every source row is
     read before any write because the two tiles may overlap."""
     n = src[L.OP_SIZE]
-    rows = np.empty((src[L.OP_PCOUNT], n), dtype=src_words.dtype)
-    step = src[L.OP_PCOLSTEP] // src[L.OP_ITEMSIZE]
-    for p in range(src[L.OP_PCOUNT]):
-        r = _U(src[L.OP_PSTART] + p * src[L.OP_PROWSTEP])
-        c = s0 + p * step
-        for i in range(n):
-            rows[p, i] = src_words[r, _U(c + i)]
+    rows = word_rows(src, src_words, s0)
     step = dst[L.OP_PCOLSTEP] // dst[L.OP_ITEMSIZE]
     for p in range(dst[L.OP_PCOUNT]):
         r = _U(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP])

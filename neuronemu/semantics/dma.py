@@ -46,6 +46,7 @@ from neuronemu.machine.memory import (
     round_to_bits,
     store_bits,
     store_f32,
+    word_rows,
 )
 from neuronemu.numerics.cast import decode
 from neuronemu.semantics.alu import to_int
@@ -110,10 +111,11 @@ def transpose(ins, ops, imms, mems, regs, fmt, table):
     """dst[j, i] = src[i, j], raw bits (the dtypes are equal)."""
     src, dst = ops[arg_value(ins, TRANSPOSE_SRC)], ops[arg_value(ins, TRANSPOSE_DST)]
     s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
-    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 2:
+    dense = aligned_dense(src, s0) and aligned_dense(dst, d0)
+    if dense and src[L.OP_ITEMSIZE] == 2:
         _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
                          mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
-    elif aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 4:
+    elif dense and src[L.OP_ITEMSIZE] == 4:
         _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
                          mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
     else:
@@ -127,14 +129,7 @@ def _transpose_words(dst, src, dst_words, src_words, d0, s0):
     """``transpose`` of dense tiles through views of one element width (the bits load_bits
     and store_bits would move, without their int64 array): src is read whole first, as the
     two may overlap."""
-    n = src[L.OP_SIZE]
-    rows = np.empty((src[L.OP_PCOUNT], n), dtype=src_words.dtype)
-    step = src[L.OP_PCOLSTEP] // src[L.OP_ITEMSIZE]
-    for p in range(src[L.OP_PCOUNT]):
-        r = np.uintp(src[L.OP_PSTART] + p * src[L.OP_PROWSTEP])
-        c = s0 + p * step
-        for i in range(n):
-            rows[p, i] = src_words[r, np.uintp(c + i)]
+    rows = word_rows(src, src_words, s0)
     step = dst[L.OP_PCOLSTEP] // dst[L.OP_ITEMSIZE]
     for j in range(dst[L.OP_PCOUNT]):
         r = np.uintp(dst[L.OP_PSTART] + j * dst[L.OP_PROWSTEP])

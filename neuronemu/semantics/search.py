@@ -38,6 +38,7 @@ from neuronemu.machine.memory import (
     scalar_column,
     store_bits,
     store_f32,
+    word_rows,
 )
 
 
@@ -172,11 +173,12 @@ def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
     dst, src = ops[arg_value(ins, STREAM_SHUFFLE_DST)], ops[arg_value(ins, STREAM_SHUFFLE_SRC)]
     start = arg_value(ins, STREAM_SHUFFLE_MASK)
     s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
-    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 4:
+    dense = aligned_dense(src, s0) and aligned_dense(dst, d0)
+    if dense and src[L.OP_ITEMSIZE] == 4:
         _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
                       mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4, imms, start)
         return L.STATUS_OK
-    if aligned_dense(src, s0) and aligned_dense(dst, d0) and src[L.OP_ITEMSIZE] == 2:
+    if dense and src[L.OP_ITEMSIZE] == 2:
         _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
                       mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2, imms, start)
         return L.STATUS_OK
@@ -194,11 +196,7 @@ def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
 def _shuffle_rows(dst, src, dst_words, src_words, d0, s0, imms, start):
     """stream_shuffle's rows through word views: src read whole first (it may be dst)."""
     n = src[L.OP_SIZE]
-    rows = np.empty((src[L.OP_PCOUNT], n), dtype=src_words.dtype)
-    for p in range(src[L.OP_PCOUNT]):
-        r = np.uintp(src[L.OP_PSTART] + p * src[L.OP_PROWSTEP])
-        for i in range(n):
-            rows[p, i] = src_words[r, np.uintp(s0 + i)]
+    rows = word_rows(src, src_words, s0)
     for p in range(dst[L.OP_PCOUNT]):
         source = np.int64(imms[start + p % 32])
         if source != 255:
