@@ -17,6 +17,7 @@ disagree) is reported as ``error: isa/<engine>.toml: [entry]: ...`` with exit st
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
 import sys
 from pathlib import Path
@@ -49,6 +50,17 @@ def kernel_entry(semantics: str) -> str:
     return semantics.replace(".", "__")
 
 
+def semantics_pieces(module: str) -> dict[str, tuple[str, ...]]:
+    """``PIECES`` of neuronemu/semantics/<module>.py (function -> the functions it is split
+    into, each a unit of its own: neuronemu/exec/kernels.py), read without importing it."""
+    tree = ast.parse((ROOT / f"neuronemu/semantics/{module}.py").read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "PIECES"):
+            return {k: tuple(v) for k, v in ast.literal_eval(node.value).items()}
+    return {}
+
+
 def kernels(isa) -> dict[str, str]:
     """``neuronemu/exec/wrappers/``: ``__init__`` maps opcodes to kernel names; one module per
     semantics module holds its kernels' wrappers. Why one module each: importing a semantics
@@ -56,6 +68,8 @@ def kernels(isa) -> dict[str, str]:
     of the instructions it uses (neuronemu.exec.kernels imports them on first use)."""
     entries = sorted({d.semantics for d in isa.instructions.values()})
     modules = sorted({s.split(".")[0] for s in entries})
+    pieces = {f"{module}.{function}": names for module in modules
+              for function, names in semantics_pieces(module).items()}
     lines = [HEADER,
              ('"""Instruction kernels: one wrapper per semantics function, compiled on first use '
               'into'),
@@ -78,7 +92,10 @@ def kernels(isa) -> dict[str, str]:
                  "from neuronemu.machine import layout as L",
                  "from neuronemu.machine.abi import views",
                  f"from neuronemu.semantics import {module}"]
+        units = []
         for sem in (s for s in entries if s.split(".")[0] == module):
+            units += [f"{module}.{p}" for p in pieces.get(sem, ())] if sem in pieces else [sem]
+        for sem in sorted(units):
             lines += ["", "",
                       (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, "
                        "regs_p, fmt_p, table_p, dims_p):"),

@@ -267,7 +267,7 @@ def compile_ahead(program: Program, costs: np.ndarray, loop_args: tuple | None,
     from neuronemu.compiled import compiling
     from neuronemu.exec import compile_jobs, kernels
 
-    cold = kernels.cold_entries(program.instrs, _yields(program, costs, local))
+    cold = kernels.cold_entries(program.instrs, program.ops, _yields(program, costs, local))
     if len(cold) + (loop_args is not None) < 2 or compile_jobs.workers() < 2:
         return
     jobs = [compile_jobs.kernel_job(entry) for entry in cold]
@@ -303,12 +303,14 @@ def local_collectives(program: Program, world: int) -> bool:
 
 
 def program_kernels(program: Program, costs: np.ndarray, local: bool = False) -> np.ndarray:
-    """The kernel address of each of the program's instructions (compiled on first use); the
+    """The kernel address of each of the program's instructions and of its fallback piece
+    (compiled on first use; neuronemu/exec/kernels.py ``kernel_addresses``); the
     ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones).
     ``local``: cc.* instructions get their kernels too (``_yields``)."""
     from neuronemu.exec import kernels
 
-    return kernels.program_addresses(program.instrs, _yields(program, costs, local))
+    return kernels.program_addresses(program.instrs, program.ops,
+                                     _yields(program, costs, local))
 
 
 def _write_tensor(hbm: np.ndarray, tensor: HbmTensor, pieces) -> None:
@@ -438,7 +440,7 @@ class Core:
                 loop_args = (program.instrs, program.ops, program.imms, self.mems, self.regs,
                              fmt, table, np.int64(0), self.counts, self.timing_state,
                              self.events, self.event_times, np.int64(0), np.int64(0),
-                             np.zeros(len(program.instrs), dtype=np.int64), dims)
+                             np.zeros((len(program.instrs), 2), dtype=np.int64), dims)
             local = local_collectives(program, self.world)
             compile_ahead(program, self.timing_state[0], loop_args, local)
             self.kernels = program_kernels(program, self.timing_state[0], local)

@@ -10,6 +10,13 @@ addresses, one per static instruction (``kernel_addresses``), and calls through 
 semantics function. A kernel that uses two instruction kinds compiles two units, once, and
 imports only the semantics modules of those two (``wrapper``).
 
+A semantics function may be split into pieces (its module's ``PIECES``): each static
+instruction gets the piece that covers it, chosen from what the program says of it (dtypes,
+operator, layout), so a kernel whose copies all keep their dtype never compiles the casting
+copy. A piece that covers an instruction only when its run-time addresses allow returns
+``STATUS_FALLBACK``, having written nothing, and the loop calls the instruction's fallback
+piece instead (``choose``).
+
 The calling convention is neuronemu.machine.abi.
 """
 
@@ -80,36 +87,79 @@ def _entry_of_opcode() -> dict[int, str]:
     return ENTRIES
 
 
-def kernel_addresses(instrs: np.ndarray, yields) -> np.ndarray:
-    """int64 [n]: the address of each static instruction's kernel (0 for instructions the
-    interpreter hands to a driver: ``yields[pc]`` true), compiling what is missing."""
-    return _by_opcode(instrs[:, L.I_OPCODE], yields)
+@functools.cache
+def _chooser(entry: str):
+    """How the kernel of semantics function ``entry`` is chosen per static instruction: None
+    when the function is one unit, else its module's ``<function>_pieces`` (semantics
+    modules' ``PIECES``; docs/engine.md, "Pieces")."""
+    module, function = entry.split("__", 1)
+    semantics = importlib.import_module(f"neuronemu.semantics.{module}")
+    if function not in getattr(semantics, "PIECES", {}):
+        return None
+    return getattr(semantics, f"{function}_pieces")
 
 
-def program_addresses(instrs: np.ndarray, yields: np.ndarray) -> np.ndarray:
-    """``kernel_addresses``, kept for the last few programs (keyed by their opcode column):
-    the ranks of a multi-chip run share one table, and nothing is written onto the program."""
-    opcodes = np.ascontiguousarray(instrs[:, L.I_OPCODE], dtype=np.int64)
-    return _kept(opcodes.tobytes(), np.ascontiguousarray(yields, dtype=bool).tobytes())
+Pair = tuple[str | None, str | None]
+
+
+def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[Pair], np.ndarray]:
+    """Per static instruction, (kernel, fallback): the unit that runs it and the unit it falls
+    back to when its kernel finds, at run time, that the instruction is outside what it covers
+    (None: it cannot be). Returned as the distinct pairs and an int array [n] indexing them
+    (programs run to a million instructions); an instruction the interpreter hands to a driver
+    (``yields[pc]``) gets (None, None)."""
+    entries = _entry_of_opcode()
+    opcodes = np.asarray(instrs[:, L.I_OPCODE])
+    skip = np.asarray(yields, dtype=bool)
+    pairs: list[Pair] = [(None, None)]
+    which = np.zeros(len(opcodes), dtype=np.int64)
+    for op in np.unique(opcodes[~skip]):
+        rows = np.flatnonzero((opcodes == op) & ~skip)
+        entry = entries[int(op)]
+        chooser = _chooser(entry)
+        if chooser is None:
+            which[rows] = _index(pairs, (entry, None))
+            continue
+        module = entry.split("__", 1)[0]
+        choices, index = chooser(instrs[rows], ops)
+        codes = np.array([_index(pairs, (f"{module}__{k}", f"{module}__{f}" if f else None))
+                          for k, f in choices], dtype=np.int64)
+        which[rows] = codes[index]
+    return pairs, which
+
+
+def _index(pairs: list, pair) -> int:
+    if pair not in pairs:
+        pairs.append(pair)
+    return pairs.index(pair)
+
+
+def kernel_addresses(instrs: np.ndarray, ops: np.ndarray, yields) -> np.ndarray:
+    """int64 [n, 2]: the address of each static instruction's kernel and of its fallback (0:
+    an instruction the interpreter hands to a driver, ``yields[pc]``; a kernel without
+    fallback), compiling what is missing."""
+    pairs, which = choose(instrs, ops, yields)
+    return _addresses(tuple(pairs), which)
+
+
+def program_addresses(instrs: np.ndarray, ops: np.ndarray, yields: np.ndarray) -> np.ndarray:
+    """``kernel_addresses``, kept for the last few programs (keyed by the units chosen): the
+    ranks of a multi-chip run share one table, and nothing is written onto the program."""
+    pairs, which = choose(instrs, ops, yields)
+    return _kept(tuple(pairs), which.tobytes())
 
 
 @functools.lru_cache(maxsize=16)
-def _kept(opcodes: bytes, yields: bytes) -> np.ndarray:
-    return _by_opcode(np.frombuffer(opcodes, dtype=np.int64), np.frombuffer(yields, dtype=bool))
+def _kept(pairs: tuple, which: bytes) -> np.ndarray:
+    return _addresses(pairs, np.frombuffer(which, dtype=np.int64))
 
 
-def _names(opcodes, yields) -> list[str | None]:
-    entries = _entry_of_opcode()
-    return [None if y else entries[int(op)] for op, y in zip(opcodes, yields, strict=True)]
-
-
-def cold_entries(instrs: np.ndarray, yields) -> list[str]:
+def cold_entries(instrs: np.ndarray, ops: np.ndarray, yields) -> list[str]:
     """The kernels a program uses that are neither loaded in this process nor in the cache
     (in order of first use)."""
-    opcodes = np.asarray(instrs[:, L.I_OPCODE])[~np.asarray(yields, dtype=bool)]
-    unique, first = np.unique(opcodes, return_index=True)
-    entries = _entry_of_opcode()
-    names = [entries[int(op)] for op in unique[np.argsort(first)]]
+    pairs, which = choose(instrs, ops, yields)
+    used, first = np.unique(which, return_index=True)
+    names = [n for code in used[np.argsort(first)] for n in pairs[code] if n is not None]
     return [n for n in dict.fromkeys(names) if not is_ready(n)]
 
 
@@ -125,15 +175,24 @@ def _made(entry: str):
     return _make(entry)
 
 
-def _by_opcode(opcodes, yields) -> np.ndarray:
-    names = _names(opcodes, yields)
-    ensure_compiled(name for name in names if name is not None)
-    out = np.zeros(len(names), dtype=np.int64)
-    for pc, name in enumerate(names):
-        if name is not None:
-            out[pc] = _compiled[name].address
-    return out
+def _addresses(pairs, which: np.ndarray) -> np.ndarray:
+    ensure_compiled(n for pair in pairs for n in pair if n is not None)
+    table = np.zeros((len(pairs), 2), dtype=np.int64)
+    for code, pair in enumerate(pairs):
+        for k, name in enumerate(pair):
+            if name is not None:
+                table[code, k] = _compiled[name].address
+    return table[which]
 
 
 def all_entries() -> list[str]:
-    return sorted(set(_entry_of_opcode().values()))
+    """Every unit a program can use: each semantics function's, or its pieces'."""
+    out = set()
+    for entry in set(_entry_of_opcode().values()):
+        module, function = entry.split("__", 1)
+        if _chooser(entry) is None:
+            out.add(entry)
+        else:
+            semantics = importlib.import_module(f"neuronemu.semantics.{module}")
+            out.update(f"{module}__{piece}" for piece in semantics.PIECES[function])
+    return sorted(out)

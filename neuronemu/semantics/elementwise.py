@@ -87,7 +87,6 @@ from neuronemu.semantics.alu import (
     binary_rows,
     binary_scalar,
     fold_rows,
-    is_bitvec,
     reduce_rows,
     to_int,
 )
@@ -129,21 +128,85 @@ def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
     store_bits(dst, mems, regs, x)
 
 
+# tensor_tensor and tensor_scalar are three units each, chosen per instruction from what the
+# program says of it (docs/engine.md, "Pieces"): bitwise operators on integer bits; fp32 tiles
+# computed where they lie; any other tiles decoded to fp32 and stored back. A kernel whose
+# instructions are all fp32 windows never compiles the decoding and rounding of the others.
+PIECES = {
+    "tensor_tensor": ("tensor_tensor_bits", "tensor_tensor_f32", "tensor_tensor_values"),
+    "tensor_scalar": ("tensor_scalar_bits", "tensor_scalar_f32", "tensor_scalar_values"),
+}
+
+
+def _f32_pieces(bits: np.ndarray, sure: np.ndarray, maybe: np.ndarray, name: str
+                ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
+    """The (kernel, fallback) choices and which one each instruction takes: bitwise ->
+    ``<name>_bits``; tiles sure to be fp32 windows -> ``<name>_f32``; tiles that may be
+    (registers in their addresses) -> ``<name>_f32`` falling back to ``<name>_values``; the
+    rest -> ``<name>_values``."""
+    choices = [(f"{name}_bits", None), (f"{name}_f32", None),
+               (f"{name}_f32", f"{name}_values"), (f"{name}_values", None)]
+    return choices, np.select([bits, sure, maybe], [0, 1, 2], 3)
+
+
+def _windows(tiles: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per instruction, whether all ``tiles`` (operand rows) are sure to be fp32 windows of one
+    shape that the first (the destination) may be written over in place, and whether they may
+    be: fp32 on chip, some address holding registers."""
+    from neuronemu.machine import static_windows as W
+
+    dst = tiles[0]
+    dst_col = W.f32_windows(dst)
+    sure = dst_col >= 0
+    for src in tiles[1:]:
+        col = W.f32_windows(src)
+        sure &= ((col >= 0) & (src[:, L.OP_PCOUNT] == dst[:, L.OP_PCOUNT])
+                 & (src[:, L.OP_SIZE] == dst[:, L.OP_SIZE])
+                 & W.in_place_safe(dst, dst_col, src, col))
+    f32 = np.ones(len(dst), dtype=bool)
+    dynamic = np.zeros(len(dst), dtype=bool)
+    for t in tiles:
+        f32 &= (t[:, L.OP_DTYPE] == _F32) & (t[:, L.OP_SPACE] != L.SPACE_HBM)
+        dynamic |= ~W.registers_free(t)
+    return sure, ~sure & f32 & dynamic
+
+
+def tensor_tensor_pieces(instrs: np.ndarray, ops: np.ndarray
+                         ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
+    from neuronemu.machine.static_windows import operand_rows
+
+    bits = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1] >= C.ALU_BITWISE_AND
+    sure, maybe = _windows([operand_rows(instrs, ops, slot) for slot in
+                            (TENSOR_TENSOR_DST, TENSOR_TENSOR_DATA1, TENSOR_TENSOR_DATA2)])
+    return _f32_pieces(bits, sure, maybe, "tensor_tensor")
+
+
 @jit
-def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
+def tensor_tensor_bits(ins, ops, imms, mems, regs, fmt, table):
+    """A bitwise operator on the tiles' integer bits."""
     op = arg_value(ins, TENSOR_TENSOR_OP)
-    if is_bitvec(op):
-        d1 = ops[arg_value(ins, TENSOR_TENSOR_DATA1)]
-        d2 = ops[arg_value(ins, TENSOR_TENSOR_DATA2)]
-        dst = ops[arg_value(ins, TENSOR_TENSOR_DST)]
-        if _bits_in_place(op, dst, d1, d2, mems, regs, fmt):
-            return L.STATUS_OK
-        a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
-        b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
-        store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
+    d1 = ops[arg_value(ins, TENSOR_TENSOR_DATA1)]
+    d2 = ops[arg_value(ins, TENSOR_TENSOR_DATA2)]
+    dst = ops[arg_value(ins, TENSOR_TENSOR_DST)]
+    if _bits_in_place(op, dst, d1, d2, mems, regs, fmt):
         return L.STATUS_OK
+    a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
+    b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
+    store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
+    return L.STATUS_OK
+
+
+@jit
+def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
+    """fp32 tiles where they lie (``_tensor_tensor_in_place``); STATUS_FALLBACK for others."""
     if _tensor_tensor_in_place(ins, ops, mems, regs):
         return L.STATUS_OK
+    return L.STATUS_FALLBACK
+
+
+@jit
+def tensor_tensor_values(ins, ops, imms, mems, regs, fmt, table):
+    """Tiles of any dtype and layout, decoded to fp32, computed, and stored back (rounded)."""
     a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
@@ -152,6 +215,7 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
 
 
 _KIND_INT = D.KINDS["int"]
+_F32 = D.get("float32").code
 
 
 @jit
@@ -222,46 +286,102 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
     return True
 
 
+def tensor_scalar_pieces(instrs: np.ndarray, ops: np.ndarray
+                         ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
+    from neuronemu.machine import static_windows as W
+
+    bits = instrs[:, L.I_ARGS + 2 * TENSOR_SCALAR_OP0 + 1] >= C.ALU_BITWISE_AND
+    sure, maybe = _windows([W.operand_rows(instrs, ops, slot)
+                            for slot in (TENSOR_SCALAR_DST, TENSOR_SCALAR_DATA)])
+    # a scalar that is a tile must be an fp32 column window too (``_f32_column``)
+    for slot in (TENSOR_SCALAR_OPERAND0, TENSOR_SCALAR_OPERAND1):
+        column = W.is_operand(instrs, slot)
+        rows = W.operand_rows(instrs, ops, slot)
+        on_chip_f32 = (rows[:, L.OP_DTYPE] == _F32) & (rows[:, L.OP_SPACE] != L.SPACE_HBM)
+        window = W.f32_windows(rows) >= 0
+        maybe &= ~column | on_chip_f32
+        dynamic = column & on_chip_f32 & ~W.registers_free(rows)
+        maybe |= sure & dynamic
+        sure &= ~column | window
+    return _f32_pieces(bits, sure, maybe & ~sure, "tensor_scalar")
+
+
 @jit
-def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
-    """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
-    if is_bitvec(arg_value(ins, TENSOR_SCALAR_OP0)):
-        _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
+def tensor_scalar_bits(ins, ops, imms, mems, regs, fmt, table):
+    """A bitwise first operator: both stages on the tile's integer bits."""
+    _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
+    return L.STATUS_OK
+
+
+@jit
+def tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table):
+    """fp32 tiles and fp32 column scalars where they lie (``_tensor_scalar_in_place``);
+    STATUS_FALLBACK for others."""
+    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
+    partitions = dst[L.OP_PCOUNT]
+    ok0, s0 = _f32_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, partitions)
+    ok1, s1 = _f32_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, partitions)
+    if ok0 and ok1 and _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
         return L.STATUS_OK
-    if _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
-        return L.STATUS_OK
-    # any other dtype or layout: the stages run in place on the decoded fp32 tile
+    return L.STATUS_FALLBACK
+
+
+@jit
+def tensor_scalar_values(ins, ops, imms, mems, regs, fmt, table):
+    """(data op0 operand0) op1 operand1 on tiles of any dtype and layout: the stages run in
+    place on the decoded fp32 tile, stored back rounded; reverseK swaps stage K's operands."""
     data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_DATA)], mems, regs, fmt, table)
-    _scalar_stages(ins, ops, imms, mems, regs, fmt, table, data, 0, 1, 0, data, 0, 1, 0,
-                   data.shape[0], data.shape[1])
+    partitions = data.shape[0]
+    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table,
+                       partitions)
+    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table,
+                       partitions)
+    _scalar_stages(ins, s0, s1, data, 0, 1, 0, data, 0, 1, 0, data.shape[0], data.shape[1])
     store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, data)
     return L.STATUS_OK
 
 
 @jit
-def _tensor_scalar_in_place(ins, ops, imms, mems, regs, fmt, table):
+def _f32_column(ins, slot, ops, imms, mems, regs, partitions):
+    """``scalar_column`` without decoding: (True, the [P] fp32 values) for an immediate or an
+    fp32 column window, (False, anything) for another tile."""
+    out = np.empty(partitions, dtype=np.float32)
+    if arg_tag(ins, slot) != L.TAG_OPERAND:
+        out[:] = np.float32(imms[arg_value(ins, slot)])
+        return True, out
+    op = ops[arg_value(ins, slot)]
+    col = f32_window(op, regs)
+    if col < 0 or op[L.OP_PCOUNT] < partitions:
+        return False, out
+    words = mems[op[L.OP_SPACE]].view(np.float32)
+    for p in range(partitions):
+        out[p] = words[np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), np.uintp(col)]
+    return True, out
+
+
+@jit
+def _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
     """tensor_scalar on fp32 tiles straight from and into memory (see _tensor_tensor_in_place):
-    each stage writes its fp32 result into dst's partition, the next reads it from there."""
-    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
+    each stage writes its fp32 result into dst's partition, the next reads it from there;
+    False, having done nothing, for other tiles."""
     dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
     if dst_col < 0 or data_col < 0 or not same_shape(dst, data) \
             or not in_place_safe(dst, dst_col, data, data_col):
         return False
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
-    _scalar_stages(ins, ops, imms, mems, regs, fmt, table, data_words, data[L.OP_PSTART],
-                   data[L.OP_PROWSTEP], data_col, dst_words, dst[L.OP_PSTART],
-                   dst[L.OP_PROWSTEP], dst_col, dst[L.OP_PCOUNT], dst[L.OP_SIZE])
+    _scalar_stages(ins, s0, s1, data_words, data[L.OP_PSTART], data[L.OP_PROWSTEP], data_col,
+                   dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col, dst[L.OP_PCOUNT],
+                   dst[L.OP_SIZE])
     return True
 
 
 @jit
-def _scalar_stages(ins, ops, imms, mems, regs, fmt, table, src, data_row, data_step, data_col,
-                   dst_words, row, step, dst_col, partitions, n):
-    """tensor_scalar's two stages from the fp32 rows of ``src`` into those of ``dst_words``
-    (``binary_rows``' convention; they may be the same elements)."""
-    s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table, partitions)
-    s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table, partitions)
+def _scalar_stages(ins, s0, s1, src, data_row, data_step, data_col, dst_words, row, step,
+                   dst_col, partitions, n):
+    """tensor_scalar's two stages, with the scalar columns ``s0`` and ``s1`` [P], from the fp32
+    rows of ``src`` into those of ``dst_words`` (``binary_rows``' convention; they may be the
+    same elements)."""
     # the scalars broadcast by * 1.0 (keeps -0.0, quiets NaN), into a [1, n] row that stays
     # in L1 instead of a [P, n] temporary: an immediate fills it once for every partition (row
     # step 0), a [P, 1] column once per partition. The row is borrowed (not reference

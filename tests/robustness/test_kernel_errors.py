@@ -28,13 +28,13 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
                                  filename="bug.s")
     # the real kernels first: compiled while ctrl.mov is patched, the cached ctrl.mov kernel
     # would call the raising function in every later process (its cache key is the wrapper's)
-    addresses = kernels.kernel_addresses(program.instrs, np.zeros(3, dtype=bool))
+    addresses = kernels.kernel_addresses(program.instrs, program.ops, np.zeros(3, dtype=bool))
     # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises
     monkeypatch.setattr(ctrl, "mov", jit(cache=False, boundscheck=True)(_raises.py_func))
     broken = CFunc(kernels.wrapper("ctrl__mov"), sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
-    addresses[1] = broken.address
+    addresses[1, 0] = broken.address
     monkeypatch.setattr(core, "program_kernels", lambda program, costs, local=False: addresses)
     with pytest.raises(neuronemu.RuntimeFault) as info:
         neuronemu.run(program)
