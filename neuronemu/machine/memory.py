@@ -444,6 +444,24 @@ def scalar_column(ins, slot, ops, imms, mems, regs, fmt, table, partitions):
 
 
 @jit
+def f32_column(ins, slot, ops, imms, mems, regs, partitions):
+    """``scalar_column`` without decoding: (True, the [P] fp32 values) for an immediate or an
+    fp32 column window (``f32_window``), (False, anything) for another tile."""
+    out = np.empty(partitions, dtype=np.float32)
+    if arg_tag(ins, slot) != L.TAG_OPERAND:
+        out[:] = np.float32(imms[arg_value(ins, slot)])
+        return True, out
+    op = ops[arg_value(ins, slot)]
+    col = f32_window(op, regs)
+    if col < 0 or op[L.OP_PCOUNT] < partitions:
+        return False, out
+    words = mems[op[L.OP_SPACE]].view(np.float32)
+    for p in range(partitions):
+        out[p] = words[_U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), _U(col)]
+    return True, out
+
+
+@jit
 def one_row(op, row):
     """The operand restricted to its logical row (partition) ``row``."""
     out = op.copy()

@@ -61,3 +61,40 @@ def operand_rows(instrs: np.ndarray, ops: np.ndarray, slot: int) -> np.ndarray:
 def is_operand(instrs: np.ndarray, slot: int) -> np.ndarray:
     """bool [k]: argument ``slot`` is an operand (a tile or an immediate's row), not a value."""
     return instrs[:, L.I_ARGS + 2 * slot] == L.TAG_OPERAND
+
+
+def f32_tiles(tiles: list[np.ndarray], in_place: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per instruction, whether the operand rows ``tiles`` (the destination first) are sure to
+    be fp32 windows of one shape (and, ``in_place``, that the destination may be written over
+    each source element by element), and whether they may be: fp32 on chip, some address
+    holding registers (not sure, then)."""
+    dst = tiles[0]
+    dst_col = f32_windows(dst)
+    sure = dst_col >= 0
+    for src in tiles[1:]:
+        col = f32_windows(src)
+        sure &= ((col >= 0) & (src[:, L.OP_PCOUNT] == dst[:, L.OP_PCOUNT])
+                 & (src[:, L.OP_SIZE] == dst[:, L.OP_SIZE]))
+        if in_place:
+            sure &= in_place_safe(dst, dst_col, src, col)
+    f32 = np.ones(len(dst), dtype=bool)
+    dynamic = np.zeros(len(dst), dtype=bool)
+    for t in tiles:
+        f32 &= (t[:, L.OP_DTYPE] == _F32) & (t[:, L.OP_SPACE] != L.SPACE_HBM)
+        dynamic |= ~registers_free(t)
+    return sure, ~sure & f32 & dynamic
+
+
+def f32_scalars(instrs: np.ndarray, ops: np.ndarray, slots: tuple[int, ...], sure: np.ndarray,
+                maybe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``f32_tiles``' answer narrowed by scalar arguments ``slots``: each an immediate or an
+    fp32 column window (``memory.f32_column``), for sure or maybe (registers)."""
+    sure, maybe = sure.copy(), maybe.copy()
+    for slot in slots:
+        column = is_operand(instrs, slot)
+        rows = operand_rows(instrs, ops, slot)
+        fp32 = (rows[:, L.OP_DTYPE] == _F32) & (rows[:, L.OP_SPACE] != L.SPACE_HBM)
+        maybe &= ~column | fp32
+        maybe |= sure & column & fp32 & ~registers_free(rows)
+        sure &= ~column | (f32_windows(rows) >= 0)
+    return sure, maybe & ~sure

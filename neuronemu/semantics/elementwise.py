@@ -69,6 +69,7 @@ from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     copy_tile,
+    f32_column,
     f32_row,
     f32_window,
     in_place_safe,
@@ -149,35 +150,13 @@ def _f32_pieces(bits: np.ndarray, sure: np.ndarray, maybe: np.ndarray, name: str
     return choices, np.select([bits, sure, maybe], [0, 1, 2], 3)
 
 
-def _windows(tiles: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per instruction, whether all ``tiles`` (operand rows) are sure to be fp32 windows of one
-    shape that the first (the destination) may be written over in place, and whether they may
-    be: fp32 on chip, some address holding registers."""
-    from neuronemu.machine import static_windows as W
-
-    dst = tiles[0]
-    dst_col = W.f32_windows(dst)
-    sure = dst_col >= 0
-    for src in tiles[1:]:
-        col = W.f32_windows(src)
-        sure &= ((col >= 0) & (src[:, L.OP_PCOUNT] == dst[:, L.OP_PCOUNT])
-                 & (src[:, L.OP_SIZE] == dst[:, L.OP_SIZE])
-                 & W.in_place_safe(dst, dst_col, src, col))
-    f32 = np.ones(len(dst), dtype=bool)
-    dynamic = np.zeros(len(dst), dtype=bool)
-    for t in tiles:
-        f32 &= (t[:, L.OP_DTYPE] == _F32) & (t[:, L.OP_SPACE] != L.SPACE_HBM)
-        dynamic |= ~W.registers_free(t)
-    return sure, ~sure & f32 & dynamic
-
-
 def tensor_tensor_pieces(instrs: np.ndarray, ops: np.ndarray
                          ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    from neuronemu.machine.static_windows import operand_rows
+    from neuronemu.machine import static_windows as W
 
     bits = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1] >= C.ALU_BITWISE_AND
-    sure, maybe = _windows([operand_rows(instrs, ops, slot) for slot in
-                            (TENSOR_TENSOR_DST, TENSOR_TENSOR_DATA1, TENSOR_TENSOR_DATA2)])
+    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot) for slot in
+                               (TENSOR_TENSOR_DST, TENSOR_TENSOR_DATA1, TENSOR_TENSOR_DATA2)])
     return _f32_pieces(bits, sure, maybe, "tensor_tensor")
 
 
@@ -215,7 +194,6 @@ def tensor_tensor_values(ins, ops, imms, mems, regs, fmt, table):
 
 
 _KIND_INT = D.KINDS["int"]
-_F32 = D.get("float32").code
 
 
 @jit
@@ -291,19 +269,11 @@ def tensor_scalar_pieces(instrs: np.ndarray, ops: np.ndarray
     from neuronemu.machine import static_windows as W
 
     bits = instrs[:, L.I_ARGS + 2 * TENSOR_SCALAR_OP0 + 1] >= C.ALU_BITWISE_AND
-    sure, maybe = _windows([W.operand_rows(instrs, ops, slot)
-                            for slot in (TENSOR_SCALAR_DST, TENSOR_SCALAR_DATA)])
-    # a scalar that is a tile must be an fp32 column window too (``_f32_column``)
-    for slot in (TENSOR_SCALAR_OPERAND0, TENSOR_SCALAR_OPERAND1):
-        column = W.is_operand(instrs, slot)
-        rows = W.operand_rows(instrs, ops, slot)
-        on_chip_f32 = (rows[:, L.OP_DTYPE] == _F32) & (rows[:, L.OP_SPACE] != L.SPACE_HBM)
-        window = W.f32_windows(rows) >= 0
-        maybe &= ~column | on_chip_f32
-        dynamic = column & on_chip_f32 & ~W.registers_free(rows)
-        maybe |= sure & dynamic
-        sure &= ~column | window
-    return _f32_pieces(bits, sure, maybe & ~sure, "tensor_scalar")
+    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot)
+                               for slot in (TENSOR_SCALAR_DST, TENSOR_SCALAR_DATA)])
+    sure, maybe = W.f32_scalars(instrs, ops, (TENSOR_SCALAR_OPERAND0, TENSOR_SCALAR_OPERAND1),
+                                sure, maybe)
+    return _f32_pieces(bits, sure, maybe, "tensor_scalar")
 
 
 @jit
@@ -319,8 +289,8 @@ def tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table):
     STATUS_FALLBACK for others."""
     dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
     partitions = dst[L.OP_PCOUNT]
-    ok0, s0 = _f32_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, partitions)
-    ok1, s1 = _f32_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, partitions)
+    ok0, s0 = f32_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, partitions)
+    ok1, s1 = f32_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, partitions)
     if ok0 and ok1 and _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
         return L.STATUS_OK
     return L.STATUS_FALLBACK
@@ -339,24 +309,6 @@ def tensor_scalar_values(ins, ops, imms, mems, regs, fmt, table):
     _scalar_stages(ins, s0, s1, data, 0, 1, 0, data, 0, 1, 0, data.shape[0], data.shape[1])
     store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, data)
     return L.STATUS_OK
-
-
-@jit
-def _f32_column(ins, slot, ops, imms, mems, regs, partitions):
-    """``scalar_column`` without decoding: (True, the [P] fp32 values) for an immediate or an
-    fp32 column window, (False, anything) for another tile."""
-    out = np.empty(partitions, dtype=np.float32)
-    if arg_tag(ins, slot) != L.TAG_OPERAND:
-        out[:] = np.float32(imms[arg_value(ins, slot)])
-        return True, out
-    op = ops[arg_value(ins, slot)]
-    col = f32_window(op, regs)
-    if col < 0 or op[L.OP_PCOUNT] < partitions:
-        return False, out
-    words = mems[op[L.OP_SPACE]].view(np.float32)
-    for p in range(partitions):
-        out[p] = words[np.uintp(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), np.uintp(col)]
-    return True, out
 
 
 @jit

@@ -44,6 +44,7 @@ from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     bf16_window,
+    f32_column,
     f32_window,
     in_place_safe,
     load_f32,
@@ -373,9 +374,19 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     # written)
     if (dst_col < 0 and half_col < 0) or data_col < 0 or not same_shape(dst, data):
         return False
-    partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
+    partitions = dst[L.OP_PCOUNT]
     scale = scalar_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, fmt, table, partitions)
     bias = scalar_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, fmt, table, partitions)
+    _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_col, scale, bias)
+    return True
+
+
+@jit
+def _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_col, scale,
+                     bias):
+    """``_activation_in_place``'s work, the tiles' windows and the scale and bias columns
+    found: into the fp32 window at ``dst_col``, or (-1) the bfloat16 one at ``half_col``."""
+    partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
     func, alpha = arg_value(ins, ACTIVATION_FUNC), imms[arg_value(ins, ACTIVATION_ALPHA)]
     dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
     data_words = mems[data[L.OP_SPACE]].view(np.float32)
@@ -411,7 +422,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
                                  pre, rows, n)
         keep_alive(owner)
         keep_alive(work_owner)
-        return True
+        return
     pre = np.empty((partitions, n), dtype=np.float32)
     for p in range(partitions):
         row = np.uintp(data[L.OP_PSTART] + p * data[L.OP_PROWSTEP])
@@ -424,11 +435,53 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         _note_out_of_range(regs, pre.ravel()[bad])
     function_rows(func, alpha, pre, 0, 1, 0, dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP],
                   dst_col, partitions, n, np.empty((2, n)))
-    return True
+
+
+# activation is two units, chosen per instruction (docs/engine.md, "Pieces"): fp32 tiles and
+# scalars where they lie, or the general path (any dtype: decoded, computed, stored rounded;
+# bfloat16 results; reduce_res), which alone reaches the decoders and encoders
+PIECES = {"activation": ("activation_f32", "activation_values")}
+
+
+def activation_pieces(instrs: np.ndarray, ops: np.ndarray
+                      ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
+    """The (kernel, fallback) choices for activation rows ``instrs``, and which each takes:
+    fp32 windows and scalars for sure -> activation_f32; perhaps (registers) -> activation_f32
+    falling back to activation_values; else activation_values."""
+    from neuronemu.machine import static_windows as W
+
+    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot)
+                               for slot in (ACTIVATION_DST, ACTIVATION_DATA)], in_place=False)
+    sure, maybe = W.f32_scalars(instrs, ops, (ACTIVATION_SCALE, ACTIVATION_BIAS), sure, maybe)
+    no_sum = ~W.is_operand(instrs, ACTIVATION_REDUCE_RES)
+    choices = [("activation_f32", None), ("activation_f32", "activation_values"),
+               ("activation_values", None)]
+    return choices, np.select([sure & no_sum, maybe & no_sum], [0, 1], 2)
 
 
 @jit
-def activation(ins, ops, imms, mems, regs, fmt, table):
+def activation_f32(ins, ops, imms, mems, regs, fmt, table):
+    """fp32 tiles, and immediate or fp32 column scale and bias, where they lie, without
+    reduce_res (``_activation_rows``); STATUS_FALLBACK for any other instruction."""
+    if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
+        return L.STATUS_FALLBACK
+    dst, data = ops[arg_value(ins, ACTIVATION_DST)], ops[arg_value(ins, ACTIVATION_DATA)]
+    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
+    if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
+        return L.STATUS_FALLBACK
+    partitions = dst[L.OP_PCOUNT]
+    ok_scale, scale = f32_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, partitions)
+    ok_bias, bias = f32_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, partitions)
+    if not (ok_scale and ok_bias):
+        return L.STATUS_FALLBACK
+    _activation_rows(ins, imms, mems, regs, dst, data, dst_col, -1, data_col, scale, bias)
+    return L.STATUS_OK
+
+
+@jit
+def activation_values(ins, ops, imms, mems, regs, fmt, table):
+    """activation of any tiles: in place where ``_activation_in_place`` can, else decoded to
+    fp32, computed, stored back rounded, with reduce_res's fp32 sums."""
     if _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
     out = _activated(ins, ops, imms, mems, regs, fmt, table)

@@ -68,6 +68,21 @@ def test_tensor_scalar_piece(line: str, expected) -> None:
     assert _pieces(line) == [expected]
 
 
+ACT = "scalar__activation_"
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("scalar.activation m[:, 0:32], b, func=exp", (ACT + "f32", None)),
+    ("scalar.activation m[:, 1:33], m[:, 0:32], func=exp, scale=b[:, 0:1]", (ACT + "f32", None)),
+    ("scalar.activation m[:, 0:32], b, func=exp, bias=h[:, 0:1]", (ACT + "values", None)),
+    ("scalar.activation h, b, func=exp", (ACT + "values", None)),
+    ("scalar.activation m[:, 0:32], b, func=exp, reduce_res=m[:, 40:41]", (ACT + "values", None)),
+    ("scalar.activation m[:, r1 : r1 + 32], b, func=tanh", (ACT + "f32", ACT + "values")),
+])
+def test_activation_piece(line: str, expected) -> None:
+    assert _pieces(line) == [expected]
+
+
 def test_dma_copy_piece() -> None:
     assert _pieces("dma.copy m, x\ndma.copy h, x[:, 0:32]") == [
         ("dma__copy_same", None), ("dma__copy_cast", None)]
@@ -107,6 +122,19 @@ def test_tensor_scalar_with_register_columns(case: str, rng) -> None:
     expected = m.copy()
     stage0 = (m[:, s: s + 32] * b[:, s: s + 1]).astype(np.float32)
     expected[:, d: d + 32] = (stage0 + np.float32(0.5)).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("case", sorted(REGISTER_CASES))
+def test_activation_with_register_columns(case: str, rng) -> None:
+    """Any overlap is allowed (every input is read before a result is written)."""
+    d, s = REGISTER_CASES[case]
+    m, b, out = _run(rng, f"ctrl.mov r1, {d}\nctrl.mov r2, {s}\n"
+                          "scalar.activation m[:, r1 : r1 + 32], m[:, r2 : r2 + 32], func=relu, "
+                          "scale=b[:, r2 : r2 + 1], bias=-0.25")
+    expected = m.copy()
+    pre = (m[:, s: s + 32] * b[:, s: s + 1]).astype(np.float32) + np.float32(-0.25)
+    expected[:, d: d + 32] = np.maximum(pre, np.float32(0.0))
     np.testing.assert_array_equal(out, expected)
 
 
