@@ -122,8 +122,11 @@ def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[Pair], np.
             continue
         module = entry.split("__", 1)[0]
         choices, index = chooser(instrs[rows], ops)
-        codes = np.array([_index(pairs, (f"{module}__{k}", f"{module}__{f}" if f else None))
-                          for k, f in choices], dtype=np.int64)
+        codes = np.zeros(len(choices), dtype=np.int64)
+        for c in np.unique(index):   # only the choices taken: each pair is compiled
+            kernel, fallback = choices[c]
+            codes[c] = _index(pairs, (f"{module}__{kernel}",
+                                      f"{module}__{fallback}" if fallback else None))
         which[rows] = codes[index]
     return pairs, which
 

@@ -83,6 +83,17 @@ def test_activation_piece(line: str, expected) -> None:
     assert _pieces(line) == [expected]
 
 
+def test_only_the_pieces_taken_are_compiled() -> None:
+    program = neuronemu.assemble(f".target trn2\n{DECLS}\n"
+                                 "vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
+                                 "dma.copy b, m[:, 0:32]\n", filename="t.s")
+    pairs, which = kernels.choose(program.instrs, program.ops, np.zeros(2, bool))
+    assert set(pairs) - {pairs[k] for k in which} <= {(None, None)}
+    assert kernels.cold_entries(program.instrs, program.ops, np.zeros(2, bool)) in (
+        [], ["elementwise__tensor_tensor_f32", "dma__copy_same"],
+        ["elementwise__tensor_tensor_f32"], ["dma__copy_same"])
+
+
 def test_dma_copy_piece() -> None:
     assert _pieces("dma.copy m, x\ndma.copy h, x[:, 0:32]") == [
         ("dma__copy_same", None), ("dma__copy_cast", None)]
