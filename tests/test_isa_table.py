@@ -35,18 +35,15 @@ def test_opcodes_are_unique_and_carry_the_engine() -> None:
 
 @pytest.mark.parametrize("definition", INSTRUCTIONS, ids=lambda d: d.name)
 def test_semantics_function_exists(definition) -> None:
-    """The function, or (split into pieces: neuronemu/exec/kernels.py) its chooser and every
-    piece."""
+    """The function, and its narrow kernel with the test of what it covers, if it has one
+    (neuronemu/exec/kernels.py)."""
     module, function = definition.semantics.split(".")
     semantics = importlib.import_module(f"neuronemu.semantics.{module}")
-    pieces = getattr(semantics, "PIECES", {}).get(function)
-    if pieces is None:
-        assert hasattr(semantics, function)
-    else:
-        assert callable(getattr(semantics, f"{function}_pieces"))
-        assert not hasattr(semantics, function)   # one name, one meaning
-        for piece in pieces:
-            assert hasattr(semantics, piece)
+    assert hasattr(semantics, function)
+    narrow = getattr(semantics, "NARROW", {}).get(function)
+    if narrow is not None:
+        assert hasattr(semantics, narrow)
+        assert callable(getattr(semantics, f"{narrow}_covers"))
 
 
 # inline compression (no public API, ARCHITECTURE.md 5.4) and the lowering of NKI's
@@ -119,7 +116,7 @@ def test_every_kernel_has_its_wrapper() -> None:
 
 def test_a_kernel_imports_only_its_semantics_module() -> None:
     """A run pays numba's set-up of a semantics module's functions only when it uses one."""
-    code = ("import sys; from neuronemu.exec import kernels; kernels.wrapper('dma__copy_same'); "
+    code = ("import sys; from neuronemu.exec import kernels; kernels.wrapper('dma__copy'); "
             "print(sorted(m for m in sys.modules if m.startswith('neuronemu.semantics.')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=ROOT)

@@ -50,14 +50,14 @@ def kernel_entry(semantics: str) -> str:
     return semantics.replace(".", "__")
 
 
-def semantics_pieces(module: str) -> dict[str, tuple[str, ...]]:
-    """``PIECES`` of neuronemu/semantics/<module>.py (function -> the functions it is split
-    into, each a unit of its own: neuronemu/exec/kernels.py), read without importing it."""
+def narrow_kernels(module: str) -> dict[str, str]:
+    """``NARROW`` of neuronemu/semantics/<module>.py (function -> its narrow kernel, a unit of
+    its own: neuronemu/exec/kernels.py), read without importing it."""
     tree = ast.parse((ROOT / f"neuronemu/semantics/{module}.py").read_text())
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "PIECES"):
-            return {k: tuple(v) for k, v in ast.literal_eval(node.value).items()}
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "NARROW"):
+            return dict(ast.literal_eval(node.value))
     return {}
 
 
@@ -68,8 +68,8 @@ def kernels(isa) -> dict[str, str]:
     of the instructions it uses (neuronemu.exec.kernels imports them on first use)."""
     entries = sorted({d.semantics for d in isa.instructions.values()})
     modules = sorted({s.split(".")[0] for s in entries})
-    pieces = {f"{module}.{function}": names for module in modules
-              for function, names in semantics_pieces(module).items()}
+    narrow = {f"{module}.{function}": f"{module}.{name}" for module in modules
+              for function, name in narrow_kernels(module).items()}
     lines = [HEADER,
              ('"""Instruction kernels: one wrapper per semantics function, compiled on first use '
               'into'),
@@ -94,7 +94,7 @@ def kernels(isa) -> dict[str, str]:
                  f"from neuronemu.semantics import {module}"]
         units = []
         for sem in (s for s in entries if s.split(".")[0] == module):
-            units += [f"{module}.{p}" for p in pieces.get(sem, ())] if sem in pieces else [sem]
+            units += [sem, narrow[sem]] if sem in narrow else [sem]
         for sem in sorted(units):
             lines += ["", "",
                       (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, "

@@ -2,7 +2,7 @@
 checkpoints, and go back to any earlier step by restoring one and replaying.
 
 **Break flags cost nothing while they are not hit.** The compiled loop already reads one word
-per instruction that says what to run: ``kernels[pc, 0]``, the instruction's kernel address
+per instruction that says what to run: ``kernels[pc]``, the instruction's kernel address
 (docs/engine.md). It returns ``STATUS_BAD_OPCODE`` at a pc whose address is 0, before the
 instruction touches anything (pc and step count unchanged, no memory, register or timing
 state written). The debugger runs the loop with a copy of the table in which the flagged pcs
@@ -161,7 +161,7 @@ class Machine(CoreView):
     def set_flags(self, flags: np.ndarray) -> None:
         """Stop before every pc where ``flags`` is true (when running with ``flagged``)."""
         self.flags = np.asarray(flags, dtype=bool).copy()
-        self.flagged[:] = np.where(self.flags[:, None], 0, self.real)
+        self.flagged[:] = np.where(self.flags, 0, self.real)
 
     # --- running ------------------------------------------------------------------------------
 
@@ -286,7 +286,7 @@ def call_loop(core, budget: int, table: np.ndarray) -> tuple[int, int, int]:
         core.pc, core.steps = int(pc), int(steps)
         if status != L.STATUS_OUT_OF_BOUNDS or not oob.skippable(program, core):
             return int(status), int(pc), int(steps)
-        if table[core.pc, 0] == 0:   # a break flag on the skipped copy: stop before it, as ever
+        if table[core.pc] == 0:   # a break flag on the skipped copy: stop before it, as ever
             return L.STATUS_BAD_OPCODE, core.pc, core.steps
         oob.skip(core)            # dma.copy oob=skip with a tile wholly outside (exec/oob.py)
         if core.steps >= budget:

@@ -94,7 +94,7 @@ class WorldMachine(CoreView):
         self.driver.logging = False      # only the explicit-sync replay reads the log
         self.real = program_kernels(program, self.cores[0].timing_state[0])
         self.flags = np.zeros((self.world, len(program.instrs)), dtype=bool)
-        self.flagged = np.tile(self.real, (self.world, 1, 1))
+        self.flagged = np.tile(self.real, (self.world, 1))
         self.focus = 0
         self.pending: list[int] = list(range(self.world))   # ranks to run, the first now
         self.done = False                 # every rank has finished
@@ -175,7 +175,7 @@ class WorldMachine(CoreView):
         """Stop before the flagged pcs: ``flags`` [n] for every rank, or [world, n]."""
         flags = np.asarray(flags, dtype=bool)
         self.flags = np.broadcast_to(flags, self.flags.shape).copy()
-        self.flagged[:] = np.where(self.flags[:, :, None], 0, self.real)
+        self.flagged[:] = np.where(self.flags, 0, self.real)
 
     def set_focus(self, rank: int) -> None:
         self.focus = rank

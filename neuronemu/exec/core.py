@@ -303,8 +303,8 @@ def local_collectives(program: Program, world: int) -> bool:
 
 
 def program_kernels(program: Program, costs: np.ndarray, local: bool = False) -> np.ndarray:
-    """The kernel address of each of the program's instructions and of its fallback piece
-    (compiled on first use; neuronemu/exec/kernels.py ``kernel_addresses``); the
+    """The kernel address of each of the program's instructions (compiled on first use;
+    neuronemu/exec/kernels.py ``kernel_addresses``); the
     ranks of a multi-chip run share one table (exec/kernels.py keeps the recent ones).
     ``local``: cc.* instructions get their kernels too (``_yields``)."""
     from neuronemu.exec import kernels
@@ -440,7 +440,7 @@ class Core:
                 loop_args = (program.instrs, program.ops, program.imms, self.mems, self.regs,
                              fmt, table, np.int64(0), self.counts, self.timing_state,
                              self.events, self.event_times, np.int64(0), np.int64(0),
-                             np.zeros((len(program.instrs), 2), dtype=np.int64), dims)
+                             np.zeros(len(program.instrs), dtype=np.int64), dims)
             local = local_collectives(program, self.world)
             compile_ahead(program, self.timing_state[0], loop_args, local)
             self.kernels = program_kernels(program, self.timing_state[0], local)

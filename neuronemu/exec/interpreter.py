@@ -22,15 +22,6 @@ ENGINE_DMA = 4   # isa/enums.toml
 ENGINE_CTRL = 7
 
 
-@jit(inline="always")
-def _fall_back(fallback, ins, ops, imms, sbuf, psum, hbm, regs, fmt, table, dims):
-    """The instruction's fallback piece, when its kernel did not cover its tiles; an emulator
-    bug (the choice said it always would) when it has none."""
-    if fallback == 0:
-        return L.STATUS_KERNEL_ERROR
-    return call_kernel(fallback, ins, ops, imms, sbuf, psum, hbm, regs, fmt, table, dims)
-
-
 @jit
 def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timing, events,
              event_times, start_pc, start_steps, kernels, dims):
@@ -48,9 +39,8 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     queue. Each non-control instruction is recorded in ``events`` / ``event_times``
     (neuronemu.timing.events.record_event), which the explicit-sync scheduler replays.
 
-    ``kernels`` [n, 2] holds each instruction's kernel address and the address of the piece it
-    falls back to (0: none; neuronemu.exec.kernels), ``dims`` the sizes of the arrays the
-    kernels receive as pointers."""
+    ``kernels`` [n] holds each instruction's kernel address (neuronemu.exec.kernels) and
+    ``dims`` the sizes of the arrays the kernels receive as pointers."""
     (costs, params, clocks, track_free, busy, breaks, write_end, read_end, engine_free,
      engine_busy, dma_stats) = timing
     # every array the loop (and schedule) indexes, borrowed: a row or view of a borrowed array
@@ -68,7 +58,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
     pc = start_pc
     steps = start_steps
     n = instrs.shape[0]
-    if dims.shape[0] != DIMS_WIDTH or kernels.shape[0] != n or kernels.shape[1] != 2:
+    if dims.shape[0] != DIMS_WIDTH or kernels.shape[0] != n:
         return L.STATUS_BAD_OPCODE, pc, steps
     # the kernels take raw pointers: the arrays stay alive (and unmoved) for this whole call
     row_bytes = instrs.shape[1] * 8
@@ -86,7 +76,7 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_FAULT_ARG] = k
                 return L.STATUS_OUT_OF_BOUNDS, pc, steps
         formula = costs[ins[L.I_COST], C_FORMULA]
-        kernel = kernels[pc, 0]
+        kernel = kernels[pc]
         if kernel == 0:
             if formula == F_NETWORK:
                 return L.STATUS_YIELD, pc, steps
@@ -111,10 +101,6 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
                 regs[L.REG_DMA_WIRE] = -1
                 status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                      psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-                if status == L.STATUS_FALLBACK:
-                    status = _fall_back(kernels[pc, 1], ins_base + pc * row_bytes, ops_p,
-                                        imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p,
-                                        dims_p)
                 if status != L.STATUS_OK:
                     return status, pc, steps
                 ran = True
@@ -143,9 +129,6 @@ def run_loop(instrs, ops, imms, mems, regs, fmt, table, max_steps, counts, timin
         if not ran:
             status = call_kernel(kernel, ins_base + pc * row_bytes, ops_p, imms_p, sbuf_p,
                                  psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-            if status == L.STATUS_FALLBACK:
-                status = _fall_back(kernels[pc, 1], ins_base + pc * row_bytes, ops_p, imms_p,
-                                    sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
         counts[pc] += 1
         steps += 1
         if status != L.STATUS_OK:

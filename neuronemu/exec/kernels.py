@@ -10,12 +10,11 @@ addresses, one per static instruction (``kernel_addresses``), and calls through 
 semantics function. A kernel that uses two instruction kinds compiles two units, once, and
 imports only the semantics modules of those two (``wrapper``).
 
-A semantics function may be split into pieces (its module's ``PIECES``): each static
-instruction gets the piece that covers it, chosen from what the program says of it (dtypes,
-operator, layout), so a kernel whose copies all keep their dtype never compiles the casting
-copy. A piece that covers an instruction only when its run-time addresses allow returns
-``STATUS_FALLBACK``, having written nothing, and the loop calls the instruction's fallback
-piece instead (``choose``).
+A semantics function may have a narrow kernel (its module's ``NARROW``): one of its paths
+alone, for the instructions a plain-Python ``<narrow>_covers`` says it covers, judged from what
+the program says of them (dtypes, operator, layout). A program whose instructions of that
+function are all covered compiles the narrow kernel and not the function's general paths
+(``choose``).
 
 The calling convention is neuronemu.machine.abi.
 """
@@ -88,82 +87,69 @@ def _entry_of_opcode() -> dict[int, str]:
 
 
 @functools.cache
-def _chooser(entry: str):
-    """How the kernel of semantics function ``entry`` is chosen per static instruction: None
-    when the function is one unit, else its module's ``<function>_pieces`` (semantics
-    modules' ``PIECES``; docs/engine.md, "Pieces")."""
+def _narrow(entry: str):
+    """(kernel, covers) when semantics function ``entry`` has a narrow kernel (its module's
+    ``NARROW``; docs/engine.md, "Narrow kernels"): the narrow kernel's name and its module's
+    ``<narrow>_covers``; else None."""
     module, function = entry.split("__", 1)
     semantics = importlib.import_module(f"neuronemu.semantics.{module}")
-    if function not in getattr(semantics, "PIECES", {}):
+    narrow = getattr(semantics, "NARROW", {}).get(function)
+    if narrow is None:
         return None
-    return getattr(semantics, f"{function}_pieces")
+    return f"{module}__{narrow}", getattr(semantics, f"{narrow}_covers")
 
 
-Pair = tuple[str | None, str | None]
-
-
-def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[Pair], np.ndarray]:
-    """Per static instruction, (kernel, fallback): the unit that runs it and the unit it falls
-    back to when its kernel finds, at run time, that the instruction is outside what it covers
-    (None: it cannot be). Returned as the distinct pairs and an int array [n] indexing them
-    (programs run to a million instructions); an instruction the interpreter hands to a driver
-    (``yields[pc]``) gets (None, None)."""
+def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[str | None], np.ndarray]:
+    """The unit each static instruction runs, as the distinct names and an int array [n]
+    indexing them (programs run to a million instructions); None for an instruction the
+    interpreter hands to a driver (``yields[pc]``). A semantics function whose narrow kernel
+    covers every instruction of the program that uses it gets the narrow kernel, else all get
+    the function's own: one unit per function and program, so a kernel with some fp32 and some
+    bf16 tiles compiles what it compiled before, not two units."""
     entries = _entry_of_opcode()
     opcodes = np.asarray(instrs[:, L.I_OPCODE])
     skip = np.asarray(yields, dtype=bool)
-    pairs: list[Pair] = [(None, None)]
+    used = np.unique(opcodes[~skip])
+    names: list[str | None] = [None]
     which = np.zeros(len(opcodes), dtype=np.int64)
-    for op in np.unique(opcodes[~skip]):
-        rows = np.flatnonzero((opcodes == op) & ~skip)
-        entry = entries[int(op)]
-        chooser = _chooser(entry)
-        if chooser is None:
-            which[rows] = _index(pairs, (entry, None))
-            continue
-        module = entry.split("__", 1)[0]
-        choices, index = chooser(instrs[rows], ops)
-        codes = np.zeros(len(choices), dtype=np.int64)
-        for c in np.unique(index):   # only the choices taken: each pair is compiled
-            kernel, fallback = choices[c]
-            codes[c] = _index(pairs, (f"{module}__{kernel}",
-                                      f"{module}__{fallback}" if fallback else None))
-        which[rows] = codes[index]
-    return pairs, which
-
-
-def _index(pairs: list, pair) -> int:
-    if pair not in pairs:
-        pairs.append(pair)
-    return pairs.index(pair)
+    for entry in dict.fromkeys(entries[int(op)] for op in used):
+        rows = np.flatnonzero(np.isin(opcodes, [op for op in used if entries[int(op)] == entry])
+                              & ~skip)
+        name = entry
+        narrow = _narrow(entry)
+        if narrow is not None and narrow[1](instrs[rows], ops).all():
+            name = narrow[0]
+        names.append(name)
+        which[rows] = len(names) - 1
+    return names, which
 
 
 def kernel_addresses(instrs: np.ndarray, ops: np.ndarray, yields) -> np.ndarray:
-    """int64 [n, 2]: the address of each static instruction's kernel and of its fallback (0:
-    an instruction the interpreter hands to a driver, ``yields[pc]``; a kernel without
-    fallback), compiling what is missing."""
-    pairs, which = choose(instrs, ops, yields)
-    return _addresses(tuple(pairs), which)
+    """int64 [n]: the address of each static instruction's kernel (0 for instructions the
+    interpreter hands to a driver: ``yields[pc]``), compiling what is missing."""
+    names, which = choose(instrs, ops, yields)
+    return _addresses(tuple(names), which)
 
 
 def program_addresses(instrs: np.ndarray, ops: np.ndarray, yields: np.ndarray) -> np.ndarray:
     """``kernel_addresses``, kept for the last few programs (keyed by the units chosen): the
     ranks of a multi-chip run share one table, and nothing is written onto the program."""
-    pairs, which = choose(instrs, ops, yields)
-    return _kept(tuple(pairs), which.tobytes())
+    names, which = choose(instrs, ops, yields)
+    return _kept(tuple(names), which.tobytes())
 
 
 @functools.lru_cache(maxsize=16)
-def _kept(pairs: tuple, which: bytes) -> np.ndarray:
-    return _addresses(pairs, np.frombuffer(which, dtype=np.int64))
+def _kept(names: tuple, which: bytes) -> np.ndarray:
+    return _addresses(names, np.frombuffer(which, dtype=np.int64))
 
 
 def cold_entries(instrs: np.ndarray, ops: np.ndarray, yields) -> list[str]:
     """The kernels a program uses that are neither loaded in this process nor in the cache
     (in order of first use)."""
-    pairs, which = choose(instrs, ops, yields)
+    names, which = choose(instrs, ops, yields)
     used, first = np.unique(which, return_index=True)
-    names = [n for code in used[np.argsort(first)] for n in pairs[code] if n is not None]
-    return [n for n in dict.fromkeys(names) if not is_ready(n)]
+    ordered = [names[code] for code in used[np.argsort(first)]]
+    return [n for n in ordered if n is not None and not is_ready(n)]
 
 
 def is_ready(entry: str) -> bool:
@@ -178,24 +164,18 @@ def _made(entry: str):
     return _make(entry)
 
 
-def _addresses(pairs, which: np.ndarray) -> np.ndarray:
-    ensure_compiled(n for pair in pairs for n in pair if n is not None)
-    table = np.zeros((len(pairs), 2), dtype=np.int64)
-    for code, pair in enumerate(pairs):
-        for k, name in enumerate(pair):
-            if name is not None:
-                table[code, k] = _compiled[name].address
+def _addresses(names, which: np.ndarray) -> np.ndarray:
+    ensure_compiled(n for n in names if n is not None)
+    table = np.array([0 if n is None else _compiled[n].address for n in names], dtype=np.int64)
     return table[which]
 
 
 def all_entries() -> list[str]:
-    """Every unit a program can use: each semantics function's, or its pieces'."""
+    """Every unit a program can use: each semantics function's, and its narrow kernel."""
     out = set()
     for entry in set(_entry_of_opcode().values()):
-        module, function = entry.split("__", 1)
-        if _chooser(entry) is None:
-            out.add(entry)
-        else:
-            semantics = importlib.import_module(f"neuronemu.semantics.{module}")
-            out.update(f"{module}__{piece}" for piece in semantics.PIECES[function])
+        out.add(entry)
+        narrow = _narrow(entry)
+        if narrow is not None:
+            out.add(narrow[0])
     return sorted(out)

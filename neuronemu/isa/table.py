@@ -49,8 +49,7 @@ INSTR_KEYS = {
     "opcode": "required. The binary opcode, unique in the ISA; its high byte is the engine's "
               "code in isa/enums.toml [engine] (0x05xx: Vector).",
     "summary": "required. One sentence, ending in a full stop: what the instruction computes.",
-    "semantics": "required. `module.function` of neuronemu/semantics/ that executes it (or, "
-                 "when the module's PIECES splits it, the piece `function_pieces` chooses); "
+    "semantics": "required. `module.function` of neuronemu/semantics/ that executes it; "
                  "entries may share a function, and then share its argument order.",
     "cost_class": "required. A class of isa/costs.toml: how long it occupies its engine.",
     "example": "required. One line of assembly using it; tests run it on every target and "

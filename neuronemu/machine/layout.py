@@ -134,5 +134,3 @@ STATUS_MATMUL_VALUE = 9  # a matmul operand breaks its mode's promise (REG_FAULT
                          # moving column that is not one-hot in transpose mode
 STATUS_KERNEL_ERROR = 10  # an instruction's kernel raised (an emulator bug, e.g. an index past an
                           # array under NEURONEMU_BOUNDSCHECK=1): a located fault, never ignored
-STATUS_FALLBACK = 11   # a kernel piece does not cover the instruction's run-time tiles and wrote
-                       # nothing: the loop calls its fallback piece (neuronemu/exec/kernels.py)

@@ -1,11 +1,10 @@
 """What a program's operand table says, before it runs, of the tiles the fast paths need:
 ``memory.f32_window`` and ``memory.in_place_safe`` answered for many instructions at once.
 
-Why: a semantics function split into pieces (neuronemu/exec/kernels.py) gives an instruction
-the fp32 piece without a fallback only when the tiles are sure to be fp32 windows that may be
-written in place; a kernel whose instructions all are then never compiles the general path. An
-operand whose address depends on registers is unknown here (-1: not sure), so its instruction
-keeps the fallback. tests/machine/test_static_windows.py holds these against the jitted
+Why: a program gets a function's narrow fp32 kernel (neuronemu/exec/kernels.py) only when
+every instruction of it is sure to be covered, and then never compiles the general path. An
+operand whose address depends on registers is unknown here (-1: not sure), so its program keeps
+the general kernel. tests/semantics/test_narrow_kernels.py holds these against the jitted
 functions they answer for.
 """
 
@@ -63,11 +62,10 @@ def is_operand(instrs: np.ndarray, slot: int) -> np.ndarray:
     return instrs[:, L.I_ARGS + 2 * slot] == L.TAG_OPERAND
 
 
-def f32_tiles(tiles: list[np.ndarray], in_place: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Per instruction, whether the operand rows ``tiles`` (the destination first) are sure to
-    be fp32 windows of one shape (and, ``in_place``, that the destination may be written over
-    each source element by element), and whether they may be: fp32 on chip, some address
-    holding registers (not sure, then)."""
+def f32_tiles(tiles: list[np.ndarray], in_place: bool = True) -> np.ndarray:
+    """bool per instruction: the operand rows ``tiles`` (the destination first) are sure to be
+    fp32 windows of one shape (and, ``in_place``, the destination may be written over each
+    source element by element: ``memory.in_place_safe``)."""
     dst = tiles[0]
     dst_col = f32_windows(dst)
     sure = dst_col >= 0
@@ -77,24 +75,13 @@ def f32_tiles(tiles: list[np.ndarray], in_place: bool = True) -> tuple[np.ndarra
                  & (src[:, L.OP_SIZE] == dst[:, L.OP_SIZE]))
         if in_place:
             sure &= in_place_safe(dst, dst_col, src, col)
-    f32 = np.ones(len(dst), dtype=bool)
-    dynamic = np.zeros(len(dst), dtype=bool)
-    for t in tiles:
-        f32 &= (t[:, L.OP_DTYPE] == _F32) & (t[:, L.OP_SPACE] != L.SPACE_HBM)
-        dynamic |= ~registers_free(t)
-    return sure, ~sure & f32 & dynamic
+    return sure
 
 
-def f32_scalars(instrs: np.ndarray, ops: np.ndarray, slots: tuple[int, ...], sure: np.ndarray,
-                maybe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``f32_tiles``' answer narrowed by scalar arguments ``slots``: each an immediate or an
-    fp32 column window (``memory.f32_column``), for sure or maybe (registers)."""
-    sure, maybe = sure.copy(), maybe.copy()
+def f32_scalars(instrs: np.ndarray, ops: np.ndarray, slots: tuple[int, ...]) -> np.ndarray:
+    """bool per instruction: each scalar argument of ``slots`` is an immediate or sure to be an
+    fp32 column window (``memory.f32_column``)."""
+    sure = np.ones(len(instrs), dtype=bool)
     for slot in slots:
-        column = is_operand(instrs, slot)
-        rows = operand_rows(instrs, ops, slot)
-        fp32 = (rows[:, L.OP_DTYPE] == _F32) & (rows[:, L.OP_SPACE] != L.SPACE_HBM)
-        maybe &= ~column | fp32
-        maybe |= sure & column & fp32 & ~registers_free(rows)
-        sure &= ~column | (f32_windows(rows) >= 0)
-    return sure, maybe & ~sure
+        sure &= ~is_operand(instrs, slot) | (f32_windows(operand_rows(instrs, ops, slot)) >= 0)
+    return sure

@@ -52,33 +52,31 @@ from neuronemu.machine.memory import (
 from neuronemu.numerics.cast import decode
 from neuronemu.semantics.alu import to_int
 
-# dma.copy is two units, chosen per instruction from its dtypes (docs/engine.md, "Pieces"):
-# most kernels' copies keep their dtype, and need not compile the casts (8 s of a 12 s unit)
-PIECES = {"copy": ("copy_same", "copy_cast")}
+
+@jit
+def copy(ins, ops, imms, mems, regs, fmt, table):
+    """dst = src; bit-exact for equal dtypes, else each element cast src -> fp32 -> dst (RNE)."""
+    copy_tile(ops[arg_value(ins, COPY_DST)], ops[arg_value(ins, COPY_SRC)], mems, regs, fmt, table)
+    return L.STATUS_OK
 
 
-def copy_pieces(instrs: np.ndarray, ops: np.ndarray
-                ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    """The (kernel, fallback) choices for dma.copy rows ``instrs``, and which each takes (an
-    operand's dtype is static, so neither falls back)."""
+# A program whose copies all keep their dtype (most) need not compile the casts: 8 s of the
+# 12 s unit (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
+NARROW = {"copy": "copy_same"}
+
+
+def copy_same_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per dma.copy row of ``instrs``: its dtypes are the same (an operand's dtype is
+    static)."""
     dst = ops[instrs[:, L.I_ARGS + 2 * COPY_DST + 1], L.OP_DTYPE]
     src = ops[instrs[:, L.I_ARGS + 2 * COPY_SRC + 1], L.OP_DTYPE]
-    return [("copy_same", None), ("copy_cast", None)], (dst != src).astype(np.int64)
+    return dst == src
 
 
 @jit
 def copy_same(ins, ops, imms, mems, regs, fmt, table):
-    """dst = src of the same dtype: its bits (``copy_tile``'s first case)."""
+    """``copy`` of tiles of one dtype: its bits (``copy_tile``'s first case)."""
     copy_bits(ops[arg_value(ins, COPY_DST)], ops[arg_value(ins, COPY_SRC)], mems, regs)
-    return L.STATUS_OK
-
-
-@jit
-def copy_cast(ins, ops, imms, mems, regs, fmt, table):
-    """dst = src of another dtype: each element cast src -> fp32 -> dst, rounded as any store
-    is (``copy_tile``'s second case)."""
-    store_f32(ops[arg_value(ins, COPY_DST)], mems, regs, fmt,
-              load_f32(ops[arg_value(ins, COPY_SRC)], mems, regs, fmt, table))
     return L.STATUS_OK
 
 

@@ -88,6 +88,7 @@ from neuronemu.semantics.alu import (
     binary_rows,
     binary_scalar,
     fold_rows,
+    is_bitvec,
     reduce_rows,
     to_int,
 )
@@ -129,68 +130,51 @@ def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
     store_bits(dst, mems, regs, x)
 
 
-# tensor_tensor and tensor_scalar are three units each, chosen per instruction from what the
-# program says of it (docs/engine.md, "Pieces"): bitwise operators on integer bits; fp32 tiles
-# computed where they lie; any other tiles decoded to fp32 and stored back. A kernel whose
-# instructions are all fp32 windows never compiles the decoding and rounding of the others.
-PIECES = {
-    "tensor_tensor": ("tensor_tensor_bits", "tensor_tensor_f32", "tensor_tensor_values"),
-    "tensor_scalar": ("tensor_scalar_bits", "tensor_scalar_f32", "tensor_scalar_values"),
-}
-
-
-def _f32_pieces(bits: np.ndarray, sure: np.ndarray, maybe: np.ndarray, name: str
-                ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    """The (kernel, fallback) choices and which one each instruction takes: bitwise ->
-    ``<name>_bits``; tiles sure to be fp32 windows -> ``<name>_f32``; tiles that may be
-    (registers in their addresses) -> ``<name>_f32`` falling back to ``<name>_values``; the
-    rest -> ``<name>_values``."""
-    choices = [(f"{name}_bits", None), (f"{name}_f32", None),
-               (f"{name}_f32", f"{name}_values"), (f"{name}_values", None)]
-    return choices, np.select([bits, sure, maybe], [0, 1, 2], 3)
-
-
-def tensor_tensor_pieces(instrs: np.ndarray, ops: np.ndarray
-                         ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    from neuronemu.machine import static_windows as W
-
-    bits = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1] >= C.ALU_BITWISE_AND
-    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot) for slot in
-                               (TENSOR_TENSOR_DST, TENSOR_TENSOR_DATA1, TENSOR_TENSOR_DATA2)])
-    return _f32_pieces(bits, sure, maybe, "tensor_tensor")
-
-
 @jit
-def tensor_tensor_bits(ins, ops, imms, mems, regs, fmt, table):
-    """A bitwise operator on the tiles' integer bits."""
+def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     op = arg_value(ins, TENSOR_TENSOR_OP)
-    d1 = ops[arg_value(ins, TENSOR_TENSOR_DATA1)]
-    d2 = ops[arg_value(ins, TENSOR_TENSOR_DATA2)]
-    dst = ops[arg_value(ins, TENSOR_TENSOR_DST)]
-    if _bits_in_place(op, dst, d1, d2, mems, regs, fmt):
+    if is_bitvec(op):
+        d1 = ops[arg_value(ins, TENSOR_TENSOR_DATA1)]
+        d2 = ops[arg_value(ins, TENSOR_TENSOR_DATA2)]
+        dst = ops[arg_value(ins, TENSOR_TENSOR_DST)]
+        if _bits_in_place(op, dst, d1, d2, mems, regs, fmt):
+            return L.STATUS_OK
+        a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
+        b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
+        store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
         return L.STATUS_OK
-    a = to_int(load_bits(d1, mems, regs), d1[L.OP_DTYPE], fmt)
-    b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
-    store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
-    return L.STATUS_OK
-
-
-@jit
-def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
-    """fp32 tiles where they lie (``_tensor_tensor_in_place``); STATUS_FALLBACK for others."""
     if _tensor_tensor_in_place(ins, ops, mems, regs):
         return L.STATUS_OK
-    return L.STATUS_FALLBACK
-
-
-@jit
-def tensor_tensor_values(ins, ops, imms, mems, regs, fmt, table):
-    """Tiles of any dtype and layout, decoded to fp32, computed, and stored back (rounded)."""
     a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
               binary(arg_value(ins, TENSOR_TENSOR_OP), a, b))
     return L.STATUS_OK
+
+
+# tensor_tensor and tensor_scalar on fp32 windows only: a program whose instructions of the
+# function all are fp32 windows compiles none of the decoding, rounding and integer paths
+# (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
+NARROW = {"tensor_tensor": "tensor_tensor_f32", "tensor_scalar": "tensor_scalar_f32"}
+
+
+def tensor_tensor_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: not bitwise, and the three tiles sure to be fp32 windows of one shape that
+    dst may be written over in place (``_tensor_tensor_in_place``)."""
+    from neuronemu.machine import static_windows as W
+
+    bits = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1] >= C.ALU_BITWISE_AND
+    return ~bits & W.f32_tiles([W.operand_rows(instrs, ops, slot) for slot in
+                                (TENSOR_TENSOR_DST, TENSOR_TENSOR_DATA1, TENSOR_TENSOR_DATA2)])
+
+
+@jit
+def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_tensor`` of fp32 windows, where they lie; any other instruction is an emulator
+    bug here (the program was judged all covered)."""
+    if _tensor_tensor_in_place(ins, ops, mems, regs):
+        return L.STATUS_OK
+    return L.STATUS_KERNEL_ERROR
 
 
 _KIND_INT = D.KINDS["int"]
@@ -264,51 +248,50 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
     return True
 
 
-def tensor_scalar_pieces(instrs: np.ndarray, ops: np.ndarray
-                         ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    from neuronemu.machine import static_windows as W
-
-    bits = instrs[:, L.I_ARGS + 2 * TENSOR_SCALAR_OP0 + 1] >= C.ALU_BITWISE_AND
-    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot)
-                               for slot in (TENSOR_SCALAR_DST, TENSOR_SCALAR_DATA)])
-    sure, maybe = W.f32_scalars(instrs, ops, (TENSOR_SCALAR_OPERAND0, TENSOR_SCALAR_OPERAND1),
-                                sure, maybe)
-    return _f32_pieces(bits, sure, maybe, "tensor_scalar")
-
-
 @jit
-def tensor_scalar_bits(ins, ops, imms, mems, regs, fmt, table):
-    """A bitwise first operator: both stages on the tile's integer bits."""
-    _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
-    return L.STATUS_OK
-
-
-@jit
-def tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table):
-    """fp32 tiles and fp32 column scalars where they lie (``_tensor_scalar_in_place``);
-    STATUS_FALLBACK for others."""
-    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
-    partitions = dst[L.OP_PCOUNT]
-    ok0, s0 = f32_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, partitions)
-    ok1, s1 = f32_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, partitions)
-    if ok0 and ok1 and _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
+def tensor_scalar(ins, ops, imms, mems, regs, fmt, table):
+    """(data op0 operand0) op1 operand1; reverseK swaps the operands of stage K."""
+    if is_bitvec(arg_value(ins, TENSOR_SCALAR_OP0)):
+        _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt)
         return L.STATUS_OK
-    return L.STATUS_FALLBACK
-
-
-@jit
-def tensor_scalar_values(ins, ops, imms, mems, regs, fmt, table):
-    """(data op0 operand0) op1 operand1 on tiles of any dtype and layout: the stages run in
-    place on the decoded fp32 tile, stored back rounded; reverseK swaps stage K's operands."""
-    data = load_f32(ops[arg_value(ins, TENSOR_SCALAR_DATA)], mems, regs, fmt, table)
-    partitions = data.shape[0]
+    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
+    partitions = data[L.OP_PCOUNT]
     s0 = scalar_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, fmt, table,
                        partitions)
     s1 = scalar_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, fmt, table,
                        partitions)
-    _scalar_stages(ins, s0, s1, data, 0, 1, 0, data, 0, 1, 0, data.shape[0], data.shape[1])
-    store_f32(ops[arg_value(ins, TENSOR_SCALAR_DST)], mems, regs, fmt, data)
+    if _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
+        return L.STATUS_OK
+    # any other dtype or layout: the stages run in place on the decoded fp32 tile
+    values = load_f32(data, mems, regs, fmt, table)
+    _scalar_stages(ins, s0, s1, values, 0, 1, 0, values, 0, 1, 0, values.shape[0],
+                   values.shape[1])
+    store_f32(dst, mems, regs, fmt, values)
     return L.STATUS_OK
+
+
+def tensor_scalar_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: op0 not bitwise, dst and data sure to be fp32 windows of one shape that dst
+    may be written over in place, each scalar an immediate or an fp32 column window."""
+    from neuronemu.machine import static_windows as W
+
+    bits = instrs[:, L.I_ARGS + 2 * TENSOR_SCALAR_OP0 + 1] >= C.ALU_BITWISE_AND
+    tiles = W.f32_tiles([W.operand_rows(instrs, ops, slot)
+                         for slot in (TENSOR_SCALAR_DST, TENSOR_SCALAR_DATA)])
+    return ~bits & tiles & W.f32_scalars(instrs, ops,
+                                         (TENSOR_SCALAR_OPERAND0, TENSOR_SCALAR_OPERAND1))
+
+
+@jit
+def tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_scalar`` of fp32 windows and scalars, where they lie (see tensor_tensor_f32)."""
+    dst, data = ops[arg_value(ins, TENSOR_SCALAR_DST)], ops[arg_value(ins, TENSOR_SCALAR_DATA)]
+    partitions = data[L.OP_PCOUNT]
+    ok0, s0 = f32_column(ins, TENSOR_SCALAR_OPERAND0, ops, imms, mems, regs, partitions)
+    ok1, s1 = f32_column(ins, TENSOR_SCALAR_OPERAND1, ops, imms, mems, regs, partitions)
+    if ok0 and ok1 and _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
+        return L.STATUS_OK
+    return L.STATUS_KERNEL_ERROR
 
 
 @jit

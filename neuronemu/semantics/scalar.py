@@ -437,51 +437,8 @@ def _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_c
                   dst_col, partitions, n, np.empty((2, n)))
 
 
-# activation is two units, chosen per instruction (docs/engine.md, "Pieces"): fp32 tiles and
-# scalars where they lie, or the general path (any dtype: decoded, computed, stored rounded;
-# bfloat16 results; reduce_res), which alone reaches the decoders and encoders
-PIECES = {"activation": ("activation_f32", "activation_values")}
-
-
-def activation_pieces(instrs: np.ndarray, ops: np.ndarray
-                      ) -> tuple[list[tuple[str, str | None]], np.ndarray]:
-    """The (kernel, fallback) choices for activation rows ``instrs``, and which each takes:
-    fp32 windows and scalars for sure -> activation_f32; perhaps (registers) -> activation_f32
-    falling back to activation_values; else activation_values."""
-    from neuronemu.machine import static_windows as W
-
-    sure, maybe = W.f32_tiles([W.operand_rows(instrs, ops, slot)
-                               for slot in (ACTIVATION_DST, ACTIVATION_DATA)], in_place=False)
-    sure, maybe = W.f32_scalars(instrs, ops, (ACTIVATION_SCALE, ACTIVATION_BIAS), sure, maybe)
-    no_sum = ~W.is_operand(instrs, ACTIVATION_REDUCE_RES)
-    choices = [("activation_f32", None), ("activation_f32", "activation_values"),
-               ("activation_values", None)]
-    return choices, np.select([sure & no_sum, maybe & no_sum], [0, 1], 2)
-
-
 @jit
-def activation_f32(ins, ops, imms, mems, regs, fmt, table):
-    """fp32 tiles, and immediate or fp32 column scale and bias, where they lie, without
-    reduce_res (``_activation_rows``); STATUS_FALLBACK for any other instruction."""
-    if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
-        return L.STATUS_FALLBACK
-    dst, data = ops[arg_value(ins, ACTIVATION_DST)], ops[arg_value(ins, ACTIVATION_DATA)]
-    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
-    if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
-        return L.STATUS_FALLBACK
-    partitions = dst[L.OP_PCOUNT]
-    ok_scale, scale = f32_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, partitions)
-    ok_bias, bias = f32_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, partitions)
-    if not (ok_scale and ok_bias):
-        return L.STATUS_FALLBACK
-    _activation_rows(ins, imms, mems, regs, dst, data, dst_col, -1, data_col, scale, bias)
-    return L.STATUS_OK
-
-
-@jit
-def activation_values(ins, ops, imms, mems, regs, fmt, table):
-    """activation of any tiles: in place where ``_activation_in_place`` can, else decoded to
-    fp32, computed, stored back rounded, with reduce_res's fp32 sums."""
+def activation(ins, ops, imms, mems, regs, fmt, table):
     if _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
         return L.STATUS_OK
     out = _activated(ins, ops, imms, mems, regs, fmt, table)
@@ -489,6 +446,42 @@ def activation_values(ins, ops, imms, mems, regs, fmt, table):
     if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
         sums = _fold(out, C.REDUCE_ADD, A.IDLE, regs)
         store_f32(ops[arg_value(ins, ACTIVATION_REDUCE_RES)], mems, regs, fmt, sums)
+    return L.STATUS_OK
+
+
+# activation of fp32 windows only: a program whose activations all are compiles none of the
+# decoding and rounding (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
+NARROW = {"activation": "activation_f32"}
+
+
+def activation_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: no reduce_res, dst and data sure to be fp32 windows of one shape (any
+    overlap: every input is read before a result is written), scale and bias immediates or
+    fp32 column windows."""
+    from neuronemu.machine import static_windows as W
+
+    tiles = W.f32_tiles([W.operand_rows(instrs, ops, slot)
+                         for slot in (ACTIVATION_DST, ACTIVATION_DATA)], in_place=False)
+    return (tiles & W.f32_scalars(instrs, ops, (ACTIVATION_SCALE, ACTIVATION_BIAS))
+            & ~W.is_operand(instrs, ACTIVATION_REDUCE_RES))
+
+
+@jit
+def activation_f32(ins, ops, imms, mems, regs, fmt, table):
+    """``activation`` of fp32 windows, immediate or fp32 column scale and bias, no reduce_res,
+    where they lie (``_activation_rows``); any other instruction is an emulator bug here."""
+    if arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND:
+        return L.STATUS_KERNEL_ERROR
+    dst, data = ops[arg_value(ins, ACTIVATION_DST)], ops[arg_value(ins, ACTIVATION_DATA)]
+    dst_col, data_col = f32_window(dst, regs), f32_window(data, regs)
+    if dst_col < 0 or data_col < 0 or not same_shape(dst, data):
+        return L.STATUS_KERNEL_ERROR
+    partitions = dst[L.OP_PCOUNT]
+    ok_scale, scale = f32_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, partitions)
+    ok_bias, bias = f32_column(ins, ACTIVATION_BIAS, ops, imms, mems, regs, partitions)
+    if not (ok_scale and ok_bias):
+        return L.STATUS_KERNEL_ERROR
+    _activation_rows(ins, imms, mems, regs, dst, data, dst_col, -1, data_col, scale, bias)
     return L.STATUS_OK
 
 

@@ -34,7 +34,7 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
     broken = CFunc(kernels.wrapper("ctrl__mov"), sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()
-    addresses[1, 0] = broken.address
+    addresses[1] = broken.address
     monkeypatch.setattr(core, "program_kernels", lambda program, costs, local=False: addresses)
     with pytest.raises(neuronemu.RuntimeFault) as info:
         neuronemu.run(program)

@@ -79,11 +79,11 @@ def elementwise__tensor_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs
         return L.STATUS_KERNEL_ERROR
 
 
-def elementwise__tensor_scalar_bits(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+def elementwise__tensor_scalar(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_scalar_bits(ins, ops, imms, mems, regs, fmt, table)
+        return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -106,20 +106,11 @@ def elementwise__tensor_scalar_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_
         return L.STATUS_KERNEL_ERROR
 
 
-def elementwise__tensor_scalar_values(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+def elementwise__tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_scalar_values(ins, ops, imms, mems, regs, fmt, table)
-    except Exception:  # a C callback cannot raise: report it as a status
-        return L.STATUS_KERNEL_ERROR
-
-
-def elementwise__tensor_tensor_bits(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
-    ins, ops, imms, mems, regs, fmt, table = views(
-        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    try:
-        return elementwise.tensor_tensor_bits(ins, ops, imms, mems, regs, fmt, table)
+        return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -138,15 +129,6 @@ def elementwise__tensor_tensor_scan(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p,
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
-    except Exception:  # a C callback cannot raise: report it as a status
-        return L.STATUS_KERNEL_ERROR
-
-
-def elementwise__tensor_tensor_values(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
-    ins, ops, imms, mems, regs, fmt, table = views(
-        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    try:
-        return elementwise.tensor_tensor_values(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 

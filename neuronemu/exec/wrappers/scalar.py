@@ -16,6 +16,15 @@ def scalar__activate2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p
         return L.STATUS_KERNEL_ERROR
 
 
+def scalar__activation(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
 def scalar__activation_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
@@ -30,14 +39,5 @@ def scalar__activation_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
-    except Exception:  # a C callback cannot raise: report it as a status
-        return L.STATUS_KERNEL_ERROR
-
-
-def scalar__activation_values(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
-    ins, ops, imms, mems, regs, fmt, table = views(
-        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
-    try:
-        return scalar.activation_values(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
