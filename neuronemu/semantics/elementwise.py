@@ -68,6 +68,7 @@ from neuronemu.machine.abi import borrowed, keep_alive
 from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
+    copy_bits,
     copy_tile,
     f32_column,
     f32_row,
@@ -155,7 +156,9 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
 # tensor_tensor and tensor_scalar on fp32 windows only: a program whose instructions of the
 # function all are fp32 windows compiles none of the decoding, rounding and integer paths
 # (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
-NARROW = {"tensor_tensor": "tensor_tensor_f32", "tensor_scalar": "tensor_scalar_f32"}
+NARROW = {"tensor_tensor": "tensor_tensor_f32", "tensor_scalar": "tensor_scalar_f32",
+          "tensor_reduce": "tensor_reduce_f32", "tensor_copy": "tensor_copy_same",
+          "memset": "memset_f32"}
 
 
 def tensor_tensor_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
@@ -396,15 +399,73 @@ def tensor_copy(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_OK
 
 
+def tensor_copy_same_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: the dtypes are the same (static), whatever the layout or registers."""
+    from neuronemu.machine import static_windows as W
+
+    dst = W.operand_rows(instrs, ops, TENSOR_COPY_DST)[:, L.OP_DTYPE]
+    return dst == W.operand_rows(instrs, ops, TENSOR_COPY_DATA)[:, L.OP_DTYPE]
+
+
+@jit
+def tensor_copy_same(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_copy`` of tiles of one dtype: its bits (``copy_tile``'s first case)."""
+    copy_bits(ops[arg_value(ins, TENSOR_COPY_DST)], ops[arg_value(ins, TENSOR_COPY_DATA)],
+              mems, regs)
+    return L.STATUS_OK
+
+
+def tensor_reduce_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: data and the [P, 1] dst sure to be fp32 windows of as many partitions
+    (``_tensor_reduce_in_place``)."""
+    from neuronemu.machine import static_windows as W
+
+    dst = W.operand_rows(instrs, ops, TENSOR_REDUCE_DST)
+    data = W.operand_rows(instrs, ops, TENSOR_REDUCE_DATA)
+    return ((W.f32_windows(dst) >= 0) & (W.f32_windows(data) >= 0) & (dst[:, L.OP_SIZE] == 1)
+            & (data[:, L.OP_SIZE] >= 1) & (dst[:, L.OP_PCOUNT] == data[:, L.OP_PCOUNT]))
+
+
+@jit
+def tensor_reduce_f32(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_reduce`` of fp32 windows, where they lie (see tensor_tensor_f32)."""
+    if _tensor_reduce_in_place(ins, ops, mems, regs):
+        return L.STATUS_OK
+    return L.STATUS_KERNEL_ERROR
+
+
+def memset_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: dst sure to be an fp32 window."""
+    from neuronemu.machine import static_windows as W
+
+    return W.f32_windows(W.operand_rows(instrs, ops, MEMSET_DST)) >= 0
+
+
+@jit
+def memset_f32(ins, ops, imms, mems, regs, fmt, table):
+    """``memset`` of an fp32 window, in place (see tensor_tensor_f32)."""
+    dst = ops[arg_value(ins, MEMSET_DST)]
+    column = f32_window(dst, regs)
+    if column < 0:
+        return L.STATUS_KERNEL_ERROR
+    _fill_f32(dst, mems, column, np.float32(imms[arg_value(ins, MEMSET_VALUE)]))
+    return L.STATUS_OK
+
+
+@jit
+def _fill_f32(dst, mems, column, value):
+    words = mems[dst[L.OP_SPACE]].view(np.float32)
+    for p in range(dst[L.OP_PCOUNT]):
+        f32_row(words, dst, column, p)[:] = value
+
+
 @jit
 def memset(ins, ops, imms, mems, regs, fmt, table):
     dst = ops[arg_value(ins, MEMSET_DST)]
     value = np.float32(imms[arg_value(ins, MEMSET_VALUE)])
     column = f32_window(dst, regs)
     if column >= 0:  # fp32: fill the partitions in place
-        words = mems[dst[L.OP_SPACE]].view(np.float32)
-        for p in range(dst[L.OP_PCOUNT]):
-            f32_row(words, dst, column, p)[:] = value
+        _fill_f32(dst, mems, column, value)
         return L.STATUS_OK
     store_f32(dst, mems, regs, fmt, np.full((dst[L.OP_PCOUNT], dst[L.OP_SIZE]), value))
     return L.STATUS_OK

@@ -22,7 +22,8 @@ from neuronemu import notices
 from neuronemu.compiled import cache
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNEL_UNIT = "elementwise__memset"          # the compute kernel of KERNEL
+# the compute kernel of KERNEL: an fp32 window's memset, the narrow kernel (docs/engine.md)
+KERNEL_UNIT = "elementwise__memset_f32"
 KERNEL = """\
 .hbm c float32[128, 64] output
 .sbuf t float32[128, 64]

@@ -89,6 +89,23 @@ def test_dma_copy_unit() -> None:
     assert _units("dma.copy m, x\ndma.copy h, x[:, 0:32]") == ["dma__copy"] * 2
 
 
+E = "elementwise__"
+
+
+@pytest.mark.parametrize(("line", "unit"), [
+    ("vector.tensor_copy m[:, 0:32], b", E + "tensor_copy_same"),
+    ("vector.tensor_copy m[:, r1 : r1 + 32], b", E + "tensor_copy_same"),   # bits: any layout
+    ("vector.tensor_copy h, b", E + "tensor_copy"),
+    ("vector.tensor_reduce m[:, 0:1], b, op=maximum", E + "tensor_reduce_f32"),
+    ("vector.tensor_reduce m[:, 0:1], h, op=maximum", E + "tensor_reduce"),
+    ("vector.tensor_reduce m[:, 0:1], m[:, 0:64:2], op=add", E + "tensor_reduce"),
+    ("vector.memset m[2:10, 5:37], value=-0.0", E + "memset_f32"),
+    ("vector.memset h, value=1.0", E + "memset"),
+])
+def test_copy_reduce_memset_units(line: str, unit: str) -> None:
+    assert _units(line) == [unit]
+
+
 def test_one_unit_per_function_and_program() -> None:
     """One instruction the narrow kernel does not cover gives every instruction of the function
     (across engines) the function's own kernel, not a second unit; the others keep theirs."""
@@ -116,15 +133,22 @@ def test_narrow_kernels_compute_what_the_instructions_define(rng) -> None:
             "vector.tensor_scalar m[:, 32:64], m[:, 32:64], op0=multiply, operand0=b[:, 3:4], "
             "op1=add, operand1=0.5\n"
             "scalar.activation m[:, 64:96], m[:, 0:32], func=relu, scale=b[:, 5:6], "
-            "bias=-0.25\n")
-    assert set(_units(body)) == {TT32, TS32, ACT32}
+            "bias=-0.25\n"
+            "vector.tensor_reduce m[:, 40:41], m[:, 64:96], op=maximum\n"
+            "vector.tensor_copy m[:, 50:60], b[:, 10:20]\n"
+            "vector.memset m[2:10, 90:96], value=-0.0\n")
+    assert set(_units(body)) == {TT32, TS32, ACT32, E + "tensor_reduce_f32",
+                                 E + "tensor_copy_same", E + "memset_f32"}
     m, b, out = _run(rng, body)
     expected = m.copy()
     expected[:, 0:32] = m[:, 32:64] - b
     expected[:, 32:64] = (m[:, 32:64] * b[:, 3:4]).astype(np.float32) + np.float32(0.5)
     pre = (expected[:, 0:32] * b[:, 5:6]).astype(np.float32) + np.float32(-0.25)
     expected[:, 64:96] = np.maximum(pre, np.float32(0.0))
-    np.testing.assert_array_equal(out, expected)
+    expected[:, 40] = expected[:, 64:96].max(axis=1)
+    expected[:, 50:60] = b[:, 10:20]
+    expected[2:10, 90:96] = -0.0
+    np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
 
 
 def test_a_narrow_kernel_given_what_it_does_not_cover_is_an_internal_error(monkeypatch,
