@@ -200,3 +200,19 @@ def test_static_windows_answer_as_the_jitted_checks(rng) -> None:
         if dst_col[k] >= 0 and src_col[k] >= 0:
             assert safe[k] == memory.in_place_safe(dst[k], dst_col[k], src[k], src_col[k])
     assert (dst_col >= 0).sum() > 500 and (~safe[(dst_col >= 0) & (src_col >= 0)]).sum() > 50
+
+
+def test_a_program_run_again_reuses_its_table(monkeypatch) -> None:
+    """Runs of one program skip the choice; another program (even an equal one) does not."""
+    program = _program("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add")
+    yields = np.zeros(len(program.instrs), bool)
+    first = kernels.program_addresses(program.instrs, program.ops, yields)
+    calls = []
+    real = kernels.choose
+    monkeypatch.setattr(kernels, "choose", lambda *a: calls.append(1) or real(*a))
+    assert kernels.program_addresses(program.instrs, program.ops, yields) is first
+    assert calls == []
+    again = _program("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add")
+    np.testing.assert_array_equal(
+        kernels.program_addresses(again.instrs, again.ops, yields), first)
+    assert calls == [1]
