@@ -21,3 +21,14 @@ def run_kernel(body: str, *, inputs: dict[str, np.ndarray] | None = None,
     return neuronemu.run(neuronemu.assemble("\n".join(lines) + "\n", filename="t.s"),
                          inputs=inputs)
 
+
+
+def run_on_m_and_b(rng: np.random.Generator, body: str, decls: str, shape: tuple[int, int]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``body`` run between loading random fp32 SBUF tiles ``m`` [shape] and ``b`` [P, 32] (which
+    ``decls`` declares, with an HBM output ``out`` like m) and storing m to out: (m, b, out)."""
+    m = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal((shape[0], 32)).astype(np.float32)
+    result = run_kernel(f"dma.copy m, xm\ndma.copy b, xb\n{body}\ndma.copy out, m",
+                        inputs={"xm": m, "xb": b}, decls=decls)
+    return m, b, result.outputs["out"]

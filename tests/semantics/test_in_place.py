@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import run_kernel
+from kernel_helpers import run_kernel, run_on_m_and_b
 
 P, W = 16, 96
 DECLS = f"""
@@ -39,11 +39,7 @@ def _slices(text: str) -> tuple:
 
 
 def _run(rng, body: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    m = rng.standard_normal((P, W)).astype(np.float32)
-    b = rng.standard_normal((P, 32)).astype(np.float32)
-    result = run_kernel(f"dma.copy m, xm\ndma.copy b, xb\n{body}\ndma.copy out, m",
-                        inputs={"xm": m, "xb": b}, decls=DECLS)
-    return m, b, result.outputs["out"]
+    return run_on_m_and_b(rng, body, DECLS, (P, W))
 
 
 def _other_operand(dst: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import run_kernel
+from kernel_helpers import run_on_m_and_b
 
 import neuronemu
 from neuronemu.exec import kernels
@@ -120,11 +120,7 @@ def test_one_unit_per_function_and_program() -> None:
 
 
 def _run(rng, body: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    m = rng.standard_normal((P, W)).astype(np.float32)
-    b = rng.standard_normal((P, 32)).astype(np.float32)
-    result = run_kernel(f"dma.copy m, xm\ndma.copy b, xb\n{body}\ndma.copy out, m",
-                        inputs={"xm": m, "xb": b}, decls=DECLS)
-    return m, b, result.outputs["out"]
+    return run_on_m_and_b(rng, body, DECLS, (P, W))
 
 
 def test_narrow_kernels_compute_what_the_instructions_define(rng) -> None:
