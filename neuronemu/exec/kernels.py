@@ -133,24 +133,29 @@ def kernel_addresses(instrs: np.ndarray, ops: np.ndarray, yields) -> np.ndarray:
 
 
 _recent: dict[tuple, tuple] = {}
-"""(id(instrs), id(ops), yields) -> (weak references to both, table): a program run again (a
-benchmark, a test, the ranks of a multi-chip run) skips ``choose`` (~0.13 ms of numpy even
-for four instructions). Lowered programs are not changed after assembly."""
+"""(id(instrs), id(ops), yields) -> (weak references to both, ``choose``'s answer): a program
+run again (a benchmark, a test, the ranks of a multi-chip run), or asked first which kernels are
+cold, skips ``choose`` (~0.13 ms of numpy even for four instructions). Lowered programs are not
+changed after assembly."""
+
+
+def _chosen(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[str | None], np.ndarray]:
+    key = (id(instrs), id(ops), np.asarray(yields, dtype=bool).tobytes())
+    hit = _recent.get(key)
+    if hit is not None and hit[0]() is instrs and hit[1]() is ops:
+        return hit[2]
+    answer = choose(instrs, ops, yields)
+    if len(_recent) >= 16:
+        _recent.pop(next(iter(_recent)))
+    _recent[key] = (weakref.ref(instrs), weakref.ref(ops), answer)
+    return answer
 
 
 def program_addresses(instrs: np.ndarray, ops: np.ndarray, yields: np.ndarray) -> np.ndarray:
     """``kernel_addresses``, kept for the last few programs (keyed by the units chosen): the
     ranks of a multi-chip run share one table, and nothing is written onto the program."""
-    key = (id(instrs), id(ops), np.asarray(yields, dtype=bool).tobytes())
-    hit = _recent.get(key)
-    if hit is not None and hit[0]() is instrs and hit[1]() is ops:
-        return hit[2]
-    names, which = choose(instrs, ops, yields)
-    table = _kept(tuple(names), which.tobytes())
-    if len(_recent) >= 16:
-        _recent.pop(next(iter(_recent)))
-    _recent[key] = (weakref.ref(instrs), weakref.ref(ops), table)
-    return table
+    names, which = _chosen(instrs, ops, yields)
+    return _kept(tuple(names), which.tobytes())
 
 
 @functools.lru_cache(maxsize=16)
@@ -161,7 +166,7 @@ def _kept(names: tuple, which: bytes) -> np.ndarray:
 def cold_entries(instrs: np.ndarray, ops: np.ndarray, yields) -> list[str]:
     """The kernels a program uses that are neither loaded in this process nor in the cache
     (in order of first use)."""
-    names, which = choose(instrs, ops, yields)
+    names, which = _chosen(instrs, ops, yields)
     used, first = np.unique(which, return_index=True)
     ordered = [names[code] for code in used[np.argsort(first)]]
     return [n for n in ordered if n is not None and not is_ready(n)]

@@ -45,11 +45,6 @@ def in_place_safe(dst: np.ndarray, dst_column: np.ndarray, src: np.ndarray,
             | (dst_last < src[:, L.OP_PSTART]) | (src_last < dst[:, L.OP_PSTART]) | same)
 
 
-def registers_free(rows: np.ndarray) -> np.ndarray:
-    """bool [k]: the operand's address has no register term (known before the run)."""
-    return rows[:, L.OP_NREG] == 0
-
-
 def operand_rows(instrs: np.ndarray, ops: np.ndarray, slot: int) -> np.ndarray:
     """[k, OP_WIDTH]: the operand row of argument ``slot`` of each instruction; ops' first row
     where the argument is no operand (an immediate, absent: see ``is_operand``)."""
