@@ -89,12 +89,16 @@ def kernels(isa) -> dict[str, str]:
         lines = [HEADER,
                  f'"""Kernel wrappers of neuronemu/semantics/{module}.py (see __init__)."""',
                  "",
+                 "from neuronemu.compiled.jit import inlined",
                  "from neuronemu.machine import layout as L",
                  "from neuronemu.machine.abi import views",
                  f"from neuronemu.semantics import {module}"]
         units = []
         for sem in (s for s in entries if s.split(".")[0] == module):
             units += [sem, narrow[sem]] if sem in narrow else [sem]
+        lines += ["", "# each semantics function compiled inside its kernel, not also on its own",
+                  "# (neuronemu.compiled.jit.inlined)"]
+        lines += [f"_{sem.split('.')[1]} = inlined({sem})" for sem in sorted(units)]
         for sem in sorted(units):
             lines += ["", "",
                       (f"def {kernel_entry(sem)}(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, "
@@ -103,7 +107,7 @@ def kernels(isa) -> dict[str, str]:
                       ("        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, "
                        "table_p, dims_p)"),
                       "    try:",
-                      f"        return {sem}(ins, ops, imms, mems, regs, fmt, table)",
+                      f"        return _{sem.split('.')[1]}(ins, ops, imms, mems, regs, fmt, table)",
                       "    except Exception:  # a C callback cannot raise: report it as a status",
                       "        return L.STATUS_KERNEL_ERROR"]
         files[module] = "\n".join(lines) + "\n"

@@ -13,8 +13,8 @@ from numba.core.ccallback import CFunc
 import neuronemu
 from neuronemu.compiled.jit import jit
 from neuronemu.exec import core, kernels
+from neuronemu.exec.wrappers import ctrl as ctrl_wrappers
 from neuronemu.machine import abi
-from neuronemu.semantics import ctrl
 
 
 @jit(cache=False)
@@ -29,8 +29,9 @@ def test_a_raising_kernel_is_a_located_fault(monkeypatch):
     # the real kernels first: compiled while ctrl.mov is patched, the cached ctrl.mov kernel
     # would call the raising function in every later process (its cache key is the wrapper's)
     addresses = kernels.kernel_addresses(program.instrs, program.ops, np.zeros(3, dtype=bool))
-    # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises
-    monkeypatch.setattr(ctrl, "mov", jit(cache=False, boundscheck=True)(_raises.py_func))
+    # the generated wrapper, compiled afresh (no cache) against a ctrl.mov that raises (the
+    # wrapper calls the function through its module's inlined copy, _mov)
+    monkeypatch.setattr(ctrl_wrappers, "_mov", jit(cache=False, boundscheck=True)(_raises.py_func))
     broken = CFunc(kernels.wrapper("ctrl__mov"), sigutils.normalize_signature(abi.SIGNATURE),
                    locals={}, options={"error_model": "numpy"})
     broken.compile()

@@ -2,16 +2,35 @@
 
 """Kernel wrappers of neuronemu/semantics/ctrl.py (see __init__)."""
 
+from neuronemu.compiled.jit import inlined
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
 from neuronemu.semantics import ctrl
+
+# each semantics function compiled inside its kernel, not also on its own
+# (neuronemu.compiled.jit.inlined)
+_add = inlined(ctrl.add)
+_beq = inlined(ctrl.beq)
+_bge = inlined(ctrl.bge)
+_blt = inlined(ctrl.blt)
+_bne = inlined(ctrl.bne)
+_div = inlined(ctrl.div)
+_jmp = inlined(ctrl.jmp)
+_load = inlined(ctrl.load)
+_mov = inlined(ctrl.mov)
+_mul = inlined(ctrl.mul)
+_rank = inlined(ctrl.rank)
+_rem = inlined(ctrl.rem)
+_store = inlined(ctrl.store)
+_sub = inlined(ctrl.sub)
+_world = inlined(ctrl.world)
 
 
 def ctrl__add(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.add(ins, ops, imms, mems, regs, fmt, table)
+        return _add(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -20,7 +39,7 @@ def ctrl__beq(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.beq(ins, ops, imms, mems, regs, fmt, table)
+        return _beq(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -29,7 +48,7 @@ def ctrl__bge(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.bge(ins, ops, imms, mems, regs, fmt, table)
+        return _bge(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -38,7 +57,7 @@ def ctrl__blt(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.blt(ins, ops, imms, mems, regs, fmt, table)
+        return _blt(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -47,7 +66,7 @@ def ctrl__bne(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.bne(ins, ops, imms, mems, regs, fmt, table)
+        return _bne(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -56,7 +75,7 @@ def ctrl__div(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.div(ins, ops, imms, mems, regs, fmt, table)
+        return _div(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -65,7 +84,7 @@ def ctrl__jmp(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.jmp(ins, ops, imms, mems, regs, fmt, table)
+        return _jmp(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -74,7 +93,7 @@ def ctrl__load(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.load(ins, ops, imms, mems, regs, fmt, table)
+        return _load(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -83,7 +102,7 @@ def ctrl__mov(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.mov(ins, ops, imms, mems, regs, fmt, table)
+        return _mov(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -92,7 +111,7 @@ def ctrl__mul(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.mul(ins, ops, imms, mems, regs, fmt, table)
+        return _mul(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -101,7 +120,7 @@ def ctrl__rank(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.rank(ins, ops, imms, mems, regs, fmt, table)
+        return _rank(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -110,7 +129,7 @@ def ctrl__rem(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.rem(ins, ops, imms, mems, regs, fmt, table)
+        return _rem(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -119,7 +138,7 @@ def ctrl__store(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tabl
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.store(ins, ops, imms, mems, regs, fmt, table)
+        return _store(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -128,7 +147,7 @@ def ctrl__sub(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.sub(ins, ops, imms, mems, regs, fmt, table)
+        return _sub(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -137,6 +156,6 @@ def ctrl__world(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tabl
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return ctrl.world(ins, ops, imms, mems, regs, fmt, table)
+        return _world(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR

@@ -2,16 +2,29 @@
 
 """Kernel wrappers of neuronemu/semantics/dma.py (see __init__)."""
 
+from neuronemu.compiled.jit import inlined
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
 from neuronemu.semantics import dma
+
+# each semantics function compiled inside its kernel, not also on its own
+# (neuronemu.compiled.jit.inlined)
+_accumulate = inlined(dma.accumulate)
+_compress = inlined(dma.compress)
+_compute = inlined(dma.compute)
+_copy = inlined(dma.copy)
+_copy_same = inlined(dma.copy_same)
+_decompress = inlined(dma.decompress)
+_gather = inlined(dma.gather)
+_scatter = inlined(dma.scatter)
+_transpose = inlined(dma.transpose)
 
 
 def dma__accumulate(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.accumulate(ins, ops, imms, mems, regs, fmt, table)
+        return _accumulate(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -20,7 +33,7 @@ def dma__compress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, ta
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.compress(ins, ops, imms, mems, regs, fmt, table)
+        return _compress(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -29,7 +42,7 @@ def dma__compute(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tab
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.compute(ins, ops, imms, mems, regs, fmt, table)
+        return _compute(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -38,7 +51,7 @@ def dma__copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.copy(ins, ops, imms, mems, regs, fmt, table)
+        return _copy(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -47,7 +60,7 @@ def dma__copy_same(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, t
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.copy_same(ins, ops, imms, mems, regs, fmt, table)
+        return _copy_same(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -56,7 +69,7 @@ def dma__decompress(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.decompress(ins, ops, imms, mems, regs, fmt, table)
+        return _decompress(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -65,7 +78,7 @@ def dma__gather(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tabl
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.gather(ins, ops, imms, mems, regs, fmt, table)
+        return _gather(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -74,7 +87,7 @@ def dma__scatter(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tab
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.scatter(ins, ops, imms, mems, regs, fmt, table)
+        return _scatter(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -83,6 +96,6 @@ def dma__transpose(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, t
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return dma.transpose(ins, ops, imms, mems, regs, fmt, table)
+        return _transpose(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR

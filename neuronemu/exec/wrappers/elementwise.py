@@ -2,16 +2,38 @@
 
 """Kernel wrappers of neuronemu/semantics/elementwise.py (see __init__)."""
 
+from neuronemu.compiled.jit import inlined
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
 from neuronemu.semantics import elementwise
+
+# each semantics function compiled inside its kernel, not also on its own
+# (neuronemu.compiled.jit.inlined)
+_bn_aggr = inlined(elementwise.bn_aggr)
+_bn_stats = inlined(elementwise.bn_stats)
+_memset = inlined(elementwise.memset)
+_memset_f32 = inlined(elementwise.memset_f32)
+_reciprocal = inlined(elementwise.reciprocal)
+_scalar_tensor_tensor = inlined(elementwise.scalar_tensor_tensor)
+_tensor_copy = inlined(elementwise.tensor_copy)
+_tensor_copy_predicated = inlined(elementwise.tensor_copy_predicated)
+_tensor_copy_same = inlined(elementwise.tensor_copy_same)
+_tensor_reduce = inlined(elementwise.tensor_reduce)
+_tensor_reduce_f32 = inlined(elementwise.tensor_reduce_f32)
+_tensor_scalar = inlined(elementwise.tensor_scalar)
+_tensor_scalar_f32 = inlined(elementwise.tensor_scalar_f32)
+_tensor_scalar_reduce = inlined(elementwise.tensor_scalar_reduce)
+_tensor_tensor = inlined(elementwise.tensor_tensor)
+_tensor_tensor_f32 = inlined(elementwise.tensor_tensor_f32)
+_tensor_tensor_scan = inlined(elementwise.tensor_tensor_scan)
+_transpose32 = inlined(elementwise.transpose32)
 
 
 def elementwise__bn_aggr(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.bn_aggr(ins, ops, imms, mems, regs, fmt, table)
+        return _bn_aggr(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -20,7 +42,7 @@ def elementwise__bn_stats(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, f
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.bn_stats(ins, ops, imms, mems, regs, fmt, table)
+        return _bn_stats(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -29,7 +51,7 @@ def elementwise__memset(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.memset(ins, ops, imms, mems, regs, fmt, table)
+        return _memset(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -38,7 +60,7 @@ def elementwise__memset_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p,
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.memset_f32(ins, ops, imms, mems, regs, fmt, table)
+        return _memset_f32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -47,7 +69,7 @@ def elementwise__reciprocal(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p,
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.reciprocal(ins, ops, imms, mems, regs, fmt, table)
+        return _reciprocal(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -56,7 +78,7 @@ def elementwise__scalar_tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+        return _scalar_tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -65,7 +87,7 @@ def elementwise__tensor_copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_copy(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_copy(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -74,7 +96,7 @@ def elementwise__tensor_copy_predicated(ins_p, ops_p, imms_p, sbuf_p, psum_p, hb
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_copy_predicated(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -83,7 +105,7 @@ def elementwise__tensor_copy_same(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, r
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_copy_same(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_copy_same(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -92,7 +114,7 @@ def elementwise__tensor_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_reduce(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -101,7 +123,7 @@ def elementwise__tensor_reduce_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_reduce_f32(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_reduce_f32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -110,7 +132,7 @@ def elementwise__tensor_scalar(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_scalar(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -119,7 +141,7 @@ def elementwise__tensor_scalar_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -128,7 +150,7 @@ def elementwise__tensor_scalar_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_scalar_reduce(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -137,7 +159,7 @@ def elementwise__tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -146,7 +168,7 @@ def elementwise__tensor_tensor_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -155,7 +177,7 @@ def elementwise__tensor_tensor_scan(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p,
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
+        return _tensor_tensor_scan(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -164,6 +186,6 @@ def elementwise__transpose32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return elementwise.transpose32(ins, ops, imms, mems, regs, fmt, table)
+        return _transpose32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR

@@ -2,16 +2,26 @@
 
 """Kernel wrappers of neuronemu/semantics/random.py (see __init__)."""
 
+from neuronemu.compiled.jit import inlined
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
 from neuronemu.semantics import random
+
+# each semantics function compiled inside its kernel, not also on its own
+# (neuronemu.compiled.jit.inlined)
+_dropout = inlined(random.dropout)
+_rand2 = inlined(random.rand2)
+_rand_get_state = inlined(random.rand_get_state)
+_rand_set_state = inlined(random.rand_set_state)
+_rng = inlined(random.rng)
+_set_rng_seed = inlined(random.set_rng_seed)
 
 
 def random__dropout(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.dropout(ins, ops, imms, mems, regs, fmt, table)
+        return _dropout(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -20,7 +30,7 @@ def random__rand2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, ta
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.rand2(ins, ops, imms, mems, regs, fmt, table)
+        return _rand2(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -29,7 +39,7 @@ def random__rand_get_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.rand_get_state(ins, ops, imms, mems, regs, fmt, table)
+        return _rand_get_state(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -38,7 +48,7 @@ def random__rand_set_state(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.rand_set_state(ins, ops, imms, mems, regs, fmt, table)
+        return _rand_set_state(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -47,7 +57,7 @@ def random__rng(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, tabl
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.rng(ins, ops, imms, mems, regs, fmt, table)
+        return _rng(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -56,6 +66,6 @@ def random__set_rng_seed(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fm
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return random.set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
+        return _set_rng_seed(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR

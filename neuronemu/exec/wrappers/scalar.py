@@ -2,16 +2,24 @@
 
 """Kernel wrappers of neuronemu/semantics/scalar.py (see __init__)."""
 
+from neuronemu.compiled.jit import inlined
 from neuronemu.machine import layout as L
 from neuronemu.machine.abi import views
 from neuronemu.semantics import scalar
+
+# each semantics function compiled inside its kernel, not also on its own
+# (neuronemu.compiled.jit.inlined)
+_activate2 = inlined(scalar.activate2)
+_activation = inlined(scalar.activation)
+_activation_f32 = inlined(scalar.activation_f32)
+_activation_reduce = inlined(scalar.activation_reduce)
 
 
 def scalar__activate2(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return scalar.activate2(ins, ops, imms, mems, regs, fmt, table)
+        return _activate2(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -20,7 +28,7 @@ def scalar__activation(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return scalar.activation(ins, ops, imms, mems, regs, fmt, table)
+        return _activation(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -29,7 +37,7 @@ def scalar__activation_f32(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, 
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return scalar.activation_f32(ins, ops, imms, mems, regs, fmt, table)
+        return _activation_f32(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
@@ -38,6 +46,6 @@ def scalar__activation_reduce(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_
     ins, ops, imms, mems, regs, fmt, table = views(
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
-        return scalar.activation_reduce(ins, ops, imms, mems, regs, fmt, table)
+        return _activation_reduce(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR

@@ -1,0 +1,54 @@
+"""neuronemu.compiled.jit's two compile-time savings, checked on functions of their own (numba's
+dispatchers record what they compiled): a helper called with constants and with variables
+compiles once, and a kernel calling its semantics function through ``inlined`` does not compile
+that function on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cfunc, types
+
+from neuronemu.compiled.jit import inlined, jit
+
+
+@jit(cache=False)
+def _scaled(x, step, offset):
+    return x * step + offset
+
+
+@jit(cache=False)
+def _with_constants(x):
+    return _scaled(x, 2, 1)
+
+
+@jit(cache=False)
+def _with_variables(x, step, offset):
+    return _scaled(x, step, offset)
+
+
+def test_constants_and_variables_share_one_compile():
+    assert _with_constants(np.int64(3)) == 7
+    assert _with_variables(np.int64(3), np.int64(2), np.int64(1)) == 7
+    assert _with_constants(np.int64(5)) == 11
+    # one specialisation (int64, int64, int64), not one for Literal[int](2), Literal[int](1)
+    assert [tuple(str(t) for t in sig) for sig in _scaled.signatures] == [("int64",) * 3]
+
+
+@jit(cache=False)
+def _semantics(x):
+    return x + 1
+
+
+_semantics_inlined = inlined(_semantics)
+
+
+def _kernel(x):
+    return _semantics_inlined(x) * 2
+
+
+def test_an_inlined_function_is_compiled_inside_its_caller_only():
+    compiled = cfunc(types.int64(types.int64))(_kernel)
+    assert compiled.ctypes(20) == 42
+    assert _semantics.signatures == [] and _semantics_inlined.signatures == []
+    # the original is still an ordinary jitted function
+    assert _semantics(np.int64(1)) == 2
