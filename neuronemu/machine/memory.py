@@ -45,7 +45,7 @@ def dynamic_offset(op, regs):
 _TERM_LIMIT = 1 << 60
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def in_bounds(op, regs, mems):
     """Register-offset tiles must stay inside their symbol's bytes (checked before any write),
     and every tile must lie inside its memory array: the assembler's checks make the second

@@ -110,7 +110,7 @@ def _int_operand(ins, slot, ops, imms, mems, regs, fmt, shape):
     return out
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _tensor_scalar_bits(ins, ops, imms, mems, regs, fmt):
     dst = ops[arg_value(ins, TENSOR_SCALAR_DST)]
     data_op = ops[arg_value(ins, TENSOR_SCALAR_DATA)]
@@ -183,7 +183,7 @@ def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
 _KIND_INT = D.KINDS["int"]
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _bits_in_place(op, dst, a, b, mems, regs, fmt):
     """A bitvec tensor_tensor on 4-byte integer tiles of one shape, row by row on their uint32
     words (``binary_bits``' rules at width 32: a shift count is b's value, signed when b is
@@ -229,7 +229,7 @@ def _bits_in_place(op, dst, a, b, mems, regs, fmt):
     return True
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _tensor_tensor_in_place(ins, ops, mems, regs):
     """tensor_tensor on fp32 tiles of one shape straight from and into memory, partition by
     partition (the same fp32 operation per element as through load_f32 / store_f32, without
@@ -297,7 +297,7 @@ def tensor_scalar_f32(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_KERNEL_ERROR
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
     """tensor_scalar on fp32 tiles straight from and into memory (see _tensor_tensor_in_place):
     each stage writes its fp32 result into dst's partition, the next reads it from there;
@@ -367,7 +367,7 @@ def tensor_reduce(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_OK
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _tensor_reduce_in_place(ins, ops, mems, regs):
     """A reduction of each partition of an fp32 tile into an fp32 [P, 1] column, read and
     written where they lie (``fold_rows``: the same result, bit for bit, as ``reduce_rows`` on

@@ -103,7 +103,7 @@ def first_out_of_range(func, x):
     return -1
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def apply_function(func, x, alpha):
     """func(x) for an fp32 array [P, N]: evaluated in float64 and rounded once to fp32.
 
@@ -299,7 +299,7 @@ def _function(func, v, alpha):
     return 0.5 * v * math.erfc(-v / math.sqrt(2.0))
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def checked_function(func, x, alpha, regs):
     """apply_function, noting the first instruction (and its first input) that gives func an
     input outside its documented range, and how many do."""
@@ -321,7 +321,7 @@ def _note_out_of_range(regs, value):
     regs[L.REG_RANGE_COUNT] += 1
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _activated(ins, ops, imms, mems, regs, fmt, table):
     """dst = func(data * scale + bias) for activation and activation_reduce (which declare dst,
     data, func, scale, bias and alpha in the same slots: checked below the imports); returns the
@@ -354,7 +354,7 @@ def _store_bf16_rows(halves, dst, p0, column, values, rows, n):
             halves[row, np.uintp(column + i)] = encode_bf16(values[q, i])
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     """activation without reduce_res on fp32 tiles straight from and into memory, partition by
     partition (the same fp32 and float64 operations per element as ``_activated``, without its
@@ -381,7 +381,7 @@ def _activation_in_place(ins, ops, imms, mems, regs, fmt, table):
     return True
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_col, scale,
                      bias):
     """``_activation_in_place``'s work, the tiles' windows and the scale and bias columns

@@ -146,7 +146,7 @@ def _products_summed(stationary, moving):
     return acc
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _store_sum(dst, mems, regs, fmt, table, acc, accumulate):
     """dst = acc, or dst + acc when accumulating (one fp32 addition per element, PSUM's value
     first). A dense fp32 dst is written where it lies (no temporaries); others go through
@@ -170,7 +170,7 @@ def _store_sum(dst, mems, regs, fmt, table, acc, accumulate):
                 row[n] = src[n]
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def _transpose_mode(ins, ops, mems, regs, fmt, table, moving):
     """dst[m, n] = stationary[k_n, m] where column n of moving is one-hot at row k_n (an
     all-zero column gives +0.0): bits move unchanged when dst has stationary's dtype (NaN and

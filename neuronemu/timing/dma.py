@@ -59,7 +59,7 @@ def params(target) -> np.ndarray:
     return row
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def contiguous_bytes(op):
     """Length of the contiguous runs one row of the operand is made of."""
     itemsize = op[L.OP_ITEMSIZE]

@@ -85,7 +85,7 @@ def book(intervals, start, duration, slot):
     intervals[0, 1] = head
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def reserve(intervals, earliest, duration):
     """Book ``duration`` ns at the first idle gap at or after ``earliest``; returns its start."""
     start, _, slot = find_gap(intervals, earliest, duration)
@@ -102,7 +102,7 @@ def last_end(intervals):
     return intervals[_row(int(intervals[0, 1]), n - 1), 1]
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def fence(intervals, end):
     """Everything before ``end`` counts as busy from now on: later work cannot be placed
     before it (an instruction kept in program order)."""

@@ -109,7 +109,7 @@ def stationary_load_cycles(ins, ops, row):
     return 0.0
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def cost_cycles(ins, ops, costs, params):
     """Cycles of the instruction's track clock (ns for DMA queues)."""
     return cycles_as(ins, ops, costs[ins[L.I_COST]])
@@ -332,7 +332,7 @@ def local_collective(ins, ops, regs, pc, params, track_free, busy, breaks, write
     return start, end, nbytes
 
 
-@jit
+@jit(inline="always")  # one caller per unit: compiled inside it
 def schedule(ins, ops, regs, costs, params, clocks, track_free, busy, breaks, write_end,
              read_end, dma_state):
     """Place one instruction on its track; returns (start_ns, end_ns, cycles, k, bytes, wire)
