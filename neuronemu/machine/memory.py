@@ -471,11 +471,11 @@ def one_row(op, row):
     return out
 
 
-@jit(inline="always")
+@jit
 def arg_value(ins, slot):
     return ins[L.I_ARGS + 2 * slot + 1]
 
 
-@jit(inline="always")
+@jit
 def arg_tag(ins, slot):
     return ins[L.I_ARGS + 2 * slot]

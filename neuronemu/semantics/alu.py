@@ -281,8 +281,9 @@ def fold_rows(op, words, row0, step, col, rows, run, out, out_col):
         return
     multiply = op == C.REDUCE_MULTIPLY
     whole = 0 if multiply else rows - rows % 8
+    no_init = np.empty(0, dtype=np.float32)   # C-contiguous like sum_rows_from's: one _sum8
     for p in range(0, whole, 8):
-        _sum8(words, row0 + p * step, step, col, run, out, p, out_col, out[:0, 0], False)
+        _sum8(words, row0 + p * step, step, col, run, out, p, out_col, no_init, False)
     for p in range(whole, rows):
         x = words[np.uintp(row0 + p * step), col: col + run]
         acc = x[0]
@@ -372,14 +373,14 @@ def _sum8(words, row, step, col, run, out, p, out_col, init, from_init):
         a4, a5, a6, a7)
 
 
-@jit(inline="always")
+@jit
 def _larger(v, m):
     """v if v > m else m: x86's maxss operand order, so the lanes below compile to it (builtin
     max's NaN handling would not)."""
     return v if v > m else m  # noqa: FURB136
 
 
-@jit(inline="always")
+@jit
 def _smaller(v, m):
     return v if v < m else m  # noqa: FURB136
 

@@ -48,7 +48,7 @@ from neuronemu.machine.memory import arg_tag, arg_value, load_bits, store_bits
 from neuronemu.semantics.alu import to_int
 
 
-@jit(inline="always")
+@jit
 def _operand(ins, slot, regs):
     if arg_tag(ins, slot) == L.TAG_REG:
         return regs[arg_value(ins, slot)]

@@ -137,7 +137,7 @@ def _register_points(op: np.ndarray) -> list[np.ndarray] | None:
     return [starts, starts + extent]
 
 
-@jit(inline="always")
+@jit
 def segment(breaks, c):
     """The segment holding byte c: the last i with breaks[i] <= c (breaks[0] <= c)."""
     lo = 0
