@@ -32,7 +32,7 @@ _BF16 = D.get("bfloat16").code
 _KIND_FLOAT = D.KINDS["float"]
 
 
-@jit(inline="always")
+@jit
 def dynamic_offset(op, regs):
     offset = op[L.OP_BASE]
     for k in range(op[L.OP_NREG]):
@@ -140,7 +140,7 @@ def store_bits(op, mems, regs, bits):
             _write_bits(mem, r, cols[i] + shift, itemsize, bits[p, i])
 
 
-@jit(inline="always")
+@jit
 def aligned_dense(op, start):
     """Dense, and every partition starts on a multiple of the itemsize, so the memory can be
     read through one typed view (views per partition cost ~100 ns each in reference counts)."""
@@ -262,7 +262,7 @@ def store_f32(op, mems, regs, fmt, values):
                 _write_bits(mem, r, c + i * itemsize, itemsize, encode(values[p, i], code, fmt))
 
 
-@jit(inline="always")
+@jit
 def f32_window(op, regs):
     """The first float32 column of a dense fp32 on-chip tile whose partition p is memory row
     PSTART + p * PROWSTEP (PROWSTEP >= 1), so each partition is a slice of mem.view(float32)
@@ -274,7 +274,7 @@ def f32_window(op, regs):
     return start // 4 if start % 4 == 0 else -1
 
 
-@jit(inline="always")
+@jit
 def bf16_window(op, regs):
     """``f32_window`` for dense on-chip bfloat16 tiles: the first uint16 column, or -1."""
     if (op[L.OP_DTYPE] != _BF16 or op[L.OP_DENSE] != 1 or op[L.OP_PCOLSTEP] != 0
@@ -300,7 +300,7 @@ def share_no_byte(a, b, regs):
     return a_last < b[L.OP_PSTART] or b_last < a[L.OP_PSTART]
 
 
-@jit(inline="always")
+@jit
 def word_window(op, regs, fmt):
     """``f32_window`` for dense on-chip tiles of a 4-byte integer dtype: the first uint32
     column, or -1."""

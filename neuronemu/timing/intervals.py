@@ -22,7 +22,7 @@ from neuronemu.compiled.jit import jit
 RING = 32  # busy intervals remembered per resource; older gaps are given up
 
 
-@jit(inline="always")
+@jit
 def _row(head, i):
     """The row of the ring's i-th interval (oldest first)."""
     return np.uintp(1 + (head + i) % RING)

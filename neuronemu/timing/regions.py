@@ -176,7 +176,7 @@ def segments_from(breaks, c, extent, hint):
     return s0, s1
 
 
-@jit(inline="always")
+@jit
 def segments(breaks, c, extent):
     """Segments [s0, s1) covering bytes [c, c + extent) (exactly, when c and c + extent are
     cuts; otherwise the segments that hold them, a superset)."""
