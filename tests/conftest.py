@@ -131,7 +131,7 @@ def pytest_sessionstart(session):
         print(f"neuronemu: {line}", file=sys.stderr, flush=True)
 
     say(f"this version's compiled-code cache lacks {len(cold)} of {len(entries)} instruction "
-        f"kernels: compiling them before the tests, {parallel} at once (about 4 min of CPU in "
+        f"kernels: compiling them before the tests, {parallel} at once (about 3 min of CPU in "
         f"all; once per version and machine)")
     compile_jobs.run_jobs([compile_jobs.kernel_job(e) for e in cold], say, parallel)
 
