@@ -64,10 +64,11 @@ def jit(fn=None, **overrides):
     return _njit(fn, opts)
 
 
-def inlined(dispatcher):
+def inlined(dispatcher: Dispatcher) -> Dispatcher:
     """A copy of jitted function ``dispatcher`` that numba inlines into its caller at the IR level
     (``inline="always"``): an instruction kernel's wrapper calls its semantics function through
     one, so the function is typed and compiled once, inside the kernel. Called as a function of
     its own, numba would compile it separately too, then link it into the kernel and optimise and
     generate machine code for it a second time (~3 s for scalar.activation on a first run)."""
-    return jit(dispatcher.py_func, inline="always", cache=False)
+    # (under NUMBA_DISABLE_JIT ``jit`` returns the Python function itself: take it as it is)
+    return jit(getattr(dispatcher, "py_func", dispatcher), inline="always", cache=False)
