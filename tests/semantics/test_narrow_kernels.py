@@ -38,9 +38,7 @@ def _units(body: str) -> list[str | None]:
 
 
 TT, TT32 = "elementwise__tensor_tensor", "elementwise__tensor_tensor_f32"
-
-
-@pytest.mark.parametrize(("line", "unit"), [
+TENSOR_TENSOR_UNITS = [
     ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add", TT32),
     ("vector.tensor_tensor m[:, 0:32], m[:, 0:32], b, op=maximum", TT32),   # the same window
     ("vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=add", TT),         # a partial overlap
@@ -48,15 +46,10 @@ TT, TT32 = "elementwise__tensor_tensor", "elementwise__tensor_tensor_f32"
     ("vector.tensor_tensor h, m[:, 0:32], b, op=add", TT),                  # a bf16 result
     ("vector.tensor_tensor m[:, r1 : r1 + 32], m[:, 0:32], b, op=add", TT),  # registers
     ("vector.tensor_tensor i, i, i, op=bitwise_and", TT),
-])
-def test_tensor_tensor_unit(line: str, unit: str) -> None:
-    assert _units(line) == [unit]
-
+]
 
 TS, TS32 = "elementwise__tensor_scalar", "elementwise__tensor_scalar_f32"
-
-
-@pytest.mark.parametrize(("line", "unit"), [
+TENSOR_SCALAR_UNITS = [
     ("vector.tensor_scalar m[:, 0:32], b, op0=add, operand0=1.0", TS32),
     ("vector.tensor_scalar m[:, 0:32], b, op0=add, operand0=b[:, 0:1]", TS32),
     ("vector.tensor_scalar m[:, 0:32], b, op0=add, operand0=h[:, 0:1]", TS),
@@ -64,35 +57,20 @@ TS, TS32 = "elementwise__tensor_scalar", "elementwise__tensor_scalar_f32"
       "operand1=b[:, r1 : r1 + 1]"), TS),
     ("vector.tensor_scalar m[:, 0:32], h, op0=add, operand0=1.0", TS),
     ("vector.tensor_scalar i, i, op0=bitwise_and, operand0=3", TS),
-])
-def test_tensor_scalar_unit(line: str, unit: str) -> None:
-    assert _units(line) == [unit]
-
+]
 
 ACT, ACT32 = "scalar__activation", "scalar__activation_f32"
-
-
-@pytest.mark.parametrize(("line", "unit"), [
+ACTIVATION_UNITS = [
     ("scalar.activation m[:, 0:32], b, func=exp", ACT32),
     ("scalar.activation m[:, 1:33], m[:, 0:32], func=exp, scale=b[:, 0:1]", ACT32),
     ("scalar.activation m[:, 0:32], b, func=exp, bias=h[:, 0:1]", ACT),
     ("scalar.activation h, b, func=exp", ACT),
     ("scalar.activation m[:, 0:32], b, func=exp, reduce_res=m[:, 40:41]", ACT),
     ("scalar.activation m[:, r1 : r1 + 32], b, func=tanh", ACT),
-])
-def test_activation_unit(line: str, unit: str) -> None:
-    assert _units(line) == [unit]
-
-
-def test_dma_copy_unit() -> None:
-    assert _units("dma.copy m, x\ndma.copy b, x[:, 0:32]") == ["dma__copy_same"] * 2
-    assert _units("dma.copy m, x\ndma.copy h, x[:, 0:32]") == ["dma__copy"] * 2
-
+]
 
 E = "elementwise__"
-
-
-@pytest.mark.parametrize(("line", "unit"), [
+COPY_REDUCE_MEMSET_UNITS = [
     ("vector.tensor_copy m[:, 0:32], b", E + "tensor_copy_same"),
     ("vector.tensor_copy m[:, r1 : r1 + 32], b", E + "tensor_copy_same"),   # bits: any layout
     ("vector.tensor_copy h, b", E + "tensor_copy"),
@@ -101,9 +79,18 @@ E = "elementwise__"
     ("vector.tensor_reduce m[:, 0:1], m[:, 0:64:2], op=add", E + "tensor_reduce"),
     ("vector.memset m[2:10, 5:37], value=-0.0", E + "memset_f32"),
     ("vector.memset h, value=1.0", E + "memset"),
-])
-def test_copy_reduce_memset_units(line: str, unit: str) -> None:
+]
+
+
+@pytest.mark.parametrize(("line", "unit"), TENSOR_TENSOR_UNITS + TENSOR_SCALAR_UNITS
+                         + ACTIVATION_UNITS + COPY_REDUCE_MEMSET_UNITS)
+def test_unit_chosen(line: str, unit: str) -> None:
     assert _units(line) == [unit]
+
+
+def test_dma_copy_unit() -> None:
+    assert _units("dma.copy m, x\ndma.copy b, x[:, 0:32]") == ["dma__copy_same"] * 2
+    assert _units("dma.copy m, x\ndma.copy h, x[:, 0:32]") == ["dma__copy"] * 2
 
 
 def test_one_unit_per_function_and_program() -> None:
