@@ -128,7 +128,7 @@ def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[str | None
 def kernel_addresses(instrs: np.ndarray, ops: np.ndarray, yields) -> np.ndarray:
     """int64 [n]: the address of each static instruction's kernel (0 for instructions the
     interpreter hands to a driver: ``yields[pc]``), compiling what is missing."""
-    names, which = choose(instrs, ops, yields)
+    names, which = _chosen(instrs, ops, yields)
     return _addresses(tuple(names), which)
 
 
