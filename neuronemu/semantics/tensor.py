@@ -231,7 +231,8 @@ def _identity_product(data):
     A column of data holding only finite values sums to its values exactly, except that -0.0
     becomes +0.0 (+0.0 + -0.0 = +0.0), so only the other columns are summed term by term: a NaN
     or Inf at [k, f] times the identity's zeros is NaN, which fills row f of out (an Inf alone
-    in its column stays Inf at [f, k], where the other products are finite times 0)."""
+    in its column stays Inf at [f, k], where the other products are finite times 0). Of two
+    NaNs met in a sum, the later product's is kept."""
     p_size, f_size = data.shape
     out = np.empty((f_size, p_size), dtype=np.float32)
     zero = np.float32(0.0)
@@ -248,6 +249,12 @@ def _identity_product(data):
             else:
                 total = zero
                 for k in range(p_size):
-                    total = total + data[k, f] * (one if k == p else zero)
+                    product = data[k, f] * (one if k == p else zero)
+                    # of two NaNs the later product's stays, spelled out: LLVM may swap the
+                    # operands of an addition, and x86 keeps the first operand's NaN
+                    if np.isnan(product):
+                        total = product
+                    elif not np.isnan(total):
+                        total = total + product
                 out[f, p] = total
     return out
