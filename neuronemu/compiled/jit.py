@@ -20,9 +20,11 @@ flash_attention_causal from an empty cache: 119 -> 98 s of compiling (CPU).
 from __future__ import annotations
 
 from numba.core import config, types
+from numba.core.ccallback import CFunc
 from numba.core.registry import CPUDispatcher
 
 from neuronemu.compiled import compiling as _compiling  # noqa: F401  (reports compiles)
+from neuronemu.compiled import linking
 from neuronemu.compiled.cache import BOUNDSCHECK, CACHE
 
 
@@ -36,12 +38,30 @@ def options() -> dict:
 
 class Dispatcher(CPUDispatcher):
     """numba's CPU dispatcher, compiling calls from jitted code for their arguments' plain types:
-    one specialisation per function and array signature, not one per pattern of constants."""
+    one specialisation per function and array signature, not one per pattern of constants; a
+    large function's callers call its code rather than copy it (neuronemu.compiled.linking)."""
 
     def get_call_template(self, args, kws):
         args = tuple(types.unliteral(a) for a in args)
         kws = {name: types.unliteral(a) for name, a in kws.items()}
         return super().get_call_template(args, kws)
+
+    def add_overload(self, cres):
+        super().add_overload(cres)
+        linking.share(self, cres)
+
+
+class Kernel(CFunc):
+    """numba's C callback, whose cached code also records what it calls by symbol
+    (neuronemu.compiled.linking): numba finalises a C callback's code after its compile, when it
+    has already taken the list of steps to run before loading the code again."""
+
+    def _compile_uncached(self):
+        cres = super()._compile_uncached()
+        cres.library._ensure_finalized()
+        cres.reload_init.extend(step for step in cres.library._reload_init
+                                if step not in cres.reload_init)
+        return cres
 
 
 def _njit(fn, opts: dict):

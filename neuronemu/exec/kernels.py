@@ -38,13 +38,12 @@ _compiled: dict[str, object] = {}
 
 def _make(entry: str):
     from numba.core import sigutils
-    from numba.core.ccallback import CFunc
 
     from neuronemu.compiled.cache import CACHE
-    from neuronemu.compiled.jit import options
+    from neuronemu.compiled.jit import Kernel, options
 
     opts = {k: v for k, v in options().items() if k in ("error_model", "fastmath", "boundscheck")}
-    cfunc = CFunc(wrapper(entry), sigutils.normalize_signature(SIGNATURE), locals={},
+    cfunc = Kernel(wrapper(entry), sigutils.normalize_signature(SIGNATURE), locals={},
                   options=opts)
     if CACHE:
         cfunc.enable_caching()
