@@ -91,7 +91,7 @@ def matmul(ins, ops, imms, mems, regs, fmt, table):
     return L.STATUS_OK
 
 
-@jit
+@jit(inline="always")  # one caller: optimised inside matmul, where its arrays' layouts are known
 def _products_summed(stationary, moving):
     """acc[m, n] = sum over k = 0, 1, ..., K-1 of stationary[k, m] * moving[k, n], each product
     and each partial sum rounded to fp32, in that order.
