@@ -53,14 +53,12 @@ class Dispatcher(CPUDispatcher):
 
 class Kernel(CFunc):
     """numba's C callback, whose cached code also records what it calls by symbol
-    (neuronemu.compiled.linking): numba finalises a C callback's code after its compile, when it
-    has already taken the list of steps to run before loading the code again."""
+    (neuronemu.compiled.linking)."""
 
     def _compile_uncached(self):
         cres = super()._compile_uncached()
-        cres.library._ensure_finalized()
-        cres.reload_init.extend(step for step in cres.library._reload_init
-                                if step not in cres.reload_init)
+        cres.library._ensure_finalized()   # numba finalises a C callback's code only later
+        linking.record_needs(cres.library, cres.reload_init)
         return cres
 
 

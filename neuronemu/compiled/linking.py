@@ -19,9 +19,12 @@ their copies cost little.
 
 A caller loaded from the cache must find the symbol before its machine code is linked, or LLVM
 aborts the process: numba runs a cached function's ``reload_init`` callables before it loads
-the code, and the forwarded function's library carries a ``Needed`` among them, which callers
-inherit when they link it. ``Needed`` compiles (or loads) the function for its argument types
-and registers the symbol.
+the code. When a caller is compiled, ``record_needs`` reads the symbols its finished code
+still calls (declarations named ``neuronemu$...``: the calls through small copied helpers
+included) and adds a ``Needed`` for each, which compiles (or loads) that function for its
+argument types and registers the symbol. What the code calls is read from the code itself,
+not inherited from the libraries it linked: a library loaded from the cache keeps no record of
+what its own code calls.
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ import llvmlite.binding as llvm
 
 PREFIX = "neuronemu$"
 MIN_INSTRUCTIONS = 400
-"""Functions whose optimised module has at least this many LLVM instructions are called, not
-copied. Measured on the library kernels (first run from an empty cache, CPU): flash_attention_causal
-64 -> 48 s at 400 (47 s at 150); run time unchanged (tools/bench.py)."""
+"""Functions whose optimised code (the function and what it copied in, not its two wrappers)
+has at least this many LLVM instructions are called, not copied."""
 
 
 def alias(module: str, qualname: str, args: tuple) -> str:
@@ -68,8 +70,27 @@ class Needed:
         dispatcher = _dispatcher(self.module, self.qualname)
         dispatcher.compile(self.args)
         cres = dispatcher.overloads[self.args]
-        _register(cres.library, _symbols(cres.fndesc, alias(self.module, self.qualname,
-                                                            self.args)))
+        symbols = _symbols(cres.fndesc, alias(self.module, self.qualname, self.args))
+        _register(cres.library, symbols)
+        for symbol in symbols.values():
+            _NEEDED[symbol] = self
+
+
+_NEEDED: dict[str, Needed] = {}
+"""Each symbol this process registered -> how a later process gets it."""
+
+
+def record_needs(library, reload_init: list) -> None:
+    """Add to ``reload_init`` (the steps numba runs before loading a compile result's cached
+    code) a ``Needed`` for every registered symbol ``library``'s finished code calls."""
+    for fn in library._final_module.functions:
+        if fn.is_declaration and fn.name.startswith(PREFIX):
+            step = _NEEDED.get(fn.name)
+            if step is None:
+                raise RuntimeError(f"neuronemu internal error: compiled code calls {fn.name}, "
+                                   "which this process never registered")
+            if step not in reload_init:
+                reload_init.append(step)
 
 
 def _dispatcher(module: str, qualname: str):
@@ -81,7 +102,9 @@ def _dispatcher(module: str, qualname: str):
 
 def share(dispatcher, cres) -> None:
     """Called for every overload a neuronemu dispatcher adds (compiled or loaded from the
-    cache): offer a large function to its callers by symbol."""
+    cache), before numba caches it: record what its code calls by symbol, and offer a large
+    function to its callers by symbol."""
+    record_needs(cres.library, cres.reload_init)
     options = dispatcher.targetoptions
     if options.get("inline", "never") != "never" or cres.objectmode:
         return   # inlined at numba's IR level: never linked
@@ -98,7 +121,9 @@ def share(dispatcher, cres) -> None:
     shared = library._shared_module
     if shared is not None and any(f.name == name for f in shared.functions):
         pass    # loaded from the cache as forwarders: register the symbols in this process
-    elif shared is None and _at_least(library._final_module, MIN_INSTRUCTIONS):
+    elif shared is None and _at_least(library._final_module, MIN_INSTRUCTIONS,
+                                      {cres.fndesc.llvm_cpython_wrapper_name,
+                                       cres.fndesc.llvm_cfunc_wrapper_name}):
         forwarders = _forwarders(library._final_module, symbols)
         if forwarders is None:
             return
@@ -106,7 +131,9 @@ def share(dispatcher, cres) -> None:
     else:
         return
     _register(library, symbols)
-    library._reload_init.add(Needed(module, qualname, args))
+    step = Needed(module, qualname, args)
+    for symbol in symbols.values():
+        _NEEDED[symbol] = step
 
 
 def _symbols(fndesc, name: str) -> dict[str, str]:
@@ -124,10 +151,11 @@ def _register(library, symbols: dict[str, str]) -> None:
             llvm.add_symbol(name, address)
 
 
-def _at_least(module, count: int) -> bool:
-    """Whether ``module`` defines at least ``count`` LLVM instructions (counted until then)."""
+def _at_least(module, count: int, wrappers: set[str]) -> bool:
+    """Whether ``module`` defines at least ``count`` LLVM instructions (counted until then)
+    besides the function's wrappers, which callers do not keep."""
     for fn in module.functions:
-        if fn.is_declaration:
+        if fn.is_declaration or fn.name in wrappers:
             continue
         for block in fn.blocks:
             for _ in block.instructions:

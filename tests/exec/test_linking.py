@@ -54,6 +54,14 @@ MODULE = textwrap.dedent('''
     def second(a, k):
         return big(a, k) * 2.0
 
+    @jit
+    def via_small(a):   # small: copied into its callers, with its call of big by symbol
+        return big(a, 1) + 1.0
+
+    @jit
+    def outer(a):
+        return via_small(a) * 3.0
+
     def _kernel(p, n):
         return int(big(carray(p, (n,)), 2))
 
@@ -64,6 +72,17 @@ MODULE = textwrap.dedent('''
         k.enable_caching()
         k.compile()
         return k
+''')
+
+# A caller compiled in a process that loaded its (copied) callee from the cache: the callee's
+# code calls big by symbol, so the caller's cached code must bring big in too.
+NESTED = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import linked_mod as m
+    a = np.arange(-20, 21) / 4.0
+    f = m.via_small if sys.argv[1] == "small" else m.outer
+    print(json.dumps({"value": f(a), "hits": sum(f.stats.cache_hits.values())}))
 ''')
 
 DRIVER = textwrap.dedent('''
@@ -91,13 +110,13 @@ def _expected(a: np.ndarray) -> dict:
     return {"first": big[0] + a[0] + 1.0, "second": big[1] * 2.0, "kernel": int(big[2])}
 
 
-def _run(tmp: Path, cache: Path) -> dict:
+def _run(tmp: Path, cache: Path, script: str = DRIVER, *args: str) -> dict:
     import json
 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
            "PYTHONPATH": os.pathsep.join([str(tmp), str(REPO)])}
-    done = subprocess.run([sys.executable, "-c", DRIVER], cwd=tmp, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -135,6 +154,19 @@ def test_cached_callers_find_the_function_they_call_in_a_new_process(linked_modu
     again = _run(linked_module, cache)
     _check(again, expected)
     assert again["big_hits"] == 0 and again["first_hits"] >= 1 and again["kernel_hits"] == 1
+
+
+def test_a_caller_of_a_cached_copied_helper_brings_in_what_the_helper_calls(linked_module,
+                                                                          tmp_path):
+    a = np.arange(-20, 21) / 4.0
+    want = (float(np.sum(np.abs(a) + 2.0 * a)) + 1.0) * 3.0
+    cache = tmp_path / "cache"
+    assert _run(linked_module, cache, NESTED, "small")["hits"] == 0
+    # outer compiled here, linking via_small as loaded from the cache
+    compiled = _run(linked_module, cache, NESTED, "outer")
+    assert compiled == {"value": want, "hits": 0}
+    # outer loaded from the cache: big's symbol must be there before its code is linked
+    assert _run(linked_module, cache, NESTED, "outer") == {"value": want, "hits": 1}
 
 
 def test_callers_link_a_forwarder_not_a_copy(linked_module, monkeypatch):
