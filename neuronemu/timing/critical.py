@@ -17,6 +17,21 @@ from neuronemu.compiled.jit import jit
 from neuronemu.machine import layout as L
 
 
+@jit(inline="always")
+def _bisect(values, x, right):
+    """np.searchsorted(values, x, side="right" if right else "left") for sorted, NaN-free
+    float64 values: numba's own compiles comparison overloads for every number type, complex
+    ones included (~1 s of a first run)."""
+    lo, hi = 0, values.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x or (right and values[mid] == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @jit
 def walk(tracks, starts, ends, by_end):
     """(ns per track [NUM_TRACKS], tracks in the order the walk first reached them, how many).
@@ -42,8 +57,8 @@ def walk(tracks, starts, ends, by_end):
         start = starts[current]
         if start <= 0.0:
             break
-        lo = np.searchsorted(sorted_ends, start, side="left")
-        hi = np.searchsorted(sorted_ends, start, side="right")
+        lo = _bisect(sorted_ends, start, False)
+        hi = _bisect(sorted_ends, start, True)
         latest = -1
         latest_same = -1
         for j in range(hi - 1, lo - 1, -1):

@@ -256,3 +256,19 @@ def test_double_row_errors(target: str, dtype: str, message: str) -> None:
            ".psum acc float32[128, 512]\ntensor.matmul acc, w, x, perf_mode=double_row\n")
     with pytest.raises(neuronemu.AsmError, match=message):
         neuronemu.assemble(src, "k.s")
+
+
+def test_critical_path_bisection_is_numpys_searchsorted() -> None:
+    """The walk's own bisection (timing/critical.py) against numpy, brute force over sorted
+    end times with repeats, both sides."""
+    import numpy as np
+
+    from neuronemu.timing.critical import _bisect
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        ends = np.sort(rng.integers(0, 12, rng.integers(0, 25)).astype(np.float64))
+        for x in np.arange(-1.0, 13.5, 0.5):
+            for right in (False, True):
+                side = "right" if right else "left"
+                assert _bisect(ends, x, right) == np.searchsorted(ends, x, side=side)
