@@ -101,20 +101,30 @@ def affine_select(ins, ops, imms, mems, regs, fmt, table):
     value = _affine(data.shape[0], data.shape[1], arg_value(ins, AFFINE_SELECT_OFFSET),
                     arg_value(ins, AFFINE_SELECT_CHANNEL_MULTIPLIER),
                     arg_value(ins, AFFINE_SELECT_STEP))
-    if cmp == C.CMP_EQUAL:
-        keep = value == 0
-    elif cmp == C.CMP_NOT_EQUAL:
-        keep = value != 0
-    elif cmp == C.CMP_GREATER:
-        keep = value > 0
-    elif cmp == C.CMP_GREATER_EQUAL:
-        keep = value >= 0
-    elif cmp == C.CMP_LESS:
-        keep = value < 0
-    else:
-        keep = value <= 0
-    store_f32(dst, mems, regs, fmt, np.where(keep, data, on_false).astype(np.float32))
+    # element by element: numpy's comparisons and np.where compiled numba's broadcasting
+    # machinery into the kernel (~1 s of its first run)
+    out = np.empty(data.shape, dtype=np.float32)
+    for p in range(data.shape[0]):
+        for i in range(data.shape[1]):
+            out[p, i] = data[p, i] if _holds(cmp, value[p, i]) else on_false
+    store_f32(dst, mems, regs, fmt, out)
     return L.STATUS_OK
+
+
+@jit(inline="always")
+def _holds(cmp, v):
+    """Whether ``v cmp 0`` holds, for affine_select's comparison ``cmp``."""
+    if cmp == C.CMP_EQUAL:
+        return v == 0
+    if cmp == C.CMP_NOT_EQUAL:
+        return v != 0
+    if cmp == C.CMP_GREATER:
+        return v > 0
+    if cmp == C.CMP_GREATER_EQUAL:
+        return v >= 0
+    if cmp == C.CMP_LESS:
+        return v < 0
+    return v <= 0
 
 
 @jit
