@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import dtypes as D
 from neuronemu.machine import layout as L
@@ -187,7 +188,7 @@ def load_f32(op, mems, regs, fmt, table):
     is_float = fmt[code, D.F_KIND] == _KIND_FLOAT
     out = empty_f32(op[L.OP_PCOUNT], n)
     if is_float and itemsize == 4:
-        words = mem.view(np.float32)
+        words = viewed(mem, np.float32)
         for p in range(op[L.OP_PCOUNT]):
             r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
             c = (start + p * op[L.OP_PCOLSTEP]) // 4
@@ -197,15 +198,15 @@ def load_f32(op, mems, regs, fmt, table):
         # bf16 is fp32's top half: decode_table's row is exactly bits << 16 (NaN payloads
         # too; tests/numerics/test_decode.py), and a shift vectorises where the lookup of a
         # 256 KiB table row does not (~6x, on every bf16 matmul operand)
-        halves = mem.view(np.uint16)
-        wide = out.view(np.uint32)
+        halves = viewed(mem, np.uint16)
+        wide = viewed(out, np.uint32)
         for p in range(op[L.OP_PCOUNT]):
             r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
             c = (start + p * op[L.OP_PCOLSTEP]) // 2
             for i in range(n):
                 wide[p, i] = np.uint32(halves[r, _U(c + i)]) << np.uint32(16)
     elif is_float and itemsize == 2:
-        halves = mem.view(np.uint16)
+        halves = viewed(mem, np.uint16)
         for p in range(op[L.OP_PCOUNT]):
             r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
             c = (start + p * op[L.OP_PCOLSTEP]) // 2
@@ -241,14 +242,14 @@ def store_f32(op, mems, regs, fmt, values):
     n = op[L.OP_SIZE]
     itemsize = op[L.OP_ITEMSIZE]
     if code == _F32:
-        words = mem.view(np.float32)
+        words = viewed(mem, np.float32)
         for p in range(op[L.OP_PCOUNT]):
             r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
             c = (start + p * op[L.OP_PCOLSTEP]) // 4
             for i in range(n):
                 words[r, _U(c + i)] = values[p, i]
     elif code == _BF16:
-        halves = mem.view(np.uint16)
+        halves = viewed(mem, np.uint16)
         for p in range(op[L.OP_PCOUNT]):
             r = _U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP])
             c = (start + p * op[L.OP_PCOLSTEP]) // 2
@@ -417,11 +418,11 @@ def copy_bits(dst, src, mems, regs):
     s0 = dynamic_offset(src, regs)
     d0 = dynamic_offset(dst, regs)
     if src[L.OP_ITEMSIZE] == 4 and aligned_dense(src, s0) and aligned_dense(dst, d0):
-        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
-                    mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
+        _copy_words(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint32),
+                    viewed(mems[src[L.OP_SPACE]], np.uint32), d0 // 4, s0 // 4)
     elif src[L.OP_ITEMSIZE] == 2 and aligned_dense(src, s0) and aligned_dense(dst, d0):
-        _copy_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
-                    mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
+        _copy_words(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint16),
+                    viewed(mems[src[L.OP_SPACE]], np.uint16), d0 // 2, s0 // 2)
     elif src[L.OP_ITEMSIZE] == 1 and src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
         _copy_words(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]], d0, s0)
     else:
@@ -455,7 +456,7 @@ def f32_column(ins, slot, ops, imms, mems, regs, partitions):
     col = f32_window(op, regs)
     if col < 0 or op[L.OP_PCOUNT] < partitions:
         return False, out
-    words = mems[op[L.OP_SPACE]].view(np.float32)
+    words = viewed(mems[op[L.OP_SPACE]], np.float32)
     for p in range(partitions):
         out[p] = words[_U(op[L.OP_PSTART] + p * op[L.OP_PROWSTEP]), _U(col)]
     return True, out

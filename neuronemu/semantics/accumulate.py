@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 
 IDLE, RESET, REDUCE, RESET_REDUCE, LOAD_REDUCE = 0, 1, 2, 3, 4  # isa/enums.toml reduce_cmd
@@ -17,14 +18,14 @@ IDLE, RESET, REDUCE, RESET_REDUCE, LOAD_REDUCE = 0, 1, 2, 3, 4  # isa/enums.toml
 def get(regs, base, partition):
     bits = np.empty(1, dtype=np.int32)
     bits[0] = np.int32(regs[base + partition] & 0xFFFFFFFF)
-    return bits.view(np.float32)[0]
+    return viewed(bits, np.float32)[0]
 
 
 @jit(inline="always")
 def put(regs, base, partition, value):
     word = np.empty(1, dtype=np.float32)
     word[0] = value
-    regs[base + partition] = np.int64(word.view(np.uint32)[0])
+    regs[base + partition] = np.int64(viewed(word, np.uint32)[0])
 
 
 @jit

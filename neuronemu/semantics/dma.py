@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.dma import (
     ACCUMULATE_DST,
@@ -134,11 +135,11 @@ def transpose(ins, ops, imms, mems, regs, fmt, table):
     s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
     dense = aligned_dense(src, s0) and aligned_dense(dst, d0)
     if dense and src[L.OP_ITEMSIZE] == 2:
-        _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
-                         mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2)
+        _transpose_words(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint16),
+                         viewed(mems[src[L.OP_SPACE]], np.uint16), d0 // 2, s0 // 2)
     elif dense and src[L.OP_ITEMSIZE] == 4:
-        _transpose_words(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
-                         mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4)
+        _transpose_words(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint32),
+                         viewed(mems[src[L.OP_SPACE]], np.uint32), d0 // 4, s0 // 4)
     else:
         bits = load_bits(src, mems, regs)
         store_bits(dst, mems, regs, np.ascontiguousarray(bits.T))
@@ -177,7 +178,7 @@ def accumulate(ins, ops, imms, mems, regs, fmt, table):
     column = f32_window(dst, regs)
     if column >= 0:   # an fp32 dst: the same fp32 sums, added in place row by row (the source,
         # read whole first, may share its memory)
-        words = mems[dst[L.OP_SPACE]].view(np.float32)
+        words = viewed(mems[dst[L.OP_SPACE]], np.float32)
         n = dst[L.OP_SIZE]
         for p in range(dst[L.OP_PCOUNT]):
             row = words[np.uintp(dst[L.OP_PSTART] + p * dst[L.OP_PROWSTEP]), column: column + n]
@@ -267,8 +268,8 @@ def _copy_rows(dst, src, rows, gathering, mems, regs):
             or src[L.OP_PCOLSTEP] % 2 != 0 or dst[L.OP_PCOLSTEP] % 2 != 0):
         return False
     halves = src[L.OP_SIZE] * itemsize // 2
-    src_words = mems[src[L.OP_SPACE]].view(np.uint16)
-    dst_words = mems[dst[L.OP_SPACE]].view(np.uint16)
+    src_words = viewed(mems[src[L.OP_SPACE]], np.uint16)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.uint16)
     row = np.empty(halves, dtype=np.uint16)   # the tiles may share memory
     for p in range(rows.size):
         if rows[p] < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
 from neuronemu.isa import dtypes as D
@@ -198,9 +199,9 @@ def _bits_in_place(op, dst, a, b, mems, regs, fmt):
     signed = fmt[b[L.OP_DTYPE], D.F_KIND] == _KIND_INT
     n = dst[L.OP_SIZE]
     row = np.empty(n, dtype=np.uint32)
-    a_words = mems[a[L.OP_SPACE]].view(np.uint32)
-    b_words = mems[b[L.OP_SPACE]].view(np.uint32)
-    dst_words = mems[dst[L.OP_SPACE]].view(np.uint32)
+    a_words = viewed(mems[a[L.OP_SPACE]], np.uint32)
+    b_words = viewed(mems[b[L.OP_SPACE]], np.uint32)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.uint32)
     for p in range(dst[L.OP_PCOUNT]):
         x = a_words[np.uintp(a[L.OP_PSTART] + p * a[L.OP_PROWSTEP]), a_col: a_col + n]
         y = b_words[np.uintp(b[L.OP_PSTART] + p * b[L.OP_PROWSTEP]), b_col: b_col + n]
@@ -241,9 +242,9 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
             or not same_shape(dst, b) or not in_place_safe(dst, dst_col, a, a_col) \
             or not in_place_safe(dst, dst_col, b, b_col):
         return False
-    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
-    a_words = mems[a[L.OP_SPACE]].view(np.float32)
-    b_words = mems[b[L.OP_SPACE]].view(np.float32)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.float32)
+    a_words = viewed(mems[a[L.OP_SPACE]], np.float32)
+    b_words = viewed(mems[b[L.OP_SPACE]], np.float32)
     binary_rows(arg_value(ins, TENSOR_TENSOR_OP), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
                 b_words, b[L.OP_PSTART], b[L.OP_PROWSTEP], b_col,
                 dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col,
@@ -306,8 +307,8 @@ def _tensor_scalar_in_place(ins, ops, dst, data, mems, regs, s0, s1):
     if dst_col < 0 or data_col < 0 or not same_shape(dst, data) \
             or not in_place_safe(dst, dst_col, data, data_col):
         return False
-    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
-    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.float32)
+    data_words = viewed(mems[data[L.OP_SPACE]], np.float32)
     _scalar_stages(ins, s0, s1, data_words, data[L.OP_PSTART], data[L.OP_PROWSTEP], data_col,
                    dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col, dst[L.OP_PCOUNT],
                    dst[L.OP_SIZE])
@@ -378,8 +379,8 @@ def _tensor_reduce_in_place(ins, ops, mems, regs):
     if (dst_col < 0 or data_col < 0 or dst[L.OP_SIZE] != 1 or data[L.OP_SIZE] < 1
             or dst[L.OP_PCOUNT] != data[L.OP_PCOUNT]):
         return False
-    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
-    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.float32)
+    data_words = viewed(mems[data[L.OP_SPACE]], np.float32)
     partitions = data[L.OP_PCOUNT]
     values = np.empty((partitions, 1), dtype=np.float32)
     fold_rows(arg_value(ins, TENSOR_REDUCE_OP), data_words, data[L.OP_PSTART],
@@ -454,7 +455,7 @@ def memset_f32(ins, ops, imms, mems, regs, fmt, table):
 
 @jit
 def _fill_f32(dst, mems, column, value):
-    words = mems[dst[L.OP_SPACE]].view(np.float32)
+    words = viewed(mems[dst[L.OP_SPACE]], np.float32)
     for p in range(dst[L.OP_PCOUNT]):
         f32_row(words, dst, column, p)[:] = value
 

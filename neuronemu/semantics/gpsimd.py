@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
 from neuronemu.isa import dtypes as D
@@ -73,7 +74,7 @@ def iota(ins, ops, imms, mems, regs, fmt, table):
                      arg_value(ins, IOTA_CHANNEL_MULTIPLIER), arg_value(ins, IOTA_STEP))
     column = word_window(dst, regs, fmt)
     if column >= 0:   # an int32 / uint32 tile: the fp32 values stored as integers in one loop
-        _store_words(dst, column, mems[dst[L.OP_SPACE]].view(np.uint32), values,
+        _store_words(dst, column, viewed(mems[dst[L.OP_SPACE]], np.uint32), values,
                      fmt[dst[L.OP_DTYPE], D.F_KIND])
         return L.STATUS_OK
     store_f32(dst, mems, regs, fmt, values.astype(np.float32))

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa import codes as C
 from neuronemu.isa.args.scalar import (
@@ -317,7 +318,7 @@ def _note_out_of_range(regs, value):
         regs[L.REG_RANGE_PC] = regs[L.REG_PC] - 1
         word = np.empty(1, dtype=np.float32)
         word[0] = value
-        regs[L.REG_RANGE_BITS] = np.int64(word.view(np.uint32)[0])
+        regs[L.REG_RANGE_BITS] = np.int64(viewed(word, np.uint32)[0])
     regs[L.REG_RANGE_COUNT] += 1
 
 
@@ -388,8 +389,8 @@ def _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_c
     found: into the fp32 window at ``dst_col``, or (-1) the bfloat16 one at ``half_col``."""
     partitions, n = dst[L.OP_PCOUNT], dst[L.OP_SIZE]
     func, alpha = arg_value(ins, ACTIVATION_FUNC), imms[arg_value(ins, ACTIVATION_ALPHA)]
-    dst_words = mems[dst[L.OP_SPACE]].view(np.float32)
-    data_words = mems[data[L.OP_SPACE]].view(np.float32)
+    dst_words = viewed(mems[dst[L.OP_SPACE]], np.float32)
+    data_words = viewed(mems[data[L.OP_SPACE]], np.float32)
     if half_col >= 0 or in_place_safe(dst, dst_col, data, data_col):
         # dst row p is data row p or shares no byte with data: eight partitions at a time,
         # through [8, n] rows that stay in L1 (a call per partition cost 1 us of a [128, 64]
@@ -418,7 +419,7 @@ def _activation_rows(ins, imms, mems, regs, dst, data, dst_col, half_col, data_c
                               dst_col, rows, n, work)
             else:
                 function_rows(func, alpha, pre, 0, 1, 0, pre, 0, 1, 0, rows, n, work)
-                _store_bf16_rows(mems[dst[L.OP_SPACE]].view(np.uint16), dst, p0, half_col,
+                _store_bf16_rows(viewed(mems[dst[L.OP_SPACE]], np.uint16), dst, p0, half_col,
                                  pre, rows, n)
         keep_alive(owner)
         keep_alive(work_owner)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.search import (
     FIND_INDEX8_DATA,
@@ -175,12 +176,12 @@ def stream_shuffle(ins, ops, imms, mems, regs, fmt, table):
     s0, d0 = dynamic_offset(src, regs), dynamic_offset(dst, regs)
     dense = aligned_dense(src, s0) and aligned_dense(dst, d0)
     if dense and src[L.OP_ITEMSIZE] == 4:
-        _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint32),
-                      mems[src[L.OP_SPACE]].view(np.uint32), d0 // 4, s0 // 4, imms, start)
+        _shuffle_rows(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint32),
+                      viewed(mems[src[L.OP_SPACE]], np.uint32), d0 // 4, s0 // 4, imms, start)
         return L.STATUS_OK
     if dense and src[L.OP_ITEMSIZE] == 2:
-        _shuffle_rows(dst, src, mems[dst[L.OP_SPACE]].view(np.uint16),
-                      mems[src[L.OP_SPACE]].view(np.uint16), d0 // 2, s0 // 2, imms, start)
+        _shuffle_rows(dst, src, viewed(mems[dst[L.OP_SPACE]], np.uint16),
+                      viewed(mems[src[L.OP_SPACE]], np.uint16), d0 // 2, s0 // 2, imms, start)
         return L.STATUS_OK
     bits = load_bits(src, mems, regs)
     out = load_bits(dst, mems, regs)

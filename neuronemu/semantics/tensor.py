@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import jit
 from neuronemu.isa.args.tensor import (
     MATMUL_ACCUMULATE,
@@ -157,7 +158,7 @@ def _store_sum(dst, mems, regs, fmt, table, acc, accumulate):
             acc = load_f32(dst, mems, regs, fmt, table) + acc
         store_f32(dst, mems, regs, fmt, acc)
         return
-    words = mems[dst[L.OP_SPACE]].view(np.float32)
+    words = viewed(mems[dst[L.OP_SPACE]], np.float32)
     n_size = acc.shape[1]
     for p in range(acc.shape[0]):
         row = f32_row(words, dst, column, p)

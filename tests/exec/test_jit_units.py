@@ -1,13 +1,14 @@
 """neuronemu.compiled.jit's two compile-time savings, checked on functions of their own (numba's
 dispatchers record what they compiled): a helper called with constants and with variables
 compiles once, and a kernel calling its semantics function through ``inlined`` does not compile
-that function on its own."""
+that function on its own. Also neuronemu.compiled.arrays.viewed against numpy's view."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import cfunc, types
 
+from neuronemu.compiled.arrays import viewed
 from neuronemu.compiled.jit import inlined, jit
 
 
@@ -52,3 +53,29 @@ def test_an_inlined_function_is_compiled_inside_its_caller_only():
     assert _semantics.signatures == [] and _semantics_inlined.signatures == []
     # the original is still an ordinary jitted function
     assert _semantics(np.int64(1)) == 2
+
+
+@jit(cache=False)
+def _views(mem):
+    words = viewed(mem, np.float32)
+    words[1, 2] = np.float32(3.5)   # writes reach the bytes
+    return (viewed(mem, np.uint16).copy(), viewed(mem, np.uint32).copy(), words.shape[1],
+            words.strides[0], words.strides[1])
+
+
+@jit(cache=False)
+def _first_word(values):
+    return viewed(values, np.uint32)[0]
+
+
+def test_viewed_is_numpys_view_of_a_c_contiguous_array():
+    mem = np.random.default_rng(3).integers(0, 256, (4, 64), dtype=np.uint8)
+    expected = mem.copy()
+    expected.view(np.float32)[1, 2] = np.float32(3.5)
+    halves, words, n, row_stride, stride = _views(mem)
+    np.testing.assert_array_equal(mem, expected)
+    np.testing.assert_array_equal(halves, expected.view(np.uint16))
+    np.testing.assert_array_equal(words, expected.view(np.uint32))
+    assert (n, row_stride, stride) == (16, 64, 4)
+    one = np.array([-1.25], dtype=np.float32)
+    assert _first_word(one) == one.view(np.uint32)[0]
