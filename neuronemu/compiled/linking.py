@@ -69,11 +69,8 @@ class Needed:
     def __call__(self) -> None:
         dispatcher = _dispatcher(self.module, self.qualname)
         dispatcher.compile(self.args)
-        cres = dispatcher.overloads[self.args]
-        symbols = _symbols(cres.fndesc, alias(self.module, self.qualname, self.args))
-        _register(cres.library, symbols)
-        for symbol in symbols.values():
-            _NEEDED[symbol] = self
+        # (share registered it if it compiled or loaded it now; not if it was here already)
+        _publish(dispatcher.overloads[self.args], self)
 
 
 _NEEDED: dict[str, Needed] = {}
@@ -130,8 +127,13 @@ def share(dispatcher, cres) -> None:
         library._shared_module = forwarders
     else:
         return
-    _register(library, symbols)
-    step = Needed(module, qualname, args)
+    _publish(cres, Needed(module, qualname, args))
+
+
+def _publish(cres, step: Needed) -> None:
+    """Register the function's symbols in this process, and how a later process gets them."""
+    symbols = _symbols(cres.fndesc, alias(step.module, step.qualname, step.args))
+    _register(cres.library, symbols)
     for symbol in symbols.values():
         _NEEDED[symbol] = step
 
