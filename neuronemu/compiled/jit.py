@@ -5,7 +5,7 @@ numba's on-disk cache has known failure modes on some clusters; ``error_model="n
 float division by zero give inf/NaN as the hardware does instead of raising; ``fastmath`` stays
 off because reassociation or FMA contraction would break bit-exact, order-defined numerics.
 Where the cache lives is neuronemu.compiled.cache; importing this module also installs the compile
-reporter (neuronemu.compiled.compiling).
+reporter (neuronemu.compiled.compiling) and the front-end speed-ups (neuronemu.compiled.frontend).
 
 Why a dispatcher of our own: numba compiles a jitted function called from jitted code once per
 argument *type* signature, and a constant argument has a type of its own (``Literal[int](0)``), so
@@ -24,8 +24,10 @@ from numba.core.ccallback import CFunc
 from numba.core.registry import CPUDispatcher
 
 from neuronemu.compiled import compiling as _compiling  # noqa: F401  (reports compiles)
-from neuronemu.compiled import linking
+from neuronemu.compiled import frontend, linking
 from neuronemu.compiled.cache import BOUNDSCHECK, CACHE
+
+frontend.install()   # numba's front end without its repeated work (compiled/frontend.py)
 
 
 def options() -> dict:

@@ -1,0 +1,185 @@
+"""Repeated work in numba's Python front end, removed without changing what it compiles.
+
+Most of the time a first run spends compiling is numba's own Python (typing, inlining,
+lowering), not LLVM's. Profiled in the first run of ``programs/examples/vector_add.s`` from an
+empty cache (numba 0.68), four of its bookkeeping steps cost far more than their work:
+
+- **Typing a call repeats the search for its signature.** numba types every call of a function
+  (``getitem``, ``np.empty``, ``max``...) by trying each of its templates in turn, most of which
+  fail by raising an exception whose message is formatted (with every signature the template
+  lists) and coloured, and it does so each time: 6,738 calls in vector_add's first run, for 445
+  distinct (function, argument types) pairs. ``get_call_type`` here remembers each successful
+  answer, keyed by everything numba's answer depends on: the function type (its templates), the
+  typing context, the argument types, the target on the call stack and the compile flags (an
+  ``@overload`` compiles its implementation for the flags). A failure is not remembered.
+- **Looking up an overload compares compile flags option by option.** Each template lookup keys
+  a cache with the current ``Flags``, whose hash and equality built a dict of ~40 options through
+  one property each, three times per lookup. ``values`` here reads the same table directly,
+  ``__eq__`` is true at once for one object or equal explicit settings, and ``__hash__`` returns
+  what numba's returns (the hash of the sorted option *names*: a constant per class).
+- **Inlining copies the callee's variable table once per block.** numba inlines an
+  ``inline="always"`` function by deep-copying its IR block by block, each with a fresh memo, so
+  each block's copy re-copies the function's scope (all its variables): blocks x variables.
+  Copying the blocks with one memo copies the scope once; the copy is the same IR, its blocks
+  sharing one scope as the original's do (numba's inliner requires that they have one scope).
+- **Error messages are marked up through colorama** when it is installed (another package brings
+  it here): set up and torn down for each message, thousands of times, for messages caught and
+  dropped. The scheme's markup is the message itself here (numba's switch for it,
+  ``NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING``, is read when numba is imported, which may be
+  before neuronemu is): numba's errors in a process that compiles neuronemu are plain text.
+
+Each replaces numba internals; tests/exec/test_frontend.py checks them against the code they
+replace, and ``install`` does nothing if that code is not what they were written against.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import types as pytypes
+
+from numba.core import errors, inline_closurecall, targetconfig
+from numba.core.target_extension import get_local_target
+from numba.core.types import functions
+
+TargetConfig = targetconfig.TargetConfig
+_original_get_call_type = functions.BaseFunction.get_call_type
+_installed = False
+
+
+# ----------------------------------------------------------------------------- compile flags
+
+def _fast_values(self) -> dict:
+    # what numba's property getters return: the value set, else the option's default
+    values = self._values
+    return {name: values.get(name, option.default) for name, option in self.options.items()}
+
+
+def _fast_eq(self, other):
+    if self is other:
+        return True
+    if not isinstance(other, TargetConfig):
+        return NotImplemented
+    if type(self) is type(other) and self._values == other._values:
+        return True
+    return _fast_values(self) == _fast_values(other)
+
+
+def _fast_hash(self) -> int:
+    # numba hashes tuple(sorted(self.values())): the sorted option names, fixed per class
+    cls = type(self)
+    cached = cls.__dict__.get("_neuronemu_hash")
+    if cached is None:
+        cached = hash(tuple(sorted(cls.options)))
+        cls._neuronemu_hash = cached
+    return cached
+
+
+# ----------------------------------------------------------------------------- typing calls
+
+_signatures: dict = {}
+
+
+def _flags_key(flags) -> tuple | None:
+    if flags is None:
+        return None
+    items = []
+    for name, value in sorted(flags._values.items()):
+        try:
+            hash(value)
+        except TypeError:
+            value = repr(value)   # ParallelOptions: a plain record, its repr says all of it
+        items.append((name, value))
+    return (type(flags), tuple(items))
+
+
+def _remembered_get_call_type(self, context, args, kws):
+    key = (self, context, tuple(args), tuple(sorted(kws.items())),
+           get_local_target(context), _flags_key(targetconfig.ConfigStack.top_or_none()))
+    try:
+        hit = _signatures.get(key)
+    except TypeError:   # an unhashable argument type: ask numba
+        return _original_get_call_type(self, context, args, kws)
+    if hit is not None:
+        return hit
+    sig = _original_get_call_type(self, context, args, kws)
+    if sig is not None:
+        _signatures[key] = sig
+    return sig
+
+
+# ----------------------------------------------------------------------------- inlining
+
+class _SharedMemoCopy(pytypes.ModuleType):
+    """Stands for the ``copy`` module inside numba.core.inline_closurecall: ``deepcopy`` called
+    by the inliner's ``copy_ir`` for one block after another of one IR shares one memo among
+    them; any other call is the standard library's."""
+
+    copy = staticmethod(copy.copy)
+
+    def __init__(self, copy_ir_code):
+        super().__init__("copy")
+        self._copy_ir_code = copy_ir_code
+        self._frame = None
+        self._memo: dict = {}
+
+    def deepcopy(self, x, memo=None, _nil=[]):  # noqa: B006  (copy.deepcopy's own signature)
+        if memo is None:
+            frame = sys._getframe(1)
+            if frame.f_code is self._copy_ir_code:
+                if frame is not self._frame:   # a new copy_ir call: a new memo
+                    self._frame, self._memo = frame, {}
+                return copy.deepcopy(x, self._memo)
+        return copy.deepcopy(x, memo, _nil)
+
+    def __getattr__(self, name):
+        return getattr(copy, name)
+
+
+def _copy_ir_code(inline_ir):
+    for const in inline_ir.__code__.co_consts:
+        if isinstance(const, pytypes.CodeType) and const.co_name == "copy_ir":
+            return const
+    return None
+
+
+# ----------------------------------------------------------------------------- markup
+
+def _plain(msg, color=None, style=None):
+    return msg
+
+
+# ----------------------------------------------------------------------------- installing
+
+def _as_expected(copy_ir_code) -> bool:
+    """Whether numba's code is what the replacements were written against."""
+    get_call_type = _original_get_call_type.__code__
+    return (
+        copy_ir_code is not None
+        and "deepcopy" in copy_ir_code.co_names
+        and inline_closurecall.copy is copy
+        and TargetConfig.values.__code__.co_names == ("options",)
+        and "values" in TargetConfig.__hash__.__code__.co_names
+        and "values" in TargetConfig.__eq__.__code__.co_names
+        and {"templates", "apply", "_impl_keys"} <= set(get_call_type.co_names)
+    )
+
+
+def install() -> bool:
+    """Install the replacements once; returns whether they are in place."""
+    global _installed
+    if _installed:
+        return True
+    code = _copy_ir_code(inline_closurecall.InlineWorker.inline_ir)
+    if not _as_expected(code):
+        return False
+    TargetConfig.values = _fast_values
+    TargetConfig.__eq__ = _fast_eq
+    TargetConfig.__hash__ = _fast_hash
+    functions.BaseFunction.get_call_type = _remembered_get_call_type
+    inline_closurecall.copy = _SharedMemoCopy(code)
+    scheme = errors.termcolor()   # one instance, which numba's modules keep
+    if hasattr(scheme, "_markup"):
+        scheme._markup = _plain
+    _installed = True
+    return True

@@ -1,0 +1,177 @@
+"""neuronemu.compiled.frontend: numba's front end without its repeated work, answering as
+numba's own code does. The oracles are numba's definitions written out here (a flag's value is
+its property's; two flags are equal when all their values are) and the IR numba copies."""
+
+from __future__ import annotations
+
+import copy
+import types as pytypes
+
+import numpy as np
+import pytest
+from numba.core import compiler, errors, inline_closurecall, ir, targetconfig
+from numba.core.compiler import Flags
+from numba.core.types import functions
+
+from neuronemu.compiled import frontend
+from neuronemu.compiled.jit import jit
+
+
+def test_installed_on_this_numba():
+    # jit installs it; on a numba whose code differs it would refuse and compiling stay as slow
+    assert frontend.install()
+    assert functions.BaseFunction.get_call_type is frontend._remembered_get_call_type
+    assert isinstance(inline_closurecall.copy, frontend._SharedMemoCopy)
+
+
+def _flags(**values) -> Flags:
+    f = Flags()
+    for name, value in values.items():
+        setattr(f, name, value)
+    return f
+
+
+FLAG_SETS = [{}, {"boundscheck": True}, {"error_model": "numpy"},
+             {"error_model": "numpy", "nrt": True}, {"boundscheck": False}]
+
+
+@pytest.mark.parametrize("values", FLAG_SETS)
+def test_flag_values_are_the_properties(values):
+    f = _flags(**values)
+    assert f.values() == {name: getattr(f, name) for name in Flags.options}
+    assert f.values()["boundscheck"] == values.get("boundscheck", False)
+
+
+def test_flags_equal_exactly_when_their_values_are():
+    made = [_flags(**v) for v in FLAG_SETS] + [_flags(**v) for v in FLAG_SETS]
+    for a in made:
+        for b in made:
+            by_value = all(getattr(a, n) == getattr(b, n) for n in Flags.options)
+            assert (a == b) is by_value
+            if a == b:
+                assert hash(a) == hash(b)
+    # set to its default is equal to not set (numba compares values, not what was set)
+    assert _flags(boundscheck=False) == Flags()
+    assert Flags() != 3 and (Flags() == 3) is False
+
+
+def test_a_flags_key_holds_everything_set():
+    assert frontend._flags_key(None) is None
+    assert frontend._flags_key(_flags(error_model="numpy")) != frontend._flags_key(Flags())
+    auto = _flags(auto_parallel=True)   # ParallelOptions: unhashable, keyed by its repr
+    assert frontend._flags_key(auto) != frontend._flags_key(Flags())
+    hash(frontend._flags_key(auto))
+
+
+def test_a_typed_call_is_remembered_and_a_failure_is_not(monkeypatch):
+    asked = []
+    numba_own = frontend._original_get_call_type
+
+    def spy(self, context, args, kws):
+        asked.append(self)
+        return numba_own(self, context, args, kws)
+
+    monkeypatch.setattr(frontend, "_original_get_call_type", spy)
+
+    @jit(cache=False)   # compiled here, not loaded from an earlier run's cache
+    def first(a):
+        return np.empty(a.shape[0] + 7, dtype=np.float32)
+
+    @jit(cache=False)
+    def second(a):
+        return np.empty(a.shape[0] + 7, dtype=np.float32)
+
+    assert first(np.zeros(3)).shape == (10,)
+    assert asked   # numba searched the templates of each call
+    asked.clear()
+    assert second(np.zeros(3)).shape == (10,)
+    assert asked == []   # the same calls typed again: every answer remembered
+
+    def bad(a):
+        return np.empty(a, dtype=np.float32)   # a float shape: no template takes it
+
+    for _ in range(2):   # two functions: numba's dispatcher remembers its own failures
+        asked.clear()
+        with pytest.raises(errors.TypingError):
+            jit(cache=False)(bad)(1.5)
+        assert asked   # a failure is searched again
+
+
+@jit(inline="always")
+def _branchy(x, k):
+    # several blocks and variables, with names the caller uses too
+    total = 0.0
+    for i in range(k):
+        if x[i] > 0:
+            total += x[i]
+        else:
+            total -= x[i] * 2.0
+    return total
+
+
+@jit
+def _inlines_twice(x):
+    total = _branchy(x, x.shape[0])
+    i = 3
+    return total + _branchy(x, i)
+
+
+def test_inlined_code_computes_what_python_does():
+    x = np.array([1.0, -2.0, 3.0, -4.0, 5.0])
+    assert _inlines_twice(x) == _inlines_twice.py_func(x) == 21.0 + 8.0
+
+
+def _copy_ir(the_ir):
+    # numba's copy_ir (InlineWorker.inline_ir), verbatim in what it calls
+    kernel_copy = the_ir.copy()
+    kernel_copy.blocks = {}
+    for block_label in the_ir.blocks:
+        new_block = frontend_copy.deepcopy(the_ir.blocks[block_label])
+        kernel_copy.blocks[block_label] = new_block
+    return kernel_copy
+
+
+frontend_copy = frontend._SharedMemoCopy(_copy_ir.__code__)
+
+
+def _ir_of(fn):
+    return compiler.run_frontend(fn.py_func)
+
+
+def test_a_copied_ir_is_the_same_ir_with_one_scope():
+    original = _ir_of(_branchy)
+    assert len(original.blocks) > 3
+    copied = _copy_ir(original)
+    assert copied.dump_to_string() == original.dump_to_string()
+    scopes = {id(b.scope) for b in copied.blocks.values()}
+    assert len(scopes) == 1 and id(original.blocks[0].scope) not in scopes
+    # every variable the copy names lives in its one scope, none in the original's
+    scope = next(iter(copied.blocks.values())).scope
+    for block in copied.blocks.values():
+        for assign in block.find_insts(ir.Assign):
+            assert assign.target.scope is scope
+
+
+def test_each_copy_is_its_own():
+    original = _ir_of(_branchy)
+    one, two = _copy_ir(original), _copy_ir(original)
+    assert one.blocks[0] is not two.blocks[0]
+    assert one.blocks[0].scope is not two.blocks[0].scope
+    length = len(original.blocks[0].body)
+    one.blocks[0].body.pop()
+    assert len(two.blocks[0].body) == len(original.blocks[0].body) == length
+
+
+def test_deepcopy_elsewhere_is_the_standard_one():
+    shim = inline_closurecall.copy
+    value = {"a": [1, 2]}
+    one, two = shim.deepcopy(value), shim.deepcopy(value)
+    assert one == value and one is not two and one["a"] is not two["a"]
+    assert shim.copy([1]) == [1] and shim.Error is copy.Error
+    assert isinstance(shim, pytypes.ModuleType)
+
+
+def test_error_messages_are_plain_text():
+    scheme = errors.termcolor()
+    assert scheme.errmsg("message") == "message"
+    assert targetconfig.TargetConfig.__hash__ is frontend._fast_hash
