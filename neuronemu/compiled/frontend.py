@@ -38,12 +38,14 @@ import copy
 import sys
 import types as pytypes
 
-from numba.core import errors, inline_closurecall, targetconfig
+from numba.core import errors, inline_closurecall, ir, targetconfig
 from numba.core.target_extension import get_local_target
 from numba.core.types import functions
 
 TargetConfig = targetconfig.TargetConfig
 _original_get_call_type = functions.BaseFunction.get_call_type
+_original_untyped_passes = inline_closurecall.InlineWorker.run_untyped_passes
+_original_rec_list_vars = ir.Inst._rec_list_vars
 _installed = False
 
 
@@ -143,6 +145,56 @@ def _copy_ir_code(inline_ir):
     return None
 
 
+_untyped: dict = {}
+
+
+def _globals_key(func) -> tuple:
+    # the identity of each global the function names: IR holds their values as read
+    found = func.__globals__
+    return tuple(id(found[name]) if name in found else None for name in func.__code__.co_names)
+
+
+def _remembered_untyped_passes(self, func, enable_ssa=False):
+    # numba sets the caller's flag as a side effect, which the rest of its compile sees
+    self.flags.enable_ssa = enable_ssa
+    if enable_ssa or func.__closure__ is not None:
+        return _original_untyped_passes(self, func, enable_ssa)
+    try:
+        key = (func, self.typingctx, type(self.targetctx), type(self.pipeline), _flags_key(self.flags),
+               tuple(sorted(self.locals.items())), _globals_key(func))
+        hit = _untyped.get(key)
+    except TypeError:   # something unhashable: ask numba
+        return _original_untyped_passes(self, func, enable_ssa)
+    if hit is None:
+        hit = _untyped[key] = _original_untyped_passes(self, func, enable_ssa)
+    return hit
+
+
+# ----------------------------------------------------------------------------- IR analysis
+
+def _collect_vars(val, out: list) -> None:
+    kind = type(val)
+    if kind is str or kind is int or kind is ir.Loc:
+        return
+    if isinstance(val, ir.Var):
+        out.append(val)
+    elif isinstance(val, ir.Inst):
+        out.extend(val.list_vars())
+    elif isinstance(val, (list, tuple)):
+        for v in val:
+            _collect_vars(v, out)
+    elif isinstance(val, dict):
+        for v in val.values():
+            _collect_vars(v, out)
+
+
+def _fast_rec_list_vars(self, val) -> list:
+    # numba's Inst._rec_list_vars, in one list rather than one per level
+    out: list = []
+    _collect_vars(val, out)
+    return out
+
+
 # ----------------------------------------------------------------------------- markup
 
 def _plain(msg, color=None, style=None):
@@ -154,6 +206,7 @@ def _plain(msg, color=None, style=None):
 def _as_expected(copy_ir_code) -> bool:
     """Whether numba's code is what the replacements were written against."""
     get_call_type = _original_get_call_type.__code__
+    _rec_list_vars = _original_rec_list_vars.__code__
     return (
         copy_ir_code is not None
         and "deepcopy" in copy_ir_code.co_names
@@ -162,6 +215,9 @@ def _as_expected(copy_ir_code) -> bool:
         and "values" in TargetConfig.__hash__.__code__.co_names
         and "values" in TargetConfig.__eq__.__code__.co_names
         and {"templates", "apply", "_impl_keys"} <= set(get_call_type.co_names)
+        and "enable_ssa" in _original_untyped_passes.__code__.co_names
+        and _rec_list_vars.co_names == ("isinstance", "Var", "Inst", "list_vars", "list",
+                                        "tuple", "extend", "_rec_list_vars", "dict", "values")
     )
 
 
@@ -177,6 +233,8 @@ def install() -> bool:
     TargetConfig.__eq__ = _fast_eq
     TargetConfig.__hash__ = _fast_hash
     functions.BaseFunction.get_call_type = _remembered_get_call_type
+    inline_closurecall.InlineWorker.run_untyped_passes = _remembered_untyped_passes
+    ir.Inst._rec_list_vars = _fast_rec_list_vars
     inline_closurecall.copy = _SharedMemoCopy(code)
     scheme = errors.termcolor()   # one instance, which numba's modules keep
     if hasattr(scheme, "_markup"):

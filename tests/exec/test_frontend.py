@@ -138,6 +138,50 @@ def _ir_of(fn):
     return compiler.run_frontend(fn.py_func)
 
 
+def _kwargs_and_tuples(x, k):
+    pair = (x[0], k)
+    out = np.zeros(shape=(k, 2), dtype=np.float64)
+    for i in range(k):
+        out[i, 0], out[i, 1] = pair[0] * i, {"a": 1}["a"]
+    return out
+
+
+@pytest.mark.parametrize("fn", [_branchy.py_func, _inlines_twice.py_func, _kwargs_and_tuples])
+def test_variables_listed_as_numba_lists_them(fn):
+    statements = 0
+    for block in compiler.run_frontend(fn).blocks.values():
+        for stmt in block.body:
+            expected = frontend._original_rec_list_vars(stmt, stmt.__dict__)
+            assert frontend._fast_rec_list_vars(stmt, stmt.__dict__) == expected
+            assert stmt.list_vars() == expected or not isinstance(stmt, ir.Stmt)
+            statements += 1
+    assert statements > 10
+
+
+def test_an_inlined_function_is_read_once_per_context(monkeypatch):
+    read = []
+    numba_own = frontend._original_untyped_passes
+
+    def spy(self, func, enable_ssa=False):
+        read.append(func)
+        return numba_own(self, func, enable_ssa)
+
+    monkeypatch.setattr(frontend, "_original_untyped_passes", spy)
+
+    @jit(inline="always", cache=False)
+    def scaled(x, k):
+        return x * k + 1.0
+
+    def caller(x):
+        return scaled(x, 2.0) + scaled(x, 3.0)
+
+    first = jit(cache=False)(caller)
+    assert first(1.0) == 3.0 + 4.0
+    assert read == [scaled.py_func]   # two call sites, read once
+    assert jit(cache=False)(caller)(2.0) == 5.0 + 7.0
+    assert read == [scaled.py_func]   # another caller: still once
+
+
 def test_a_copied_ir_is_the_same_ir_with_one_scope():
     original = _ir_of(_branchy)
     assert len(original.blocks) > 3
