@@ -39,6 +39,7 @@ import sys
 import types as pytypes
 
 from numba.core import errors, inline_closurecall, ir, targetconfig
+from numba.core.runtime import context as nrt_context
 from numba.core.target_extension import get_local_target
 from numba.core.types import functions
 
@@ -46,6 +47,7 @@ TargetConfig = targetconfig.TargetConfig
 _original_get_call_type = functions.BaseFunction.get_call_type
 _original_untyped_passes = inline_closurecall.InlineWorker.run_untyped_passes
 _original_rec_list_vars = ir.Inst._rec_list_vars
+_original_get_meminfos = nrt_context.NRTContext.get_meminfos
 _installed = False
 
 
@@ -195,6 +197,39 @@ def _fast_rec_list_vars(self, val) -> list:
     return out
 
 
+# ----------------------------------------------------------------------------- reference counts
+
+_meminfo_free: dict = {}
+
+
+def _holds_no_meminfo(dmm, builder, ty) -> bool:
+    # what get_meminfos would find in a value of type ty: nothing, if neither its model nor
+    # any member's (through the same traversal) has a meminfo
+    key = (id(dmm), ty)
+    free = _meminfo_free.get(key)
+    if free is None:
+        _meminfo_free[key] = False   # while it is worked out: a type may contain itself
+        model = dmm[ty]
+        free = not model.has_nrt_meminfo() and all(
+            _holds_no_meminfo(dmm, builder, member) for member, _ in model.traverse(builder))
+        _meminfo_free[key] = free
+    return free
+
+
+def _fast_get_meminfos(self, builder, ty, val):
+    # numba's get_meminfos, without extracting (and searching) the members that hold none: an
+    # array's shape, strides, sizes and data pointer, at every reference count it emits
+    dmm = self._context.data_model_manager
+    datamodel = dmm[ty]
+    meminfos = []
+    if datamodel.has_nrt_meminfo():
+        meminfos.append((ty, datamodel.get_nrt_meminfo(builder, val)))
+    for member, getter in datamodel.traverse(builder):
+        if not _holds_no_meminfo(dmm, builder, member):
+            meminfos.extend(self.get_meminfos(builder, member, getter(val)))
+    return meminfos
+
+
 # ----------------------------------------------------------------------------- markup
 
 def _plain(msg, color=None, style=None):
@@ -216,6 +251,8 @@ def _as_expected(copy_ir_code) -> bool:
         and "values" in TargetConfig.__eq__.__code__.co_names
         and {"templates", "apply", "_impl_keys"} <= set(get_call_type.co_names)
         and "enable_ssa" in _original_untyped_passes.__code__.co_names
+        and {"traverse", "has_nrt_meminfo", "get_nrt_meminfo", "get_meminfos"}
+        <= set(_original_get_meminfos.__code__.co_names)
         and _rec_list_vars.co_names == ("isinstance", "Var", "Inst", "list_vars", "list",
                                         "tuple", "extend", "_rec_list_vars", "dict", "values")
     )
@@ -235,6 +272,7 @@ def install() -> bool:
     functions.BaseFunction.get_call_type = _remembered_get_call_type
     inline_closurecall.InlineWorker.run_untyped_passes = _remembered_untyped_passes
     ir.Inst._rec_list_vars = _fast_rec_list_vars
+    nrt_context.NRTContext.get_meminfos = _fast_get_meminfos
     inline_closurecall.copy = _SharedMemoCopy(code)
     scheme = errors.termcolor()   # one instance, which numba's modules keep
     if hasattr(scheme, "_markup"):

@@ -9,7 +9,7 @@ import types as pytypes
 
 import numpy as np
 import pytest
-from numba.core import compiler, errors, inline_closurecall, ir, targetconfig
+from numba.core import compiler, errors, inline_closurecall, ir, targetconfig, types
 from numba.core.compiler import Flags
 from numba.core.types import functions
 
@@ -219,3 +219,44 @@ def test_error_messages_are_plain_text():
     scheme = errors.termcolor()
     assert scheme.errmsg("message") == "message"
     assert targetconfig.TargetConfig.__hash__ is frontend._fast_hash
+
+
+MEMINFO_TYPES = [
+    types.float64,
+    types.float32[:, ::1],
+    types.UniTuple(types.int64[::1], 3),
+    types.Tuple((types.int64, types.float32[:, :], types.UniTuple(types.intp, 2))),
+    types.Tuple((types.UniTuple(types.uint8[:, ::1], 3), types.float64[::1])),
+    types.Optional(types.float64[::1]),
+    types.ListType(types.int64),
+    types.UniTuple(types.intp, 4),
+]
+
+
+@pytest.mark.parametrize("ty", MEMINFO_TYPES, ids=str)
+def test_reference_counted_members_are_found_as_numba_finds_them(ty):
+    import numba.typed  # noqa: F401  (registers the typed containers' models)
+    from llvmlite import ir as llvm
+    from numba.core.registry import cpu_target
+
+    # a context of its own: the base context's nrt, once read, would stay disabled for every
+    # later compile in the process (numba caches it on the context, and its compiles copy it)
+    context = cpu_target.target_context.subtarget(enable_nrt=True)
+    fnty = llvm.FunctionType(llvm.VoidType(), [context.get_value_type(ty)])
+    module = llvm.Module()
+    function = llvm.Function(module, fnty, "f")
+    builder = llvm.IRBuilder(function.append_basic_block())
+    value = function.args[0]
+    expected = frontend._original_get_meminfos(context.nrt, builder, ty, value)
+    found = frontend._fast_get_meminfos(context.nrt, builder, ty, value)
+    assert [t for t, _ in found] == [t for t, _ in expected]
+    assert [_path(m) for _, m in found] == [_path(m) for _, m in expected]
+
+
+def _path(value) -> list:
+    # how a meminfo is reached from the argument: each step's opcode and indices
+    steps = []
+    while hasattr(value, "opname"):
+        steps.append((value.opname, tuple(getattr(value, "indices", ()))))
+        value = value.operands[0]
+    return steps
