@@ -32,21 +32,38 @@ def _bisect(values, x, right):
     return lo
 
 
+@jit(inline="always")
+def _first_max(values):
+    """np.argmax(values) of a non-empty float64 array (the first maximum, or the first NaN):
+    numba's own is a unit of its own to compile (~0.3 s of every first run)."""
+    best = 0
+    for i in range(values.shape[0]):
+        if values[i] != values[i]:
+            return i
+        if values[i] > values[best]:
+            best = i
+    return best
+
+
 @jit
 def walk(tracks, starts, ends, by_end):
     """(ns per track [NUM_TRACKS], tracks in the order the walk first reached them, how many).
     ``by_end``: the events in order of end time, equal ends in program order (numpy's stable
     argsort, a timsort: ends arrive nearly sorted, so it is several times faster than a
     merge sort here)."""
-    shares = np.zeros(L.NUM_TRACKS, dtype=np.float64)
+    # (np.empty and loops, not np.zeros: numba compiles np.zeros once per dtype on a first run)
+    shares = np.empty(L.NUM_TRACKS, dtype=np.float64)
     order = np.empty(L.NUM_TRACKS, dtype=np.int64)
-    seen = np.zeros(L.NUM_TRACKS, dtype=np.bool_)
+    seen = np.empty(L.NUM_TRACKS, dtype=np.bool_)
+    for t in range(L.NUM_TRACKS):
+        shares[t] = 0.0
+        seen[t] = False
     n_order = 0
     n = ends.shape[0]
     if n == 0:
         return shares, order, 0
     sorted_ends = ends[by_end]
-    current = np.argmax(ends)
+    current = _first_max(ends)
     while True:
         track = tracks[current]
         if not seen[track]:

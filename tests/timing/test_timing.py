@@ -272,3 +272,17 @@ def test_critical_path_bisection_is_numpys_searchsorted() -> None:
             for right in (False, True):
                 side = "right" if right else "left"
                 assert _bisect(ends, x, right) == np.searchsorted(ends, x, side=side)
+
+
+def test_critical_path_start_is_numpys_argmax() -> None:
+    """The walk starts at the first event to end last: np.argmax, ties and NaN included."""
+    import numpy as np
+
+    from neuronemu.timing.critical import _first_max
+
+    rng = np.random.default_rng(11)
+    cases = [np.array([3.0]), np.array([1.0, 5.0, 5.0, 2.0]), np.array([2.0, np.nan, 9.0]),
+             np.array([-1.0, -0.5, -0.5])]
+    cases += [rng.integers(0, 6, rng.integers(1, 30)).astype(np.float64) for _ in range(200)]
+    for ends in cases:
+        assert _first_max(ends) == np.argmax(ends), ends
