@@ -50,14 +50,15 @@ def kernel_entry(semantics: str) -> str:
     return semantics.replace(".", "__")
 
 
-def narrow_kernels(module: str) -> dict[str, str]:
-    """``NARROW`` of neuronemu/semantics/<module>.py (function -> its narrow kernel, a unit of
-    its own: neuronemu/exec/kernels.py), read without importing it."""
+def narrow_kernels(module: str) -> dict[str, tuple[str, ...]]:
+    """``NARROW`` of neuronemu/semantics/<module>.py (function -> its narrow kernels, narrowest
+    first, each a unit of its own: neuronemu/exec/kernels.py), read without importing it."""
     tree = ast.parse((ROOT / f"neuronemu/semantics/{module}.py").read_text())
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "NARROW"):
-            return dict(ast.literal_eval(node.value))
+            return {function: (names,) if isinstance(names, str) else tuple(names)
+                    for function, names in ast.literal_eval(node.value).items()}
     return {}
 
 
@@ -68,8 +69,8 @@ def kernels(isa) -> dict[str, str]:
     of the instructions it uses (neuronemu.exec.kernels imports them on first use)."""
     entries = sorted({d.semantics for d in isa.instructions.values()})
     modules = sorted({s.split(".")[0] for s in entries})
-    narrow = {f"{module}.{function}": f"{module}.{name}" for module in modules
-              for function, name in narrow_kernels(module).items()}
+    narrow = {f"{module}.{function}": [f"{module}.{name}" for name in names]
+              for module in modules for function, names in narrow_kernels(module).items()}
     lines = [HEADER,
              ('"""Instruction kernels: one wrapper per semantics function, compiled on first use '
               'into'),
@@ -95,7 +96,7 @@ def kernels(isa) -> dict[str, str]:
                  f"from neuronemu.semantics import {module}"]
         units = []
         for sem in (s for s in entries if s.split(".")[0] == module):
-            units += [sem, narrow[sem]] if sem in narrow else [sem]
+            units += [sem, *narrow.get(sem, ())]
         lines += ["", "# each semantics function compiled inside its kernel, not also on its own",
                   "# (neuronemu.compiled.jit.inlined)"]
         lines += [f"_{sem.split('.')[1]} = inlined({sem})" for sem in sorted(units)]

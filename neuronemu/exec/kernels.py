@@ -10,11 +10,11 @@ addresses, one per static instruction (``kernel_addresses``), and calls through 
 semantics function. A kernel that uses two instruction kinds compiles two units, once, and
 imports only the semantics modules of those two (``wrapper``).
 
-A semantics function may have a narrow kernel (its module's ``NARROW``): one of its paths
+A semantics function may have narrow kernels (its module's ``NARROW``): one of its paths
 alone, for the instructions a plain-Python ``<narrow>_covers`` says it covers, judged from what
 the program says of them (dtypes, operator, layout). A program whose instructions of that
-function are all covered compiles the narrow kernel and not the function's general paths
-(``choose``).
+function are all covered by one compiles the narrowest such kernel and not the function's
+general paths (``choose``).
 
 The calling convention is neuronemu.machine.abi.
 """
@@ -87,25 +87,24 @@ def _entry_of_opcode() -> dict[int, str]:
 
 
 @functools.cache
-def _narrow(entry: str):
-    """(kernel, covers) when semantics function ``entry`` has a narrow kernel (its module's
-    ``NARROW``; docs/engine.md, "Narrow kernels"): the narrow kernel's name and its module's
-    ``<narrow>_covers``; else None."""
+def _narrow(entry: str) -> tuple:
+    """The narrow kernels of semantics function ``entry`` (its module's ``NARROW``, one name or
+    several, narrowest first; docs/engine.md, "Narrow kernels"), as (kernel, its module's
+    ``<narrow>_covers``) pairs; () when it has none."""
     module, function = entry.split("__", 1)
     semantics = importlib.import_module(f"neuronemu.semantics.{module}")
-    narrow = getattr(semantics, "NARROW", {}).get(function)
-    if narrow is None:
-        return None
-    return f"{module}__{narrow}", getattr(semantics, f"{narrow}_covers")
+    narrow = getattr(semantics, "NARROW", {}).get(function, ())
+    names = (narrow,) if isinstance(narrow, str) else narrow
+    return tuple((f"{module}__{name}", getattr(semantics, f"{name}_covers")) for name in names)
 
 
 def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[str | None], np.ndarray]:
     """The unit each static instruction runs, as the distinct names and an int array [n]
     indexing them (programs run to a million instructions); None for an instruction the
-    interpreter hands to a driver (``yields[pc]``). A semantics function whose narrow kernel
-    covers every instruction of the program that uses it gets the narrow kernel, else all get
-    the function's own: one unit per function and program, so a kernel with some fp32 and some
-    bf16 tiles compiles what it compiled before, not two units."""
+    interpreter hands to a driver (``yields[pc]``). A semantics function with a narrow kernel
+    that covers every instruction of the program that uses it gets the narrowest such kernel,
+    else all get the function's own: one unit per function and program, so a kernel with some
+    fp32 and some bf16 tiles compiles what it compiled before, not two units."""
     entries = _entry_of_opcode()
     opcodes = np.asarray(instrs[:, L.I_OPCODE])
     skip = np.asarray(yields, dtype=bool)
@@ -116,9 +115,10 @@ def choose(instrs: np.ndarray, ops: np.ndarray, yields) -> tuple[list[str | None
         rows = np.flatnonzero(np.isin(opcodes, [op for op in used if entries[int(op)] == entry])
                               & ~skip)
         name = entry
-        narrow = _narrow(entry)
-        if narrow is not None and narrow[1](instrs[rows], ops).all():
-            name = narrow[0]
+        for kernel, covers in _narrow(entry):
+            if covers(instrs[rows], ops).all():
+                name = kernel
+                break
         names.append(name)
         which[rows] = len(names) - 1
     return names, which
@@ -190,11 +190,9 @@ def _addresses(names, which: np.ndarray) -> np.ndarray:
 
 
 def all_entries() -> list[str]:
-    """Every unit a program can use: each semantics function's, and its narrow kernel."""
+    """Every unit a program can use: each semantics function's, and its narrow kernels."""
     out = set()
     for entry in set(_entry_of_opcode().values()):
         out.add(entry)
-        narrow = _narrow(entry)
-        if narrow is not None:
-            out.add(narrow[0])
+        out.update(kernel for kernel, _ in _narrow(entry))
     return sorted(out)

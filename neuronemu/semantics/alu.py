@@ -63,8 +63,8 @@ def _binary_same(op, a, b):
 
 
 @jit
-def _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row, out_step,
-                 out_col, rows, n):
+def arith_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row, out_step,
+               out_col, rows, n):
     """``binary_rows`` for add, subtract and multiply, partition by partition on 1-D row slices:
     the same scalar expression per element, in loops that vectorise. When out's row is one of
     the input rows itself (an in-place update: dst = dst op y), the loop names that row once;
@@ -128,8 +128,8 @@ def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_r
     # the commonest operators only: each operator's three loops add to the compile time of
     # every kernel that uses binary_rows
     if op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY:
-        _common_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row,
-                     out_step, out_col, rows, n)
+        arith_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_row,
+                   out_step, out_col, rows, n)
         return
     # the other operators: each row into a scratch row, then copied to out. Indexing the 2-D
     # arrays per element, or writing out's row where it may alias an input, made the compiler
@@ -148,7 +148,7 @@ def binary_rows(op, a, a_row, a_step, a_col, b, b_row, b_step, b_col, out, out_r
 
 @jit
 def _other_row(op, x, y, row, n):
-    """row = x op y over n elements for the operators ``_common_rows`` does not take: the same
+    """row = x op y over n elements for the operators ``arith_rows`` does not take: the same
     fp32 expression per element as ``binary_scalar``, a loop per operator."""
     if op == C.ALU_DIVIDE:
         for i in range(n):

@@ -85,6 +85,7 @@ from neuronemu.machine.memory import (
 )
 from neuronemu.semantics.alu import (
     apply_column,
+    arith_rows,
     binary,
     binary_bits,
     binary_rows,
@@ -145,7 +146,7 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
         b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
         store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
         return L.STATUS_OK
-    if _tensor_tensor_in_place(ins, ops, mems, regs):
+    if _tensor_tensor_in_place(ins, ops, mems, regs, binary_rows):
         return L.STATUS_OK
     a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
@@ -155,9 +156,11 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
 
 
 # tensor_tensor and tensor_scalar on fp32 windows only: a program whose instructions of the
-# function all are fp32 windows compiles none of the decoding, rounding and integer paths
-# (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
-NARROW = {"tensor_tensor": "tensor_tensor_f32", "tensor_scalar": "tensor_scalar_f32",
+# function all are fp32 windows compiles none of the decoding, rounding and integer paths; of
+# tensor_tensor's, add, subtract and multiply alone compile none of the other 15 operators'
+# loops (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
+NARROW = {"tensor_tensor": ("tensor_tensor_f32_arith", "tensor_tensor_f32"),
+          "tensor_scalar": "tensor_scalar_f32",
           "tensor_reduce": "tensor_reduce_f32", "tensor_copy": "tensor_copy_same",
           "memset": "memset_f32"}
 
@@ -176,7 +179,26 @@ def tensor_tensor_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
 def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
     """``tensor_tensor`` of fp32 windows, where they lie; any other instruction is an emulator
     bug here (the program was judged all covered)."""
-    if _tensor_tensor_in_place(ins, ops, mems, regs):
+    if _tensor_tensor_in_place(ins, ops, mems, regs, binary_rows):
+        return L.STATUS_OK
+    return L.STATUS_KERNEL_ERROR
+
+
+_ARITH = (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY)
+
+
+def tensor_tensor_f32_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """``tensor_tensor_f32_covers``, and the operator is add, subtract or multiply."""
+    op = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1]
+    return np.isin(op, _ARITH) & tensor_tensor_f32_covers(instrs, ops)
+
+
+@jit
+def tensor_tensor_f32_arith(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_tensor_f32`` for add, subtract and multiply (``arith_rows``)."""
+    op = arg_value(ins, TENSOR_TENSOR_OP)
+    if (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY) \
+            and _tensor_tensor_in_place(ins, ops, mems, regs, arith_rows):
         return L.STATUS_OK
     return L.STATUS_KERNEL_ERROR
 
@@ -231,10 +253,11 @@ def _bits_in_place(op, dst, a, b, mems, regs, fmt):
 
 
 @jit(inline="always")  # one caller per unit: compiled inside it
-def _tensor_tensor_in_place(ins, ops, mems, regs):
+def _tensor_tensor_in_place(ins, ops, mems, regs, rows):
     """tensor_tensor on fp32 tiles of one shape straight from and into memory, partition by
     partition (the same fp32 operation per element as through load_f32 / store_f32, without
-    the three tile temporaries); False, having done nothing, when the tiles do not allow it."""
+    the three tile temporaries), by ``rows`` (binary_rows, or arith_rows for add, subtract and
+    multiply alone); False, having done nothing, when the tiles do not allow it."""
     dst, a, b = (ops[arg_value(ins, TENSOR_TENSOR_DST)], ops[arg_value(ins, TENSOR_TENSOR_DATA1)],
                  ops[arg_value(ins, TENSOR_TENSOR_DATA2)])
     dst_col, a_col, b_col = f32_window(dst, regs), f32_window(a, regs), f32_window(b, regs)
@@ -245,10 +268,10 @@ def _tensor_tensor_in_place(ins, ops, mems, regs):
     dst_words = viewed(mems[dst[L.OP_SPACE]], np.float32)
     a_words = viewed(mems[a[L.OP_SPACE]], np.float32)
     b_words = viewed(mems[b[L.OP_SPACE]], np.float32)
-    binary_rows(arg_value(ins, TENSOR_TENSOR_OP), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
-                b_words, b[L.OP_PSTART], b[L.OP_PROWSTEP], b_col,
-                dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col,
-                dst[L.OP_PCOUNT], dst[L.OP_SIZE])
+    rows(arg_value(ins, TENSOR_TENSOR_OP), a_words, a[L.OP_PSTART], a[L.OP_PROWSTEP], a_col,
+         b_words, b[L.OP_PSTART], b[L.OP_PROWSTEP], b_col,
+         dst_words, dst[L.OP_PSTART], dst[L.OP_PROWSTEP], dst_col,
+         dst[L.OP_PCOUNT], dst[L.OP_SIZE])
     return True
 
 

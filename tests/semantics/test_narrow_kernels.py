@@ -38,9 +38,12 @@ def _units(body: str) -> list[str | None]:
 
 
 TT, TT32 = "elementwise__tensor_tensor", "elementwise__tensor_tensor_f32"
+TT32A = "elementwise__tensor_tensor_f32_arith"
 TENSOR_TENSOR_UNITS = [
-    ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add", TT32),
+    ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add", TT32A),
+    ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=multiply", TT32A),
     ("vector.tensor_tensor m[:, 0:32], m[:, 0:32], b, op=maximum", TT32),   # the same window
+    ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=divide", TT32),
     ("vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=add", TT),         # a partial overlap
     ("vector.tensor_tensor m[:, 0:64:2], m[:, 0:32], b, op=add", TT),       # not dense
     ("vector.tensor_tensor h, m[:, 0:32], b, op=add", TT),                  # a bf16 result
@@ -103,7 +106,10 @@ def test_one_unit_per_function_and_program() -> None:
     program = _program("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
                        "dma.copy b, m[:, 0:32]\n")
     assert set(kernels.cold_entries(program.instrs, program.ops, np.zeros(2, bool))) <= {
-        TT32, "dma__copy_same"}
+        TT32A, "dma__copy_same"}
+    # the narrower kernel only when it covers every instruction of the function
+    assert _units("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
+                  "vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=minimum\n") == [TT32] * 2
 
 
 def _run(rng, body: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,7 +126,7 @@ def test_narrow_kernels_compute_what_the_instructions_define(rng) -> None:
             "vector.tensor_reduce m[:, 40:41], m[:, 64:96], op=maximum\n"
             "vector.tensor_copy m[:, 50:60], b[:, 10:20]\n"
             "vector.memset m[2:10, 90:96], value=-0.0\n")
-    assert set(_units(body)) == {TT32, TS32, ACT32, E + "tensor_reduce_f32",
+    assert set(_units(body)) == {TT32A, TS32, ACT32, E + "tensor_reduce_f32",
                                  E + "tensor_copy_same", E + "memset_f32"}
     m, b, out = _run(rng, body)
     expected = m.copy()
@@ -131,6 +137,25 @@ def test_narrow_kernels_compute_what_the_instructions_define(rng) -> None:
     expected[:, 40] = expected[:, 64:96].max(axis=1)
     expected[:, 50:60] = b[:, 10:20]
     expected[2:10, 90:96] = -0.0
+    np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("ops", [("add", "subtract", "multiply"),
+                                 ("add", "maximum", "divide")])
+def test_fp32_tensor_tensor_kernels_compute_every_overlap(ops, rng) -> None:
+    """Both fp32 tensor_tensor kernels (add, subtract and multiply alone take the narrower),
+    in place and between windows, against numpy."""
+    body = (f"vector.tensor_tensor m[:, 0:32], m[:, 0:32], b, op={ops[0]}\n"
+            f"vector.tensor_tensor m[:, 32:64], b, m[:, 32:64], op={ops[1]}\n"
+            f"vector.tensor_tensor m[:, 64:96], m[:, 0:32], m[:, 32:64], op={ops[2]}\n")
+    assert set(_units(body)) == {TT32A if ops[1] == "subtract" else TT32}
+    m, b, out = _run(rng, body)
+    numpy_op = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+                "maximum": np.maximum, "divide": np.divide}
+    expected = m.copy()
+    expected[:, 0:32] = numpy_op[ops[0]](m[:, 0:32], b)
+    expected[:, 32:64] = numpy_op[ops[1]](b, m[:, 32:64])
+    expected[:, 64:96] = numpy_op[ops[2]](expected[:, 0:32], expected[:, 32:64])
     np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
 
 
