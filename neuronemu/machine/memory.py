@@ -419,11 +419,17 @@ def copy_tile(dst, src, mems, regs, fmt, table):
 
 
 @jit(inline="always")
+def copy_dense_bits(dst, src, mems, regs):
+    """``copy_bits`` of two dense tiles (OP_DENSE: a static property of their patterns)."""
+    _copy_dense(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]],
+                dynamic_offset(dst, regs), dynamic_offset(src, regs))
+
+
+@jit(inline="always")
 def copy_bits(dst, src, mems, regs):
     """dst = src, tiles of one dtype and shape: their storage bits, dense tiles byte by byte."""
     if src[L.OP_DENSE] == 1 and dst[L.OP_DENSE] == 1:
-        _copy_dense(dst, src, mems[dst[L.OP_SPACE]], mems[src[L.OP_SPACE]],
-                    dynamic_offset(dst, regs), dynamic_offset(src, regs))
+        copy_dense_bits(dst, src, mems, regs)
     else:
         store_bits(dst, mems, regs, load_bits(src, mems, regs))
 

@@ -39,6 +39,7 @@ from neuronemu.machine.memory import (
     arg_tag,
     arg_value,
     copy_bits,
+    copy_dense_bits,
     copy_tile,
     dynamic_offset,
     f32_window,
@@ -62,8 +63,27 @@ def copy(ins, ops, imms, mems, regs, fmt, table):
 
 
 # A program whose copies all keep their dtype (most) need not compile the casts: 8 s of the
-# 12 s unit (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
-NARROW = {"copy": "copy_same"}
+# 12 s unit; when they are all between dense tiles, nor the element-by-element copy of other
+# layouts (load_bits / store_bits, 0.8 s) (neuronemu/exec/kernels.py, docs/engine.md "Narrow
+# kernels")
+NARROW = {"copy": ("copy_dense", "copy_same")}
+
+
+def copy_dense_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per dma.copy row: ``copy_same_covers``, and both tiles dense."""
+    dst = ops[instrs[:, L.I_ARGS + 2 * COPY_DST + 1], L.OP_DENSE]
+    src = ops[instrs[:, L.I_ARGS + 2 * COPY_SRC + 1], L.OP_DENSE]
+    return copy_same_covers(instrs, ops) & (dst == 1) & (src == 1)
+
+
+@jit
+def copy_dense(ins, ops, imms, mems, regs, fmt, table):
+    """``copy`` of dense tiles of one dtype: their bytes."""
+    dst, src = ops[arg_value(ins, COPY_DST)], ops[arg_value(ins, COPY_SRC)]
+    if dst[L.OP_DENSE] != 1 or src[L.OP_DENSE] != 1 or dst[L.OP_DTYPE] != src[L.OP_DTYPE]:
+        return L.STATUS_KERNEL_ERROR
+    copy_dense_bits(dst, src, mems, regs)
+    return L.STATUS_OK
 
 
 def copy_same_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:

@@ -92,8 +92,24 @@ def test_unit_chosen(line: str, unit: str) -> None:
 
 
 def test_dma_copy_unit() -> None:
-    assert _units("dma.copy m, x\ndma.copy b, x[:, 0:32]") == ["dma__copy_same"] * 2
+    assert _units("dma.copy m, x\ndma.copy b, x[:, 0:32]") == ["dma__copy_dense"] * 2
+    assert _units("dma.copy m, x\ndma.copy b, x[:, 0:64:2]") == ["dma__copy_same"] * 2
     assert _units("dma.copy m, x\ndma.copy h, x[:, 0:32]") == ["dma__copy"] * 2
+
+
+def test_same_dtype_copies_of_any_layout_move_the_bits(rng) -> None:
+    """The dense and the any-layout copy kernels against numpy (strided windows both ways)."""
+    x = rng.standard_normal((P, W)).astype(np.float32)
+    for body, dense in (("dma.copy m, x\ndma.copy m[:, 0:32], x[:, 64:96]", True),
+                        ("dma.copy m, x\ndma.copy m[:, 0:64:2], x[:, 1:96:3]", False)):
+        assert _units(body)[1] == ("dma__copy_dense" if dense else "dma__copy_same")
+        result = neuronemu.run(_program(body + "\ndma.copy out, m"), inputs={"x": x})
+        expected = x.copy()
+        if dense:
+            expected[:, 0:32] = x[:, 64:96]
+        else:
+            expected[:, 0:64:2] = x[:, 1:96:3]
+        np.testing.assert_array_equal(result.outputs["out"], expected)
 
 
 def test_one_unit_per_function_and_program() -> None:
@@ -102,11 +118,11 @@ def test_one_unit_per_function_and_program() -> None:
     assert _units("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
                   "gpsimd.tensor_tensor h, m[:, 0:32], b, op=add\n"
                   "vector.tensor_scalar m[:, 0:32], b, op0=add, operand0=1.0\n"
-                  "dma.copy m, x\n") == [TT, TT, TS32, "dma__copy_same"]
+                  "dma.copy m, x\n") == [TT, TT, TS32, "dma__copy_dense"]
     program = _program("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
                        "dma.copy b, m[:, 0:32]\n")
     assert set(kernels.cold_entries(program.instrs, program.ops, np.zeros(2, bool))) <= {
-        TT32A, "dma__copy_same"}
+        TT32A, "dma__copy_dense"}
     # the narrower kernel only when it covers every instruction of the function
     assert _units("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
                   "vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=minimum\n") == [TT32] * 2

@@ -13,6 +13,7 @@ _accumulate = inlined(dma.accumulate)
 _compress = inlined(dma.compress)
 _compute = inlined(dma.compute)
 _copy = inlined(dma.copy)
+_copy_dense = inlined(dma.copy_dense)
 _copy_same = inlined(dma.copy_same)
 _decompress = inlined(dma.decompress)
 _gather = inlined(dma.gather)
@@ -52,6 +53,15 @@ def dma__copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return _copy(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
+def dma__copy_dense(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return _copy_dense(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
