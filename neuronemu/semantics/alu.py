@@ -16,14 +16,15 @@ from neuronemu.machine.abi import borrowed, keep_alive
 _KIND_INT = D.KINDS["int"]
 
 
-@jit
-def binary(op, a, b):
+@jit(inline="always")  # one caller per unit (tensor_tensor's kernels): compiled inside it
+def binary(op, a, b, by_rows):
     """a op b elementwise in fp32; a and b are 2-D float32 arrays of broadcastable shapes
-    (a dim of 1 repeats)."""
+    (a dim of 1 repeats); ``by_rows`` computes it (binary_rows, or arith_rows for add,
+    subtract and multiply alone)."""
     if a.shape == b.shape:
-        return _binary_same(op, a, b)
+        return _binary_same(op, a, b, by_rows)
     rows, n = max(a.shape[0], b.shape[0]), max(a.shape[1], b.shape[1])
-    return _binary_same(op, _broadcast(a, rows, n), _broadcast(b, rows, n))
+    return _binary_same(op, _broadcast(a, rows, n), _broadcast(b, rows, n), by_rows)
 
 
 @jit
@@ -53,12 +54,12 @@ def apply_column(op, reverse, x, column):
     keep_alive(owner)
 
 
-@jit
-def _binary_same(op, a, b):
+@jit(inline="always")
+def _binary_same(op, a, b, by_rows):
     """``binary`` of operands of one shape, into a new array."""
     rows, n = a.shape
     out = np.empty((rows, n), dtype=np.float32)
-    binary_rows(op, a, 0, 1, 0, b, 0, 1, 0, out, 0, 1, 0, rows, n)
+    by_rows(op, a, 0, 1, 0, b, 0, 1, 0, out, 0, 1, 0, rows, n)
     return out
 
 

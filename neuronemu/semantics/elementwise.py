@@ -151,15 +151,40 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
     a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
-              binary(arg_value(ins, TENSOR_TENSOR_OP), a, b))
+              binary(arg_value(ins, TENSOR_TENSOR_OP), a, b, binary_rows))
     return L.STATUS_OK
 
 
+def tensor_tensor_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: the operator is add, subtract or multiply (any dtypes)."""
+    return np.isin(instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1], _ARITH)
+
+
+@jit
+def tensor_tensor_arith(ins, ops, imms, mems, regs, fmt, table):
+    """``tensor_tensor`` for add, subtract and multiply, of any dtypes (``arith_rows``): none of
+    the other operators' loops, nor the bitvec paths; any other instruction is an emulator bug
+    here."""
+    op = arg_value(ins, TENSOR_TENSOR_OP)
+    if not (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY):
+        return L.STATUS_KERNEL_ERROR
+    if _tensor_tensor_in_place(ins, ops, mems, regs, arith_rows):
+        return L.STATUS_OK
+    a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
+    b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
+    store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
+              binary(op, a, b, arith_rows))
+    return L.STATUS_OK
+
+
+_ARITH = (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY)
+
 # tensor_tensor and tensor_scalar on fp32 windows only: a program whose instructions of the
 # function all are fp32 windows compiles none of the decoding, rounding and integer paths; of
-# tensor_tensor's, add, subtract and multiply alone compile none of the other 15 operators'
-# loops (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
-NARROW = {"tensor_tensor": ("tensor_tensor_f32_arith", "tensor_tensor_f32"),
+# tensor_tensor's, add, subtract and multiply alone (of fp32 windows, or of any dtypes) compile
+# none of the other 15 operators' loops (neuronemu/exec/kernels.py, docs/engine.md "Narrow
+# kernels")
+NARROW = {"tensor_tensor": ("tensor_tensor_f32_arith", "tensor_tensor_f32", "tensor_tensor_arith"),
           "tensor_scalar": "tensor_scalar_f32",
           "tensor_reduce": "tensor_reduce_f32", "tensor_copy": "tensor_copy_same",
           "memset": "memset_f32"}
@@ -182,9 +207,6 @@ def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
     if _tensor_tensor_in_place(ins, ops, mems, regs, binary_rows):
         return L.STATUS_OK
     return L.STATUS_KERNEL_ERROR
-
-
-_ARITH = (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY)
 
 
 def tensor_tensor_f32_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:

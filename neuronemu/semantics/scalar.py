@@ -323,10 +323,10 @@ def _note_out_of_range(regs, value):
 
 
 @jit(inline="always")  # one caller per unit: compiled inside it
-def _activated(ins, ops, imms, mems, regs, fmt, table):
-    """dst = func(data * scale + bias) for activation and activation_reduce (which declare dst,
-    data, func, scale, bias and alpha in the same slots: checked below the imports); returns the
-    fp32 outputs."""
+def _scaled(ins, ops, imms, mems, regs, fmt, table):
+    """data * scale + bias in fp32, the input of an activation's function (activation and
+    activation_reduce declare dst, data, func, scale, bias and alpha in the same slots: checked
+    below the imports)."""
     data = load_f32(ops[arg_value(ins, ACTIVATION_DATA)], mems, regs, fmt, table)
     partitions = data.shape[0]
     scale = scalar_column(ins, ACTIVATION_SCALE, ops, imms, mems, regs, fmt, table,
@@ -335,8 +335,15 @@ def _activated(ins, ops, imms, mems, regs, fmt, table):
                          partitions).reshape(-1, 1)
     # two fp32 roundings (multiply, then add), no fused multiply-add
     pre = (data * scale).astype(np.float32)
-    pre = (pre + bias).astype(np.float32)
-    out = checked_function(arg_value(ins, ACTIVATION_FUNC), pre,
+    return (pre + bias).astype(np.float32)
+
+
+@jit(inline="always")  # one caller per unit: compiled inside it
+def _activated(ins, ops, imms, mems, regs, fmt, table):
+    """dst = func(data * scale + bias) for activation and activation_reduce; returns the fp32
+    outputs."""
+    out = checked_function(arg_value(ins, ACTIVATION_FUNC),
+                           _scaled(ins, ops, imms, mems, regs, fmt, table),
                            imms[arg_value(ins, ACTIVATION_ALPHA)], regs)
     store_f32(ops[arg_value(ins, ACTIVATION_DST)], mems, regs, fmt, out)
     return out
@@ -451,8 +458,30 @@ def activation(ins, ops, imms, mems, regs, fmt, table):
 
 
 # activation of fp32 windows only: a program whose activations all are compiles none of the
-# decoding and rounding (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
-NARROW = {"activation": "activation_f32"}
+# decoding and rounding; one whose activations all are copies (of any dtypes), none of the
+# other functions (neuronemu/exec/kernels.py, docs/engine.md "Narrow kernels")
+NARROW = {"activation": ("activation_f32", "activation_copy")}
+
+
+def activation_copy_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """bool per row: func is copy, no reduce_res."""
+    from neuronemu.machine import static_windows as W
+
+    func = instrs[:, L.I_ARGS + 2 * ACTIVATION_FUNC + 1]
+    return (func == C.ACT_COPY) & ~W.is_operand(instrs, ACTIVATION_REDUCE_RES)
+
+
+@jit
+def activation_copy(ins, ops, imms, mems, regs, fmt, table):
+    """``activation`` with func=copy and no reduce_res: data * scale + bias stored, what the
+    general path computes for copy (its function returns its fp32 input unchanged), without any
+    other function's code; any other instruction is an emulator bug here."""
+    if (arg_value(ins, ACTIVATION_FUNC) != C.ACT_COPY
+            or arg_tag(ins, ACTIVATION_REDUCE_RES) == L.TAG_OPERAND):
+        return L.STATUS_KERNEL_ERROR
+    store_f32(ops[arg_value(ins, ACTIVATION_DST)], mems, regs, fmt,
+              _scaled(ins, ops, imms, mems, regs, fmt, table))
+    return L.STATUS_OK
 
 
 def activation_f32_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:

@@ -39,15 +39,18 @@ def _units(body: str) -> list[str | None]:
 
 TT, TT32 = "elementwise__tensor_tensor", "elementwise__tensor_tensor_f32"
 TT32A = "elementwise__tensor_tensor_f32_arith"
+TTA = "elementwise__tensor_tensor_arith"
 TENSOR_TENSOR_UNITS = [
     ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add", TT32A),
     ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=multiply", TT32A),
     ("vector.tensor_tensor m[:, 0:32], m[:, 0:32], b, op=maximum", TT32),   # the same window
     ("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=divide", TT32),
-    ("vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=add", TT),         # a partial overlap
-    ("vector.tensor_tensor m[:, 0:64:2], m[:, 0:32], b, op=add", TT),       # not dense
-    ("vector.tensor_tensor h, m[:, 0:32], b, op=add", TT),                  # a bf16 result
-    ("vector.tensor_tensor m[:, r1 : r1 + 32], m[:, 0:32], b, op=add", TT),  # registers
+    ("vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=add", TTA),        # a partial overlap
+    ("vector.tensor_tensor m[:, 0:64:2], m[:, 0:32], b, op=add", TTA),      # not dense
+    ("vector.tensor_tensor h, m[:, 0:32], b, op=subtract", TTA),            # a bf16 result
+    ("vector.tensor_tensor m[:, r1 : r1 + 32], m[:, 0:32], b, op=add", TTA),  # registers
+    ("vector.tensor_tensor h, m[:, 0:32], b, op=maximum", TT),
+    ("vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=minimum", TT),
     ("vector.tensor_tensor i, i, i, op=bitwise_and", TT),
 ]
 
@@ -68,7 +71,11 @@ ACTIVATION_UNITS = [
     ("scalar.activation m[:, 1:33], m[:, 0:32], func=exp, scale=b[:, 0:1]", ACT32),
     ("scalar.activation m[:, 0:32], b, func=exp, bias=h[:, 0:1]", ACT),
     ("scalar.activation h, b, func=exp", ACT),
+    ("scalar.activation h, b, func=copy, scale=2.0", ACT + "_copy"),
+    ("scalar.activation m[:, 1:33], h, func=copy, bias=h[:, 0:1]", ACT + "_copy"),
+    ("scalar.activation m[:, 0:32], b, func=copy", ACT32),   # fp32 windows: the fp32 kernel
     ("scalar.activation m[:, 0:32], b, func=exp, reduce_res=m[:, 40:41]", ACT),
+    ("scalar.activation h, b, func=copy, reduce_res=m[:, 40:41]", ACT),
     ("scalar.activation m[:, r1 : r1 + 32], b, func=tanh", ACT),
 ]
 
@@ -116,7 +123,7 @@ def test_one_unit_per_function_and_program() -> None:
     """One instruction the narrow kernel does not cover gives every instruction of the function
     (across engines) the function's own kernel, not a second unit; the others keep theirs."""
     assert _units("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
-                  "gpsimd.tensor_tensor h, m[:, 0:32], b, op=add\n"
+                  "gpsimd.tensor_tensor h, m[:, 0:32], b, op=power\n"
                   "vector.tensor_scalar m[:, 0:32], b, op0=add, operand0=1.0\n"
                   "dma.copy m, x\n") == [TT, TT, TS32, "dma__copy_dense"]
     program = _program("vector.tensor_tensor m[:, 0:32], m[:, 32:64], b, op=add\n"
@@ -172,6 +179,31 @@ def test_fp32_tensor_tensor_kernels_compute_every_overlap(ops, rng) -> None:
     expected[:, 0:32] = numpy_op[ops[0]](m[:, 0:32], b)
     expected[:, 32:64] = numpy_op[ops[1]](b, m[:, 32:64])
     expected[:, 64:96] = numpy_op[ops[2]](expected[:, 0:32], expected[:, 32:64])
+    np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
+
+
+def test_arithmetic_and_copy_kernels_of_any_dtype_compute_what_numpy_does(rng) -> None:
+    """tensor_tensor_arith (a bf16 result, a partial overlap) and activation_copy (a bf16
+    result with a column scale, an fp32 one from bf16 with a bias), against numpy and
+    ml_dtypes' round to nearest even."""
+    import ml_dtypes
+
+    body = ("vector.tensor_tensor h, m[:, 0:32], b, op=multiply\n"
+            "vector.tensor_tensor m[:, 1:33], m[:, 0:32], b, op=subtract\n"
+            "scalar.activation h[:, 0:16], m[:, 40:56], func=copy, scale=b[:, 2:3]\n"
+            "scalar.activation m[:, 60:76], h[:, 16:32], func=copy, bias=-1.5\n")
+    assert set(_units(body)) == {TTA, ACT + "_copy"}
+    m, b, out = _run(rng, body)
+
+    def bf16(x):
+        return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    h = np.zeros((P, 32), np.float32)
+    h[:, :] = bf16(m[:, 0:32] * b)
+    expected = m.copy()
+    expected[:, 1:33] = m[:, 0:32] - b
+    h[:, 0:16] = bf16((expected[:, 40:56] * b[:, 2:3]).astype(np.float32))
+    expected[:, 60:76] = (h[:, 16:32] * np.float32(1.0)).astype(np.float32) + np.float32(-1.5)
     np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
 
 

@@ -24,6 +24,7 @@ _tensor_scalar = inlined(elementwise.tensor_scalar)
 _tensor_scalar_f32 = inlined(elementwise.tensor_scalar_f32)
 _tensor_scalar_reduce = inlined(elementwise.tensor_scalar_reduce)
 _tensor_tensor = inlined(elementwise.tensor_tensor)
+_tensor_tensor_arith = inlined(elementwise.tensor_tensor_arith)
 _tensor_tensor_f32 = inlined(elementwise.tensor_tensor_f32)
 _tensor_tensor_f32_arith = inlined(elementwise.tensor_tensor_f32_arith)
 _tensor_tensor_scan = inlined(elementwise.tensor_tensor_scan)
@@ -161,6 +162,15 @@ def elementwise__tensor_tensor(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return _tensor_tensor(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
+def elementwise__tensor_tensor_arith(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return _tensor_tensor_arith(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 

@@ -11,6 +11,7 @@ from neuronemu.semantics import scalar
 # (neuronemu.compiled.jit.inlined)
 _activate2 = inlined(scalar.activate2)
 _activation = inlined(scalar.activation)
+_activation_copy = inlined(scalar.activation_copy)
 _activation_f32 = inlined(scalar.activation_f32)
 _activation_reduce = inlined(scalar.activation_reduce)
 
@@ -29,6 +30,15 @@ def scalar__activation(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_
         ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
     try:
         return _activation(ins, ops, imms, mems, regs, fmt, table)
+    except Exception:  # a C callback cannot raise: report it as a status
+        return L.STATUS_KERNEL_ERROR
+
+
+def scalar__activation_copy(ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p):
+    ins, ops, imms, mems, regs, fmt, table = views(
+        ins_p, ops_p, imms_p, sbuf_p, psum_p, hbm_p, regs_p, fmt_p, table_p, dims_p)
+    try:
+        return _activation_copy(ins, ops, imms, mems, regs, fmt, table)
     except Exception:  # a C callback cannot raise: report it as a status
         return L.STATUS_KERNEL_ERROR
 
