@@ -54,7 +54,7 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("op", OPS)
 def test_binary_scalar_is_numpys_fp32_operator(op):
-    from neuronemu.semantics.alu import binary, binary_scalar
+    from neuronemu.semantics.alu import arith_rows, binary, binary_rows, binary_scalar
 
     pairs = list(itertools.product(VALUES, VALUES))
     got = [binary_scalar(op, x, y) for x, y in pairs]
@@ -63,5 +63,8 @@ def test_binary_scalar_is_numpys_fp32_operator(op):
     assert not wrong, wrong[:5]
     a = np.array([[x for x, _ in pairs]], dtype=F)
     b = np.array([[y for _, y in pairs]], dtype=F)
-    tile = binary(op, a, b)[0]
+    tile = binary(op, a, b, binary_rows)[0]
     assert all(_same(g, t) for g, t in zip(got, tile, strict=True))
+    if op in (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY):   # the arithmetic kernels' rows
+        tile = binary(op, a, b, arith_rows)[0]
+        assert all(_same(g, t) for g, t in zip(got, tile, strict=True))
