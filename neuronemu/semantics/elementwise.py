@@ -146,13 +146,21 @@ def tensor_tensor(ins, ops, imms, mems, regs, fmt, table):
         b = to_int(load_bits(d2, mems, regs), d2[L.OP_DTYPE], fmt)
         store_bits(dst, mems, regs, binary_bits(op, a, b, 8 * dst[L.OP_ITEMSIZE]))
         return L.STATUS_OK
-    if _tensor_tensor_in_place(ins, ops, mems, regs, binary_rows):
-        return L.STATUS_OK
+    _tensor_tensor_floats(ins, ops, mems, regs, fmt, table, binary_rows)
+    return L.STATUS_OK
+
+
+@jit(inline="always")  # one caller per unit: compiled inside it
+def _tensor_tensor_floats(ins, ops, mems, regs, fmt, table, by_rows):
+    """tensor_tensor of an operator on values (not bits) through fp32, computed by ``by_rows``
+    (binary_rows, or arith_rows for add, subtract and multiply alone): in place where the tiles
+    allow it, else decoded, computed and stored."""
+    if _tensor_tensor_in_place(ins, ops, mems, regs, by_rows):
+        return
     a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
     b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
     store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
-              binary(arg_value(ins, TENSOR_TENSOR_OP), a, b, binary_rows))
-    return L.STATUS_OK
+              binary(arg_value(ins, TENSOR_TENSOR_OP), a, b, by_rows))
 
 
 def tensor_tensor_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
@@ -168,12 +176,7 @@ def tensor_tensor_arith(ins, ops, imms, mems, regs, fmt, table):
     op = arg_value(ins, TENSOR_TENSOR_OP)
     if not (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY):
         return L.STATUS_KERNEL_ERROR
-    if _tensor_tensor_in_place(ins, ops, mems, regs, arith_rows):
-        return L.STATUS_OK
-    a = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA1)], mems, regs, fmt, table)
-    b = load_f32(ops[arg_value(ins, TENSOR_TENSOR_DATA2)], mems, regs, fmt, table)
-    store_f32(ops[arg_value(ins, TENSOR_TENSOR_DST)], mems, regs, fmt,
-              binary(op, a, b, arith_rows))
+    _tensor_tensor_floats(ins, ops, mems, regs, fmt, table, arith_rows)
     return L.STATUS_OK
 
 
