@@ -37,12 +37,14 @@ def set_sink(sink: Callable[[str], None] | None) -> Callable[[str], None]:
 # package, whose every edit makes numba compile everything again (compiled/cache.py).
 
 def compiling(what: str, where: str) -> str:
-    """Before a first compile. The figures are measured (`neuronemu warm` on 2 busy cores): the
-    interpreter loop and each instruction kind are separate units of 1 s (a branch) to about 2
-    min (vector.tensor_scalar), so a first run takes from about 20 s (vector_add) to minutes."""
+    """Before a first compile. The figures are measured (2026-11-28, 2 cores): a library
+    kernel's first run from an empty cache takes 9 s (vector_add) to 34 s (flash attention) of
+    CPU in one process, less wall time on several cores; under `neuronemu warm` each instruction
+    kind adds 0.2 s (a branch) to 4 s (vector.exponential) to the helpers compiled before it.
+    A slower or busier machine takes longer: the text says up to a few minutes."""
     return (f"neuronemu: compiling {what} with numba, once for this version on this machine: "
-            f"20 s to several minutes (1 s to 2 min per instruction kind), cached in "
-            f"{where}; `neuronemu warm` compiles everything ahead")
+            f"10 s to a few minutes (under a second to several seconds per instruction kind), "
+            f"cached in {where}; `neuronemu warm` compiles everything ahead")
 
 
 def cache_fallback(cache: str, why: str, fallback: str) -> str:
