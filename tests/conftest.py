@@ -131,8 +131,8 @@ def pytest_sessionstart(session):
         print(f"neuronemu: {line}", file=sys.stderr, flush=True)
 
     say(f"this version's compiled-code cache lacks {len(cold)} of {len(entries)} instruction "
-        f"kernels: compiling them before the tests, {parallel} at once (about 3 min of CPU in "
-        f"all; once per version and machine)")
+        f"kernels: compiling them before the tests, {parallel} at once (about 1.5 min of CPU "
+        f"in all, as `neuronemu warm`; once per version and machine)")
     compile_jobs.run_jobs([compile_jobs.kernel_job(e) for e in cold], say, parallel)
 
 
