@@ -163,9 +163,18 @@ def _tensor_tensor_floats(ins, ops, mems, regs, fmt, table, by_rows):
               binary(arg_value(ins, TENSOR_TENSOR_OP), a, b, by_rows))
 
 
+_ARITH = (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY)
+
+
 def tensor_tensor_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
     """bool per row: the operator is add, subtract or multiply (any dtypes)."""
     return np.isin(instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1], _ARITH)
+
+
+@jit(inline="always")
+def _is_arith(op):
+    """Whether ``op`` is one of ``_ARITH``, the operators arith_rows computes."""
+    return op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY
 
 
 @jit
@@ -173,14 +182,11 @@ def tensor_tensor_arith(ins, ops, imms, mems, regs, fmt, table):
     """``tensor_tensor`` for add, subtract and multiply, of any dtypes (``arith_rows``): none of
     the other operators' loops, nor the bitvec paths; any other instruction is an emulator bug
     here."""
-    op = arg_value(ins, TENSOR_TENSOR_OP)
-    if not (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY):
+    if not _is_arith(arg_value(ins, TENSOR_TENSOR_OP)):
         return L.STATUS_KERNEL_ERROR
     _tensor_tensor_floats(ins, ops, mems, regs, fmt, table, arith_rows)
     return L.STATUS_OK
 
-
-_ARITH = (C.ALU_ADD, C.ALU_SUBTRACT, C.ALU_MULTIPLY)
 
 # tensor_tensor and tensor_scalar on fp32 windows only: a program whose instructions of the
 # function all are fp32 windows compiles none of the decoding, rounding and integer paths; of
@@ -213,16 +219,14 @@ def tensor_tensor_f32(ins, ops, imms, mems, regs, fmt, table):
 
 
 def tensor_tensor_f32_arith_covers(instrs: np.ndarray, ops: np.ndarray) -> np.ndarray:
-    """``tensor_tensor_f32_covers``, and the operator is add, subtract or multiply."""
-    op = instrs[:, L.I_ARGS + 2 * TENSOR_TENSOR_OP + 1]
-    return np.isin(op, _ARITH) & tensor_tensor_f32_covers(instrs, ops)
+    """``tensor_tensor_f32_covers`` and ``tensor_tensor_arith_covers``."""
+    return tensor_tensor_arith_covers(instrs, ops) & tensor_tensor_f32_covers(instrs, ops)
 
 
 @jit
 def tensor_tensor_f32_arith(ins, ops, imms, mems, regs, fmt, table):
     """``tensor_tensor_f32`` for add, subtract and multiply (``arith_rows``)."""
-    op = arg_value(ins, TENSOR_TENSOR_OP)
-    if (op == C.ALU_ADD or op == C.ALU_SUBTRACT or op == C.ALU_MULTIPLY) \
+    if _is_arith(arg_value(ins, TENSOR_TENSOR_OP)) \
             and _tensor_tensor_in_place(ins, ops, mems, regs, arith_rows):
         return L.STATUS_OK
     return L.STATUS_KERNEL_ERROR
